@@ -1,0 +1,65 @@
+//! Runnable examples of the `informer` crate, one binary each under `src/bin/`:
+//! `cargo run --bin quickstart`.
+//!
+//! Every example talks to the cluster your kubeconfig names, or, when none is
+//! configured, to an embedded local control plane (etcd + kube-apiserver on loopback,
+//! installed on first use). This library holds only that shared connection logic.
+
+use informer::testenv::TestEnv;
+use kube::Client;
+
+/// A connection to a cluster, keeping the embedded control plane alive when one was
+/// started: dropping it stops the servers.
+pub struct Cluster {
+    /// A client for the cluster.
+    pub client: Client,
+    /// The embedded control plane, when no cluster was configured.
+    pub embedded: Option<TestEnv>,
+}
+
+impl Cluster {
+    /// Connects to the configured cluster (`KUBECONFIG`, `~/.kube/config` or
+    /// in-cluster), or starts the embedded control plane when none is configured.
+    pub async fn connect() -> anyhow::Result<Self> {
+        match kube::Config::infer().await {
+            Ok(config) => Ok(Self {
+                client: Client::try_from(config)?,
+                embedded: None,
+            }),
+            Err(_) => {
+                eprintln!("No cluster configured: starting an embedded control plane on loopback.");
+                let env = TestEnv::start().await?;
+                Ok(Self {
+                    client: env.client()?,
+                    embedded: Some(env),
+                })
+            }
+        }
+    }
+
+    /// Creates a namespace with a unique name for the example's objects.
+    pub async fn create_namespace(&self, prefix: &str) -> anyhow::Result<String> {
+        use k8s_openapi::api::core::v1::Namespace;
+        use kube::api::{Api, PostParams};
+        use rand::Rng;
+
+        let name = format!("{prefix}-{:04x}", rand::rng().random_range(0..0x10000u32));
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))?;
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await?;
+        Ok(name)
+    }
+
+    /// Deletes a namespace the example created.
+    pub async fn delete_namespace(&self, name: &str) -> anyhow::Result<()> {
+        use k8s_openapi::api::core::v1::Namespace;
+        use kube::api::{Api, DeleteParams};
+
+        Api::<Namespace>::all(self.client.clone())
+            .delete(name, &DeleteParams::default())
+            .await?;
+        Ok(())
+    }
+}

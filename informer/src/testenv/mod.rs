@@ -1,0 +1,586 @@
+//! A real Kubernetes control plane on loopback, for tests and demos.
+//!
+//! In the spirit of controller-runtime's envtest: [`TestEnv::start`] runs etcd and
+//! kube-apiserver (built from Debian's Kubernetes 1.20 source by
+//! `scripts/install-control-plane.sh`, which runs by itself on first use) on free
+//! loopback ports, with TLS that clients verify, token authentication and RBAC. It
+//! hands back verified [`kube::Client`]s for an admin and for a restricted user, a
+//! kubeconfig file, and levers for the faults an informer must survive: restarting the
+//! API server while etcd keeps its data, running without the watch cache, and
+//! compacting etcd so that old resourceVersions answer 410 Gone.
+//!
+//! Dropping the [`TestEnv`] stops both servers and deletes their files. Servers run
+//! under a supervisor tied to this process, so nothing is left running even when the
+//! process exits without dropping it (as with [`TestEnv::shared`]).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer::testenv::TestEnv;
+//!
+//! // One control plane for the whole test binary; each test takes its own namespace.
+//! let env = TestEnv::shared().await?;
+//! let client = env.client()?;
+//! let namespace = env.create_namespace("my-test").await?;
+//! # let _ = (client, namespace);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Environment variables: `INFORMER_KUBE_APISERVER`, `INFORMER_ETCD` and
+//! `INFORMER_ETCDCTL` point at already-installed binaries; `INFORMER_CACHE_DIR` moves
+//! the install cache (default `~/.cache/informer-testenv`);
+//! `INFORMER_TESTENV_NO_INSTALL` forbids installing; `INFORMER_TESTENV_KEEP` keeps the
+//! servers' directory (logs, data, certificates) after they stop, for debugging.
+
+mod install;
+mod pki;
+mod process;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use rand::Rng;
+use tokio::sync::OnceCell;
+
+use process::Supervised;
+
+/// How long a server may take to become ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The user name of the restricted user: authenticated, but RBAC grants it nothing
+/// until a test binds a role to it.
+pub const RESTRICTED_USER: &str = "restricted";
+
+/// The admin's user name (member of `system:masters`).
+pub const ADMIN_USER: &str = "admin";
+
+/// Errors from starting or driving a [`TestEnv`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TestEnvError {
+    /// A binary is missing and could not be installed.
+    #[error("control plane not installed: {0}")]
+    NotInstalled(String),
+    /// A program could not be started.
+    #[error("could not run {program}")]
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading or writing a file failed.
+    #[error("I/O on {path}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Generating certificates or keys failed.
+    #[error("generating certificates: {0}")]
+    Pki(String),
+    /// A server did not become ready in time, or exited.
+    #[error("{component} did not become ready: {reason}\n--- last log lines ---\n{log_tail}")]
+    NotReady {
+        /// `etcd` or `kube-apiserver`.
+        component: &'static str,
+        /// What was seen.
+        reason: String,
+        /// The end of the server's log.
+        log_tail: String,
+    },
+    /// The generated kubeconfig could not be loaded.
+    #[error("loading the generated kubeconfig")]
+    Kubeconfig(#[source] kube::config::KubeconfigError),
+    /// A client could not be built or a request failed.
+    #[error("talking to the API server")]
+    Client(#[source] kube::Error),
+    /// `etcdctl` failed.
+    #[error("etcdctl {action} failed: {message}")]
+    Etcdctl {
+        /// What was asked of it.
+        action: &'static str,
+        /// Its output.
+        message: String,
+    },
+}
+
+/// Options for a [`TestEnv`]; start one with [`TestEnvBuilder::start`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct TestEnvBuilder {
+    watch_cache: bool,
+    extra_apiserver_args: Vec<String>,
+}
+
+impl Default for TestEnvBuilder {
+    fn default() -> Self {
+        Self {
+            watch_cache: true,
+            extra_apiserver_args: Vec::new(),
+        }
+    }
+}
+
+impl TestEnvBuilder {
+    /// Runs the API server with (`true`, the default) or without its watch cache.
+    ///
+    /// Without it, every list and watch is served by etcd, so a watch from a
+    /// compacted resourceVersion answers 410 Gone at once (see
+    /// [`TestEnv::compact_etcd`]).
+    pub fn watch_cache(mut self, enabled: bool) -> Self {
+        self.watch_cache = enabled;
+        self
+    }
+
+    /// Adds a command-line flag for kube-apiserver, e.g. `--v=4`.
+    pub fn apiserver_arg(mut self, arg: impl Into<String>) -> Self {
+        self.extra_apiserver_args.push(arg.into());
+        self
+    }
+
+    /// Installs the binaries if needed, starts etcd and kube-apiserver, and waits
+    /// until the API server is ready.
+    pub async fn start(self) -> Result<TestEnv, TestEnvError> {
+        TestEnv::start_with(self).await
+    }
+}
+
+/// A running etcd + kube-apiserver pair on loopback. See the [module docs](self).
+#[derive(Debug)]
+pub struct TestEnv {
+    dir: PathBuf,
+    binaries: install::Binaries,
+    etcd_url: String,
+    apiserver_port: u16,
+    apiserver_args: Vec<String>,
+    kubeconfig: PathBuf,
+    admin: Config,
+    restricted: Config,
+    etcd: Mutex<Option<Supervised>>,
+    apiserver: Mutex<Option<Supervised>>,
+    namespaces: AtomicU64,
+}
+
+impl TestEnv {
+    /// Starts a control plane with default options: a fresh etcd and an API server
+    /// with its watch cache on.
+    pub async fn start() -> Result<Self, TestEnvError> {
+        Self::builder().start().await
+    }
+
+    /// Options for a control plane.
+    pub fn builder() -> TestEnvBuilder {
+        TestEnvBuilder::default()
+    }
+
+    /// The control plane shared by everything in this process, started on first use.
+    ///
+    /// Tests in one binary share it and isolate themselves by namespace
+    /// ([`TestEnv::create_namespace`]). Tests that pull fault levers (restart,
+    /// compaction) should start their own with [`TestEnv::start`] instead, since the
+    /// faults would reach every other test. The servers stop when the process exits.
+    pub async fn shared() -> Result<&'static Self, TestEnvError> {
+        static SHARED: OnceCell<TestEnv> = OnceCell::const_new();
+        SHARED.get_or_try_init(Self::start).await
+    }
+
+    async fn start_with(options: TestEnvBuilder) -> Result<Self, TestEnvError> {
+        let binaries = install::ensure_installed().await?;
+        let dir = tempfile::Builder::new()
+            .prefix("informer-testenv-")
+            .tempdir()
+            .map_err(|source| TestEnvError::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?
+            .keep();
+        let pki = pki::write(&dir)?;
+
+        let admin_token = random_token();
+        let restricted_token = random_token();
+        let tokens = dir.join("tokens.csv");
+        write_file(
+            &tokens,
+            &format!(
+                "{admin_token},{ADMIN_USER},{ADMIN_USER}-uid,\"system:masters\"\n\
+                 {restricted_token},{RESTRICTED_USER},{RESTRICTED_USER}-uid\n"
+            ),
+        )?;
+
+        let etcd_port = free_port(&dir)?;
+        let etcd_peer_port = free_port(&dir)?;
+        let apiserver_port = free_port(&dir)?;
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
+
+        let kubeconfig = dir.join("kubeconfig");
+        write_kubeconfig(
+            &kubeconfig,
+            apiserver_port,
+            &pki.ca_cert,
+            &admin_token,
+            &restricted_token,
+        )?;
+        let admin = load_config(&kubeconfig, ADMIN_USER).await?;
+        let restricted = load_config(&kubeconfig, RESTRICTED_USER).await?;
+
+        let keep = std::env::var_os("INFORMER_TESTENV_KEEP").is_some();
+        let etcd_args = vec![
+            "--name=default".to_owned(),
+            format!("--data-dir={}", dir.join("etcd").display()),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-peer-urls={etcd_peer_url}"),
+            format!("--initial-advertise-peer-urls={etcd_peer_url}"),
+            format!("--initial-cluster=default={etcd_peer_url}"),
+            "--log-level=warn".to_owned(),
+            "--logger=zap".to_owned(),
+        ];
+        // etcd stops last, so its supervisor removes the whole directory.
+        let etcd = Supervised::spawn(
+            "etcd",
+            &binaries.etcd,
+            &etcd_args,
+            &dir.join("etcd.log"),
+            (!keep).then_some(dir.as_path()),
+        )?;
+        wait_for_port(&etcd, etcd_port).await?;
+
+        let mut apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            "--bind-address=127.0.0.1".to_owned(),
+            "--advertise-address=127.0.0.1".to_owned(),
+            format!("--secure-port={apiserver_port}"),
+            format!("--cert-dir={}", dir.join("apiserver-certs").display()),
+            format!("--tls-cert-file={}", pki.serving_cert.display()),
+            format!("--tls-private-key-file={}", pki.serving_key.display()),
+            format!("--token-auth-file={}", tokens.display()),
+            "--authorization-mode=RBAC".to_owned(),
+            "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
+            format!(
+                "--service-account-key-file={}",
+                pki.service_account_pub.display()
+            ),
+            format!(
+                "--service-account-signing-key-file={}",
+                pki.service_account_key.display()
+            ),
+            "--api-audiences=https://kubernetes.default.svc".to_owned(),
+            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+            "--disable-admission-plugins=ServiceAccount".to_owned(),
+            format!("--watch-cache={}", options.watch_cache),
+        ];
+        apiserver_args.extend(options.extra_apiserver_args);
+
+        let env = Self {
+            dir,
+            binaries,
+            etcd_url,
+            apiserver_port,
+            apiserver_args,
+            kubeconfig,
+            admin,
+            restricted,
+            etcd: Mutex::new(Some(etcd)),
+            apiserver: Mutex::new(None),
+            namespaces: AtomicU64::new(0),
+        };
+        env.start_apiserver().await?;
+        Ok(env)
+    }
+
+    /// A client for the admin user (in `system:masters`), verifying the server's
+    /// certificate against the control plane's CA. Must be called inside a tokio
+    /// runtime; each call builds a new client bound to the calling runtime.
+    pub fn client(&self) -> Result<Client, TestEnvError> {
+        Client::try_from(self.admin.clone()).map_err(TestEnvError::Client)
+    }
+
+    /// A client for [`RESTRICTED_USER`], whom RBAC denies everything until a test
+    /// grants it a role.
+    pub fn restricted_client(&self) -> Result<Client, TestEnvError> {
+        Client::try_from(self.restricted.clone()).map_err(TestEnvError::Client)
+    }
+
+    /// The admin's client configuration.
+    pub fn config(&self) -> &Config {
+        &self.admin
+    }
+
+    /// The restricted user's client configuration.
+    pub fn restricted_config(&self) -> &Config {
+        &self.restricted
+    }
+
+    /// A kubeconfig file with two contexts, `admin` (current) and `restricted`, for
+    /// `kubectl --kubeconfig` or `KUBECONFIG`.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The API server's URL, e.g. `https://127.0.0.1:34567`.
+    pub fn apiserver_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.apiserver_port)
+    }
+
+    /// etcd's client URL, e.g. `http://127.0.0.1:34568`.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
+    }
+
+    /// The directory holding certificates, logs (`etcd.log`, `kube-apiserver.log`)
+    /// and etcd's data.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates a namespace with a unique name starting with `prefix`, for a test to
+    /// isolate its objects from other tests sharing this control plane.
+    pub async fn create_namespace(&self, prefix: &str) -> Result<String, TestEnvError> {
+        let n = self.namespaces.fetch_add(1, Ordering::Relaxed);
+        let suffix: u32 = rand::rng().random_range(0..0x10000);
+        let name = format!("{prefix}-{n}-{suffix:04x}");
+        let namespace: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name }
+        }))
+        .expect("a namespace with a name is valid");
+        Api::<Namespace>::all(self.client()?)
+            .create(&PostParams::default(), &namespace)
+            .await
+            .map_err(TestEnvError::Client)?;
+        Ok(name)
+    }
+
+    /// Deletes a namespace (and with it everything in it). Without a namespace
+    /// controller the namespace itself stays Terminating; its name is not reused.
+    pub async fn delete_namespace(&self, name: &str) -> Result<(), TestEnvError> {
+        Api::<Namespace>::all(self.client()?)
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ())
+            .map_err(TestEnvError::Client)
+    }
+
+    /// Stops the API server; etcd keeps running with all data. Clients see
+    /// connection errors until [`TestEnv::start_apiserver`].
+    pub async fn stop_apiserver(&self) {
+        let running = self.apiserver.lock().expect("lock").take();
+        if let Some(mut server) = running {
+            // Stopping waits for the process: keep that off the async worker.
+            let _ = tokio::task::spawn_blocking(move || server.stop()).await;
+        }
+    }
+
+    /// Starts the API server (on the same port as before) and waits until it is
+    /// ready. Does nothing if it is already running.
+    pub async fn start_apiserver(&self) -> Result<(), TestEnvError> {
+        if self.apiserver.lock().expect("lock").is_some() {
+            return Ok(());
+        }
+        let server = Supervised::spawn(
+            "kube-apiserver",
+            &self.binaries.kube_apiserver,
+            &self.apiserver_args,
+            &self.dir.join("kube-apiserver.log"),
+            None,
+        )?;
+        let ready = self.wait_for_apiserver(&server).await;
+        *self.apiserver.lock().expect("lock") = Some(server);
+        ready
+    }
+
+    /// Stops and starts the API server while etcd keeps its data: every watch
+    /// breaks, and objects changed meanwhile must be caught up by a relist.
+    pub async fn restart_apiserver(&self) -> Result<(), TestEnvError> {
+        self.stop_apiserver().await;
+        self.start_apiserver().await
+    }
+
+    /// Compacts etcd's history up to its current revision and returns that revision.
+    ///
+    /// Afterwards any older resourceVersion is gone: with the watch cache off
+    /// ([`TestEnvBuilder::watch_cache`]), a watch or list from one answers 410 Gone.
+    pub async fn compact_etcd(&self) -> Result<i64, TestEnvError> {
+        let status = self
+            .etcdctl(
+                "endpoint status",
+                &["endpoint", "status", "--write-out=json"],
+            )
+            .await?;
+        let revision = serde_json::from_str::<serde_json::Value>(&status)
+            .ok()
+            .and_then(|v| v[0]["Status"]["header"]["revision"].as_i64())
+            .ok_or_else(|| TestEnvError::Etcdctl {
+                action: "endpoint status",
+                message: format!("no revision in {status}"),
+            })?;
+        self.etcdctl("compact", &["compact", &revision.to_string(), "--physical"])
+            .await?;
+        Ok(revision)
+    }
+
+    async fn etcdctl(&self, action: &'static str, args: &[&str]) -> Result<String, TestEnvError> {
+        let output = tokio::process::Command::new(&self.binaries.etcdctl)
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", self.etcd_url))
+            .args(args)
+            .output()
+            .await
+            .map_err(|source| TestEnvError::Spawn {
+                program: self.binaries.etcdctl.clone(),
+                source,
+            })?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(TestEnvError::Etcdctl {
+                action,
+                message: String::from_utf8_lossy(&output.stderr).into_owned(),
+            })
+        }
+    }
+
+    async fn wait_for_apiserver(&self, server: &Supervised) -> Result<(), TestEnvError> {
+        let client = self.client()?;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if !server.is_running() {
+                return Err(not_ready("kube-apiserver", "exited".into(), server));
+            }
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .expect("a static request is valid");
+            let last = match client.request_text(request).await {
+                Ok(body) if body.trim() == "ok" => return Ok(()),
+                Ok(body) => body,
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() >= deadline {
+                return Err(not_ready("kube-apiserver", last, server));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // The API server first: etcd's supervisor removes the directory after etcd.
+        if let Some(mut server) = self.apiserver.get_mut().expect("lock").take() {
+            server.stop();
+        }
+        if let Some(mut server) = self.etcd.get_mut().expect("lock").take() {
+            server.stop();
+        }
+    }
+}
+
+fn not_ready(component: &'static str, reason: String, server: &Supervised) -> TestEnvError {
+    TestEnvError::NotReady {
+        component,
+        reason,
+        log_tail: server.log_tail(),
+    }
+}
+
+async fn wait_for_port(server: &Supervised, port: u16) -> Result<(), TestEnvError> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if !server.is_running() {
+            return Err(not_ready("etcd", "exited".into(), server));
+        }
+        if Instant::now() >= deadline {
+            return Err(not_ready("etcd", format!("port {port} closed"), server));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A port that was free a moment ago. Another process could take it before the
+/// server binds it; the server then fails to start with a clear log line.
+fn free_port(dir: &Path) -> Result<u16, TestEnvError> {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|source| TestEnvError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+fn random_token() -> String {
+    let bytes: [u8; 16] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_file(path: &Path, contents: &str) -> Result<(), TestEnvError> {
+    std::fs::write(path, contents).map_err(|source| TestEnvError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn write_kubeconfig(
+    path: &Path,
+    port: u16,
+    ca: &Path,
+    admin_token: &str,
+    restricted_token: &str,
+) -> Result<(), TestEnvError> {
+    let context = |user: &str| {
+        serde_json::json!({
+            "name": user,
+            "context": { "cluster": "informer-testenv", "user": user, "namespace": "default" }
+        })
+    };
+    // JSON is YAML, so every kubeconfig reader accepts this file.
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": "informer-testenv",
+            "cluster": {
+                "server": format!("https://127.0.0.1:{port}"),
+                "certificate-authority": ca,
+            }
+        }],
+        "users": [
+            { "name": ADMIN_USER, "user": { "token": admin_token } },
+            { "name": RESTRICTED_USER, "user": { "token": restricted_token } },
+        ],
+        "contexts": [context(ADMIN_USER), context(RESTRICTED_USER)],
+        "current-context": ADMIN_USER,
+    });
+    write_file(
+        path,
+        &serde_json::to_string_pretty(&kubeconfig).expect("JSON values serialise"),
+    )
+}
+
+async fn load_config(kubeconfig: &Path, context: &str) -> Result<Config, TestEnvError> {
+    let file = Kubeconfig::read_from(kubeconfig).map_err(TestEnvError::Kubeconfig)?;
+    let options = KubeConfigOptions {
+        context: Some(context.to_owned()),
+        ..KubeConfigOptions::default()
+    };
+    Config::from_custom_kubeconfig(file, &options)
+        .await
+        .map_err(TestEnvError::Kubeconfig)
+}

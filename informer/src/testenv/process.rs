@@ -1,0 +1,151 @@
+//! A child process that cannot outlive the process that started it.
+//!
+//! Test binaries share one control plane through a `static`, and statics are never
+//! dropped, so `Drop` alone cannot promise that etcd and kube-apiserver stop. Each
+//! server therefore runs under a tiny `sh` supervisor whose stdin is a pipe from us:
+//! when the pipe closes (an explicit stop, or our process ending for any reason, even
+//! a crash) the supervisor terminates the server, waits for it, and exits.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::TestEnvError;
+
+/// `$1` log file, `$2` directory to remove once the server has exited (or empty),
+/// the rest is the server's command line.
+const SUPERVISOR: &str = r#"
+log=$1; cleanup=$2; shift 2
+exec 2>>"$log"
+"$@" </dev/null >>"$log" 2>&1 &
+child=$!
+echo "$child"
+while read -r _; do :; done
+kill -TERM "$child" 2>/dev/null
+wait "$child"
+[ -n "$cleanup" ] && rm -rf "$cleanup"
+exit 0
+"#;
+
+/// How long a server may take to exit after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(20);
+
+/// A server process under its supervisor.
+#[derive(Debug)]
+pub(crate) struct Supervised {
+    name: &'static str,
+    supervisor: Child,
+    stdin: Option<ChildStdin>,
+    pid: u32,
+    log: PathBuf,
+}
+
+impl Supervised {
+    /// Starts `program args..` with its output appended to `log`. When the server
+    /// exits under supervision, `cleanup` (if any) is removed.
+    pub(crate) fn spawn(
+        name: &'static str,
+        program: &Path,
+        args: &[String],
+        log: &Path,
+        cleanup: Option<&Path>,
+    ) -> Result<Self, TestEnvError> {
+        let spawn_error = |source| TestEnvError::Spawn {
+            program: program.to_path_buf(),
+            source,
+        };
+        let mut supervisor = Command::new("sh")
+            .arg("-c")
+            .arg(SUPERVISOR)
+            .arg("informer-testenv-supervisor")
+            .arg(log)
+            .arg(cleanup.map(Path::as_os_str).unwrap_or_default())
+            .arg(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(spawn_error)?;
+        let stdin = supervisor.stdin.take();
+        let mut line = String::new();
+        let stdout = supervisor.stdout.take().expect("stdout is piped");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(spawn_error)?;
+        let pid = line.trim().parse().map_err(|_| TestEnvError::Spawn {
+            program: program.to_path_buf(),
+            source: std::io::Error::other(format!("supervisor printed {line:?}, not a pid")),
+        })?;
+        Ok(Self {
+            name,
+            supervisor,
+            stdin,
+            pid,
+            log: log.to_path_buf(),
+        })
+    }
+
+    /// Whether the server is still running (not exited, not a zombie).
+    pub(crate) fn is_running(&self) -> bool {
+        match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
+            // The state is the first field after the parenthesised command name.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X"),
+            Err(_) => false,
+        }
+    }
+
+    /// The last lines of the server's log, to explain a failure.
+    pub(crate) fn log_tail(&self) -> String {
+        log_tail(&self.log, 4096)
+    }
+
+    /// Terminates the server and waits for it; kills it if it ignores SIGTERM.
+    pub(crate) fn stop(&mut self) {
+        // Closing the pipe is the stop signal.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + STOP_GRACE;
+        loop {
+            match self.supervisor.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) if Instant::now() >= deadline => {
+                    tracing::warn!(
+                        name = self.name,
+                        pid = self.pid,
+                        "did not stop in time; killing"
+                    );
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &self.pid.to_string()])
+                        .status();
+                    let _ = self.supervisor.kill();
+                    let _ = self.supervisor.wait();
+                    return;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The last `max` bytes of a file, lossily decoded.
+pub(crate) fn log_tail(path: &Path, max: u64) -> String {
+    let Ok(mut file) = File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}

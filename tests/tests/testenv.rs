@@ -1,0 +1,192 @@
+//! The embedded control plane itself: it must be a real, verified, faultable API server.
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use informer::testenv::{RESTRICTED_USER, TestEnv};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::{Client, Config};
+
+fn config_map(name: &str, value: &str) -> ConfigMap {
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "data": { "key": value },
+    }))
+    .unwrap()
+}
+
+async fn set_value(api: &Api<ConfigMap>, name: &str, value: &str) -> String {
+    let patch = serde_json::json!({ "data": { "key": value } });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
+#[tokio::test]
+async fn creates_and_reads_an_object_through_a_verified_client() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("testenv-crud").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+
+    let created = api
+        .create(&PostParams::default(), &config_map("hello", "world"))
+        .await
+        .unwrap();
+    let read = api.get("hello").await.unwrap();
+    assert_eq!(read.data.unwrap()["key"], "world");
+    assert_eq!(read.metadata.uid, created.metadata.uid);
+
+    // The kubeconfig file on disk describes the same server.
+    let kubeconfig = kube::config::Kubeconfig::read_from(env.kubeconfig_path()).unwrap();
+    let from_file = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let api = Api::<ConfigMap>::namespaced(Client::try_from(from_file).unwrap(), &ns);
+    assert_eq!(
+        api.get("hello").await.unwrap().metadata.uid,
+        created.metadata.uid
+    );
+
+    // TLS is really verified: without the control plane's CA the handshake fails.
+    let mut untrusted = env.config().clone();
+    untrusted.root_cert = None;
+    untrusted.accept_invalid_certs = false;
+    let api = Api::<ConfigMap>::namespaced(Client::try_from(untrusted).unwrap(), &ns);
+    let err = api.get("hello").await.unwrap_err();
+    assert!(
+        !matches!(err, kube::Error::Api(_)),
+        "a client without the CA must fail the TLS handshake, got {err}"
+    );
+}
+
+#[tokio::test]
+async fn restricted_user_is_denied_until_rbac_allows_it() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("testenv-rbac").await.unwrap();
+    let restricted = Api::<ConfigMap>::namespaced(env.restricted_client().unwrap(), &ns);
+
+    match restricted.list(&ListParams::default()).await {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
+        other => panic!("expected 403 Forbidden, got {other:?}"),
+    }
+
+    let admin = env.client().unwrap();
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "read-configmaps" },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }],
+    }))
+    .unwrap();
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "read-configmaps" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-configmaps" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RESTRICTED_USER }],
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(admin, &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+
+    // RBAC's authorizer cache is fed by an informer: allow a moment for it to see the binding.
+    let mut allowed = false;
+    for _ in 0..100 {
+        if restricted.list(&ListParams::default()).await.is_ok() {
+            allowed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(allowed, "the role binding never took effect");
+}
+
+#[tokio::test]
+async fn restart_keeps_data_and_drop_stops_everything() {
+    let env = TestEnv::start().await.unwrap();
+    let ns = env.create_namespace("testenv-restart").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let created = api
+        .create(&PostParams::default(), &config_map("survivor", "1"))
+        .await
+        .unwrap();
+
+    env.stop_apiserver().await;
+    assert!(api.get("survivor").await.is_err(), "the API server is down");
+    env.start_apiserver().await.unwrap();
+
+    // The same client reconnects, and etcd kept the object as it was.
+    let read = api.get("survivor").await.unwrap();
+    assert_eq!(read.metadata.uid, created.metadata.uid);
+    assert_eq!(
+        read.metadata.resource_version,
+        created.metadata.resource_version
+    );
+
+    env.restart_apiserver().await.unwrap();
+    assert_eq!(
+        api.get("survivor").await.unwrap().metadata.uid,
+        created.metadata.uid
+    );
+
+    let dir = env.dir().to_owned();
+    let url = env.apiserver_url();
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    drop(env);
+    assert!(!dir.exists(), "{} is left behind", dir.display());
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the API server still listens on {url}"
+    );
+}
+
+#[tokio::test]
+async fn compaction_makes_an_old_resource_version_answer_410_gone() {
+    let env = TestEnv::builder().watch_cache(false).start().await.unwrap();
+    let ns = env.create_namespace("testenv-compact").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let old_rv = api
+        .create(&PostParams::default(), &config_map("churn", "0"))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    for i in 1..=3 {
+        set_value(&api, "churn", &i.to_string()).await;
+    }
+
+    // Before compaction the old version is still watchable.
+    let events: Vec<_> = api
+        .watch(&WatchParams::default().timeout(1), &old_rv)
+        .await
+        .unwrap()
+        .take(3)
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(
+        events.iter().all(|e| matches!(e, WatchEvent::Modified(_))),
+        "{events:?}"
+    );
+
+    let revision = env.compact_etcd().await.unwrap();
+    assert!(revision >= old_rv.parse::<i64>().unwrap());
+
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(5), &old_rv)
+        .await
+        .unwrap()
+        .boxed();
+    match stream.next().await {
+        Some(Ok(WatchEvent::Error(status))) => assert_eq!(status.code, 410, "{status:?}"),
+        other => panic!("expected a 410 Gone watch event, got {other:?}"),
+    }
+}
