@@ -20,3 +20,5 @@
 #[cfg(feature = "testenv")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testenv")))]
 pub mod testenv;
+
+pub mod workqueue;
