@@ -21,4 +21,5 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "testenv")))]
 pub mod testenv;
 
+pub mod reflector;
 pub mod workqueue;

@@ -6,8 +6,9 @@
 //! loopback ports, with TLS that clients verify, token authentication and RBAC. It
 //! hands back verified [`kube::Client`]s for an admin and for a restricted user, a
 //! kubeconfig file, and levers for the faults an informer must survive: restarting the
-//! API server while etcd keeps its data, running without the watch cache, and
-//! compacting etcd so that old resourceVersions answer 410 Gone.
+//! API server while etcd keeps its data, running without the watch cache,
+//! compacting etcd so that old resourceVersions answer 410 Gone, and a
+//! [`FaultProxy`] that cuts one client off while others go on writing.
 //!
 //! Dropping the [`TestEnv`] stops both servers and deletes their files. Servers run
 //! under a supervisor tied to this process, so nothing is left running even when the
@@ -35,6 +36,7 @@
 mod install;
 mod pki;
 mod process;
+mod proxy;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -50,6 +52,7 @@ use rand::Rng;
 use tokio::sync::OnceCell;
 
 use process::Supervised;
+pub use proxy::FaultProxy;
 
 /// How long a server may take to become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -370,6 +373,13 @@ impl TestEnv {
             .await
             .map(|_| ())
             .map_err(TestEnvError::Client)
+    }
+
+    /// Starts a [`FaultProxy`] to the API server: clients made from it can be cut
+    /// off and reconnected while other clients go on. It lives as long as the
+    /// returned value, on the calling tokio runtime.
+    pub async fn fault_proxy(&self) -> Result<FaultProxy, TestEnvError> {
+        FaultProxy::start(self.apiserver_port, &self.admin).await
     }
 
     /// Stops the API server; etcd keeps running with all data. Clients see

@@ -1,0 +1,128 @@
+//! Reflector settings: a `Default` struct with `#[must_use]` builder methods.
+
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::backoff::BackoffConfig;
+use super::error::ReflectorError;
+use super::metrics::ReflectorMetrics;
+
+/// Decides at each resync tick whether to resync (client-go's `ShouldResync`); the
+/// informer uses it to honour per-handler resync periods.
+pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Sees every error a reflector meets (client-go's `WatchErrorHandler`).
+pub type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+
+/// How a [`super::Reflector`] lists and watches. The defaults are client-go's.
+#[derive(Clone)]
+#[must_use]
+pub struct Config {
+    /// Objects per list page when the server pages (default 500). `None` lists all
+    /// at once. Lists at resourceVersion "0" are served whole from the watch cache
+    /// whatever the page size, exactly as for client-go.
+    pub page_size: Option<u32>,
+    /// How often to ask the store to resync (`None`, the default: never).
+    pub resync_period: Option<Duration>,
+    /// Consulted at each resync tick; resync happens when it returns true.
+    pub should_resync: Option<ShouldResync>,
+    /// Each watch asks the server to end it after a random time in this range
+    /// (default 5 to 10 minutes), so that watches spread their reconnects.
+    pub watch_timeout: RangeInclusive<Duration>,
+    /// Ask for bookmark events (default true).
+    pub allow_bookmarks: bool,
+    /// Backoff between failed attempts.
+    pub backoff: BackoffConfig,
+    /// Extra metrics hooks (the built-in counters are always kept).
+    pub metrics: Option<Arc<dyn ReflectorMetrics>>,
+    /// Called with every error.
+    pub error_handler: Option<WatchErrorHandler>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            page_size: Some(500),
+            resync_period: None,
+            should_resync: None,
+            watch_timeout: Duration::from_secs(300)..=Duration::from_secs(600),
+            allow_bookmarks: true,
+            backoff: BackoffConfig::default(),
+            metrics: None,
+            error_handler: None,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("page_size", &self.page_size)
+            .field("resync_period", &self.resync_period)
+            .field("should_resync", &self.should_resync.is_some())
+            .field("watch_timeout", &self.watch_timeout)
+            .field("allow_bookmarks", &self.allow_bookmarks)
+            .field("backoff", &self.backoff)
+            .field("metrics", &self.metrics.is_some())
+            .field("error_handler", &self.error_handler.is_some())
+            .finish()
+    }
+}
+
+impl Config {
+    /// Objects per list page (`None`: no paging).
+    pub fn page_size(mut self, page_size: Option<u32>) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Resync every `period`.
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period).filter(|p| !p.is_zero());
+        self
+    }
+
+    /// Resync only when `should_resync` says so at a tick.
+    pub fn should_resync(
+        mut self,
+        should_resync: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.should_resync = Some(Arc::new(should_resync));
+        self
+    }
+
+    /// The range each watch's server-side timeout is drawn from.
+    pub fn watch_timeout(mut self, range: RangeInclusive<Duration>) -> Self {
+        self.watch_timeout = range;
+        self
+    }
+
+    /// Whether to ask for bookmark events.
+    pub fn allow_bookmarks(mut self, allow: bool) -> Self {
+        self.allow_bookmarks = allow;
+        self
+    }
+
+    /// The backoff between failed attempts.
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Extra metrics hooks.
+    pub fn metrics(mut self, metrics: Arc<dyn ReflectorMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// A handler for every error (forbidden, unauthorized, expired, undecodable...).
+    pub fn error_handler(
+        mut self,
+        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Self {
+        self.error_handler = Some(Arc::new(handler));
+        self
+    }
+}

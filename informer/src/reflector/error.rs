@@ -1,0 +1,119 @@
+//! What can go wrong while a reflector lists and watches.
+
+use std::time::Duration;
+
+/// An object the resource type could not decode: reported with its key and skipped,
+/// so one bad object never stalls the informer.
+#[derive(Debug, thiserror::Error)]
+#[error("could not decode {kind} {key}")]
+pub struct DecodeError {
+    /// The kind the reflector expected.
+    pub kind: String,
+    /// The object's `namespace/name`, or what could be read of it.
+    pub key: String,
+    /// The object's resourceVersion, when readable.
+    pub resource_version: Option<String>,
+    /// Why decoding failed.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+/// An error seen by a reflector. The reflector itself never stops on one: it backs off
+/// and tries again. Handlers set with a watch-error handler see each of them.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReflectorError {
+    /// Listing failed (forbidden, unauthorized, unreachable, timed out...).
+    #[error("list failed")]
+    List(#[source] kube::Error),
+    /// Starting or reading a watch failed.
+    #[error("watch failed")]
+    Watch(#[source] kube::Error),
+    /// The watch's resourceVersion is too old (410 Gone / Expired): a relist follows.
+    #[error("watch expired (resourceVersion too old): relisting")]
+    Expired(#[source] kube::Error),
+    /// A watch ended at once with no events, which means something is wrong.
+    #[error("very short watch: closed after {0:?} with no events")]
+    ShortWatch(Duration),
+    /// An object could not be decoded; it was skipped.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// An event carried an object of another kind than the reflector's.
+    #[error("expected kind {expected}, got {found} for {key}")]
+    UnexpectedKind {
+        /// The reflector's kind.
+        expected: String,
+        /// The object's kind.
+        found: String,
+        /// The object's `namespace/name`.
+        key: String,
+    },
+    /// The server's response could not be read as a list or watch event.
+    #[error("malformed response: {0}")]
+    Malformed(String),
+}
+
+impl ReflectorError {
+    /// The HTTP status code when the API server answered with an error status.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            Self::List(e) | Self::Watch(e) | Self::Expired(e) => api_status_code(e),
+            _ => None,
+        }
+    }
+
+    /// Whether this is the API server refusing access (401 or 403).
+    pub fn is_access_denied(&self) -> bool {
+        matches!(self.status_code(), Some(401 | 403))
+    }
+}
+
+pub(crate) fn api_status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+/// 410 Gone: the resourceVersion asked for is older than what the server keeps.
+pub(crate) fn is_expired(e: &kube::Error) -> bool {
+    api_status_code(e) == Some(410)
+}
+
+/// "Too large resource version": the server (say, restarted with an empty watch
+/// cache) is behind the version asked for. Like 410, a consistent relist fixes it.
+pub(crate) fn is_too_large_resource_version(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(status) => {
+            status.code == 504
+                && (status.message.contains("Too large resource version")
+                    || status.details.as_ref().is_some_and(|d| {
+                        d.causes
+                            .iter()
+                            .any(|c| c.reason == "ResourceVersionTooLarge")
+                    }))
+        }
+        _ => false,
+    }
+}
+
+/// Whether the cause is a refused TCP connection (the API server is not up), in which
+/// case client-go retries the watch after a backoff instead of relisting.
+pub(crate) fn is_connection_refused(e: &kube::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    // hyper-util's connector does not always expose the io::Error as a source.
+    e.to_string().contains("Connection refused") || format!("{e:?}").contains("ConnectionRefused")
+}
+
+/// 429: the server asks us to slow down, which is not a reason to relist.
+pub(crate) fn is_too_many_requests(e: &kube::Error) -> bool {
+    api_status_code(e) == Some(429)
+}

@@ -1,0 +1,108 @@
+//! Counters of a reflector's work, after client-go's reflector metrics.
+//!
+//! Every reflector keeps [`ReflectorStats`] (a few atomics, always on, read with
+//! [`super::Reflector::stats`]). To feed another metrics system, implement
+//! [`ReflectorMetrics`] and pass it in the [`super::Config`].
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::error::ReflectorError;
+
+/// Hooks called as a reflector works; every method has an empty default.
+pub trait ReflectorMetrics: Send + Sync {
+    /// A full (re)list finished with `items` objects after `duration`.
+    fn list_completed(&self, items: usize, duration: Duration) {
+        let _ = (items, duration);
+    }
+    /// A watch was started.
+    fn watch_started(&self) {}
+    /// A watch ended at once without events.
+    fn short_watch(&self) {}
+    /// A watch event (including bookmarks) was received.
+    fn watch_event(&self) {}
+    /// An error happened (the reflector goes on).
+    fn error(&self, error: &ReflectorError) {
+        let _ = error;
+    }
+    /// The last synced resourceVersion changed.
+    fn resource_version(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
+}
+
+/// The counters every reflector keeps.
+#[derive(Debug, Default)]
+pub struct ReflectorStats {
+    lists: AtomicU64,
+    list_items: AtomicU64,
+    watches: AtomicU64,
+    short_watches: AtomicU64,
+    watch_events: AtomicU64,
+    errors: AtomicU64,
+    last_resource_version: Mutex<String>,
+}
+
+/// A copy of a reflector's counters at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Completed (re)lists.
+    pub lists: u64,
+    /// Objects received by lists.
+    pub list_items: u64,
+    /// Watches started.
+    pub watches: u64,
+    /// Watches that ended at once without events.
+    pub short_watches: u64,
+    /// Watch events received, bookmarks included.
+    pub watch_events: u64,
+    /// Errors seen.
+    pub errors: u64,
+    /// The last synced resourceVersion.
+    pub last_resource_version: String,
+}
+
+impl ReflectorStats {
+    /// The last synced resourceVersion.
+    pub fn last_resource_version(&self) -> String {
+        self.last_resource_version.lock().expect("lock").clone()
+    }
+
+    /// Reads all counters.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            lists: self.lists.load(Ordering::Relaxed),
+            list_items: self.list_items.load(Ordering::Relaxed),
+            watches: self.watches.load(Ordering::Relaxed),
+            short_watches: self.short_watches.load(Ordering::Relaxed),
+            watch_events: self.watch_events.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            last_resource_version: self.last_resource_version.lock().expect("lock").clone(),
+        }
+    }
+}
+
+impl ReflectorMetrics for ReflectorStats {
+    fn list_completed(&self, items: usize, _duration: Duration) {
+        self.lists.fetch_add(1, Ordering::Relaxed);
+        self.list_items.fetch_add(items as u64, Ordering::Relaxed);
+    }
+    fn watch_started(&self) {
+        self.watches.fetch_add(1, Ordering::Relaxed);
+    }
+    fn short_watch(&self) {
+        self.short_watches.fetch_add(1, Ordering::Relaxed);
+    }
+    fn watch_event(&self) {
+        self.watch_events.fetch_add(1, Ordering::Relaxed);
+    }
+    fn error(&self, _error: &ReflectorError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    fn resource_version(&self, resource_version: &str) {
+        let mut last = self.last_resource_version.lock().expect("lock");
+        last.clear();
+        last.push_str(resource_version);
+    }
+}

@@ -1,0 +1,437 @@
+//! The Reflector: keeps a store in step with the API server by list-and-watch.
+//!
+//! This is client-go's `Reflector`, typed. It lists the collection, hands the whole
+//! list to the store as one [`ReflectorStore::replace`], then watches from the list's
+//! resourceVersion and forwards every event as add, update or delete. It never loses
+//! or invents state:
+//!
+//! - The first list asks for resourceVersion "0" (served from the API server's watch
+//!   cache) in pages of 500 where the server pages; a continue token that expired
+//!   mid-list falls back to a full list.
+//! - Watches start from the last resourceVersion seen, ask for bookmarks, and end
+//!   after a random 5 to 10 minutes; a watch that ends normally is simply restarted
+//!   from where it was, without relisting.
+//! - 410 Gone (the resourceVersion is older than the server keeps) means relist. If
+//!   the relist at that resourceVersion is itself Gone, the reflector lists again at
+//!   "" (a consistent read from etcd), so it always makes progress.
+//! - Errors back off exponentially (800 ms up to 30 s, with jitter, reset after two
+//!   quiet minutes). A refused connection retries the watch, not the list. A watch
+//!   that closes at once without events counts as an error.
+//! - An object that does not decode is reported (with its key) and skipped.
+//! - A resync timer asks the store to resync (re-deliver what it knows).
+//!
+//! [`Reflector::run`] runs until its shutdown future completes; everything it does
+//! happens inside that one future, so when it returns nothing is left running.
+
+mod backoff;
+mod config;
+mod error;
+mod lister_watcher;
+mod metrics;
+mod store;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Resource;
+use rand::Rng;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+pub use backoff::BackoffConfig;
+pub use config::{Config, ShouldResync, WatchErrorHandler};
+pub use error::{DecodeError, ReflectorError};
+pub use lister_watcher::{
+    ApiListerWatcher, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions,
+    WatchEvent, WatchRequest, WatchStream,
+};
+pub use metrics::{ReflectorMetrics, ReflectorStats, StatsSnapshot};
+pub use store::ReflectorStore;
+
+use backoff::Backoff;
+use error::{
+    is_connection_refused, is_expired, is_too_large_resource_version, is_too_many_requests,
+};
+
+/// A watch shorter than this that brought no events is treated as an error.
+const SHORT_WATCH: Duration = Duration::from_secs(1);
+
+/// Error from [`Reflector::run`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RunError {
+    /// `run` was called while the reflector was already running.
+    #[error("the reflector is already running")]
+    AlreadyRunning,
+}
+
+/// Lists and watches one resource type into a [`ReflectorStore`]; see the
+/// [module docs](self).
+pub struct Reflector<K> {
+    name: &'static str,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    store: Arc<dyn ReflectorStore<K>>,
+    config: Config,
+    stats: Arc<ReflectorStats>,
+    running: AtomicBool,
+}
+
+impl<K> std::fmt::Debug for Reflector<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reflector")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("stats", &self.stats.snapshot())
+            .finish()
+    }
+}
+
+/// What the reflector remembers between lists and watches.
+struct Progress {
+    last_resource_version: String,
+    /// The last resourceVersion answered 410 to a list: the next list must be a
+    /// consistent read.
+    resource_version_unavailable: bool,
+}
+
+impl<K> Reflector<K>
+where
+    K: Resource + Send + 'static,
+{
+    /// A reflector that lists and watches with `lister_watcher` into `store`.
+    pub fn new(
+        lister_watcher: impl ListerWatcher<K> + 'static,
+        store: Arc<dyn ReflectorStore<K>>,
+        config: Config,
+    ) -> Self {
+        Self::from_parts(Arc::new(lister_watcher), store, config)
+    }
+
+    /// Like [`Reflector::new`], with a shared lister-watcher.
+    pub fn from_parts(
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        store: Arc<dyn ReflectorStore<K>>,
+        config: Config,
+    ) -> Self {
+        let name = std::any::type_name::<K>();
+        let name = name.rsplit("::").next().unwrap_or(name);
+        Self {
+            name,
+            lister_watcher,
+            store,
+            config,
+            stats: Arc::default(),
+            running: AtomicBool::new(false),
+        }
+    }
+
+    /// The resourceVersion of the last list or event applied to the store ("" before
+    /// the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.stats.last_resource_version()
+    }
+
+    /// The reflector's counters.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// A handle to the counters that stays valid while the reflector runs.
+    pub fn stats_handle(&self) -> Arc<ReflectorStats> {
+        self.stats.clone()
+    }
+
+    /// Lists and watches until `shutdown` completes. Errors never end it: they are
+    /// reported (tracing, metrics, the error handler) and retried with backoff.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
+        if self.running.swap(true, Ordering::SeqCst) {
+            return Err(RunError::AlreadyRunning);
+        }
+        let span = tracing::info_span!("reflector", kind = self.name);
+        tokio::select! {
+            () = shutdown => {}
+            () = self.run_forever().instrument(span) => {}
+        }
+        self.running.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn run_forever(&self) {
+        let listed = AtomicBool::new(false);
+        let list_and_watch = async {
+            let mut progress = Progress {
+                last_resource_version: String::new(),
+                resource_version_unavailable: false,
+            };
+            let mut backoff = Backoff::new(self.config.backoff.clone());
+            loop {
+                if let Err(e) = self.list_and_watch(&mut progress, &listed).await {
+                    self.report(&e);
+                }
+                let delay = backoff.next_delay();
+                tracing::debug!(?delay, "backing off before the next list and watch");
+                tokio::time::sleep(delay).await;
+            }
+        };
+        tokio::select! {
+            () = list_and_watch => {}
+            () = self.resync_loop(&listed) => {}
+        }
+    }
+
+    async fn resync_loop(&self, listed: &AtomicBool) {
+        let Some(period) = self.config.resync_period else {
+            return std::future::pending().await;
+        };
+        let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let wanted = self.config.should_resync.as_ref().is_none_or(|f| f());
+            if wanted && listed.load(Ordering::Relaxed) {
+                tracing::trace!("resync");
+                self.store.resync();
+            }
+        }
+    }
+
+    async fn list_and_watch(
+        &self,
+        progress: &mut Progress,
+        listed: &AtomicBool,
+    ) -> Result<(), ReflectorError> {
+        self.list(progress).await?;
+        listed.store(true, Ordering::Relaxed);
+        self.watch(progress).await
+    }
+
+    /// client-go's `relistResourceVersion`.
+    fn relist_resource_version(progress: &Progress) -> &str {
+        if progress.resource_version_unavailable {
+            ""
+        } else if progress.last_resource_version.is_empty() {
+            "0"
+        } else {
+            &progress.last_resource_version
+        }
+    }
+
+    async fn list(&self, progress: &mut Progress) -> Result<(), ReflectorError> {
+        let started = Instant::now();
+        let resource_version = Self::relist_resource_version(progress).to_owned();
+        let (items, resource_version) = match self.list_all(&resource_version).await {
+            Ok(listed) => listed,
+            Err(e)
+                if (is_expired(&e) || is_too_large_resource_version(&e))
+                    && !resource_version.is_empty() =>
+            {
+                // The version we asked for is gone (or not there yet): fall back to
+                // a consistent read, so the reflector always makes progress.
+                self.report(&ReflectorError::Expired(e));
+                progress.resource_version_unavailable = true;
+                self.list_all("").await.map_err(ReflectorError::List)?
+            }
+            Err(e) => return Err(ReflectorError::List(e)),
+        };
+        progress.resource_version_unavailable = false;
+        let count = items.len();
+        self.store.replace(items, &resource_version);
+        self.set_resource_version(progress, resource_version);
+        let elapsed = started.elapsed();
+        tracing::debug!(items = count, resource_version = %progress.last_resource_version, ?elapsed, "listed");
+        self.stats.list_completed(count, elapsed);
+        if let Some(m) = &self.config.metrics {
+            m.list_completed(count, elapsed);
+        }
+        Ok(())
+    }
+
+    /// Lists every page at `resource_version`.
+    async fn list_all(&self, resource_version: &str) -> Result<(Vec<K>, String), kube::Error> {
+        // Like client-go: page only for "" and "0"; a list at a specific version is
+        // served by the watch cache, which ignores limits anyway.
+        let limit = match resource_version {
+            "" | "0" => self.config.page_size,
+            _ => None,
+        };
+        let mut items = Vec::new();
+        let mut request = crate::reflector::ListRequest {
+            resource_version: resource_version.to_owned(),
+            limit,
+            continue_token: None,
+        };
+        loop {
+            let page = match self.lister_watcher.list(request.clone()).await {
+                Ok(page) => page,
+                Err(e) if is_expired(&e) && request.continue_token.is_some() => {
+                    // The continue token expired mid-list: start over, unpaged.
+                    tracing::debug!("continue token expired; listing everything at once");
+                    items.clear();
+                    request.continue_token = None;
+                    request.limit = None;
+                    self.lister_watcher.list(request.clone()).await?
+                }
+                Err(e) => return Err(e),
+            };
+            for error in page.undecodable {
+                self.report(&ReflectorError::Decode(error));
+            }
+            if items.is_empty() {
+                items = page.items;
+            } else {
+                items.extend(page.items);
+            }
+            match page.continue_token {
+                Some(token) => request.continue_token = Some(token),
+                None => return Ok((items, page.resource_version)),
+            }
+        }
+    }
+
+    async fn watch(&self, progress: &mut Progress) -> Result<(), ReflectorError> {
+        let mut connect_backoff = Backoff::new(self.config.backoff.clone());
+        loop {
+            let timeout = random_in(&self.config.watch_timeout);
+            let request = WatchRequest {
+                resource_version: progress.last_resource_version.clone(),
+                timeout,
+                allow_bookmarks: self.config.allow_bookmarks,
+            };
+            let started = Instant::now();
+            let mut stream = match self.lister_watcher.watch(request).await {
+                Ok(stream) => stream,
+                Err(e) if is_connection_refused(&e) || is_too_many_requests(&e) => {
+                    // The server is down or busy: the list we have is still good.
+                    self.report(&ReflectorError::Watch(e));
+                    tokio::time::sleep(connect_backoff.next_delay()).await;
+                    continue;
+                }
+                Err(e) if is_expired(&e) || is_too_large_resource_version(&e) => {
+                    return self.expired(e);
+                }
+                Err(e) => return Err(ReflectorError::Watch(e)),
+            };
+            connect_backoff.reset();
+            self.stats.watch_started();
+            if let Some(m) = &self.config.metrics {
+                m.watch_started();
+            }
+            tracing::debug!(resource_version = %progress.last_resource_version, ?timeout, "watching");
+
+            let mut events = 0usize;
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(event) => {
+                        events += 1;
+                        self.apply(event, progress);
+                    }
+                    Err(e) if is_expired(&e) => return self.expired(e),
+                    Err(kube::Error::Api(status)) => {
+                        // An error event from the server: start over with a relist.
+                        return Err(ReflectorError::Watch(kube::Error::Api(status)));
+                    }
+                    Err(e) => {
+                        // The connection broke: resume the watch where it was.
+                        self.report(&ReflectorError::Watch(e));
+                        break;
+                    }
+                }
+            }
+            let elapsed = started.elapsed();
+            if events == 0 && elapsed < SHORT_WATCH {
+                self.stats.short_watch();
+                if let Some(m) = &self.config.metrics {
+                    m.short_watch();
+                }
+                return Err(ReflectorError::ShortWatch(elapsed));
+            }
+            tracing::debug!(events, ?elapsed, "watch ended; resuming");
+        }
+    }
+
+    /// 410 Gone on a watch: relist, at once and without an error (client-go logs this
+    /// at debug level: it is the normal way to catch up after a long disconnect).
+    fn expired(&self, e: kube::Error) -> Result<(), ReflectorError> {
+        let error = ReflectorError::Expired(e);
+        tracing::debug!(%error, "relisting");
+        self.notify(&error);
+        Ok(())
+    }
+
+    fn apply(&self, event: WatchEvent<K>, progress: &mut Progress) {
+        self.stats.watch_event();
+        if let Some(m) = &self.config.metrics {
+            m.watch_event();
+        }
+        let resource_version = match event {
+            WatchEvent::Added(object) => {
+                let rv = object.meta().resource_version.clone();
+                self.store.add(object);
+                rv
+            }
+            WatchEvent::Modified(object) => {
+                let rv = object.meta().resource_version.clone();
+                self.store.update(object);
+                rv
+            }
+            WatchEvent::Deleted(object) => {
+                let rv = object.meta().resource_version.clone();
+                self.store.delete(object);
+                rv
+            }
+            WatchEvent::Bookmark { resource_version } => Some(resource_version),
+            WatchEvent::Undecodable(error) => {
+                let rv = match &error {
+                    ReflectorError::Decode(e) => e.resource_version.clone(),
+                    _ => None,
+                };
+                self.report(&error);
+                rv
+            }
+        };
+        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+            self.set_resource_version(progress, rv);
+        }
+    }
+
+    fn set_resource_version(&self, progress: &mut Progress, resource_version: String) {
+        self.stats.resource_version(&resource_version);
+        if let Some(m) = &self.config.metrics {
+            m.resource_version(&resource_version);
+        }
+        progress.last_resource_version = resource_version;
+    }
+
+    /// Logs an error and tells the metrics and the error handler.
+    fn report(&self, error: &ReflectorError) {
+        if error.is_access_denied() {
+            tracing::warn!(%error, source = ?std::error::Error::source(error), "access denied");
+        } else {
+            tracing::warn!(%error, source = ?std::error::Error::source(error));
+        }
+        self.notify(error);
+    }
+
+    fn notify(&self, error: &ReflectorError) {
+        self.stats.error(error);
+        if let Some(m) = &self.config.metrics {
+            m.error(error);
+        }
+        if let Some(handler) = &self.config.error_handler {
+            handler(error);
+        }
+    }
+}
+
+fn random_in(range: &std::ops::RangeInclusive<Duration>) -> Duration {
+    let (low, high) = (*range.start(), *range.end());
+    if high <= low {
+        return low;
+    }
+    rand::rng().random_range(low..=high)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,20 @@
+//! Where a reflector writes what it learns: client-go's `Store` interface, typed.
+//!
+//! The DeltaFIFO implements it (queueing deltas for an informer), and so can anything
+//! else that wants to mirror the server: a plain cache, a test recorder.
+
+/// The writes a reflector makes. Objects arrive owned, fresh from decoding, so the
+/// store decides how to hold them (usually in an `Arc`) without a copy.
+pub trait ReflectorStore<K>: Send + Sync {
+    /// A watch reported the object as created.
+    fn add(&self, object: K);
+    /// A watch reported the object as changed.
+    fn update(&self, object: K);
+    /// A watch reported the object as deleted; this is its last state.
+    fn delete(&self, object: K);
+    /// A (re)list: the complete current collection at `resource_version`. Objects
+    /// the store knows but the list lacks were deleted while nobody watched.
+    fn replace(&self, objects: Vec<K>, resource_version: &str);
+    /// The resync timer fired: re-deliver what is known, so handlers can reconcile.
+    fn resync(&self);
+}

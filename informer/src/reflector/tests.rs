@@ -1,0 +1,407 @@
+//! The reflector's decisions, driven by a scripted lister-watcher on paused time.
+//! (The integration tests run the same paths against a real API server; these pin the
+//! exact sequence of requests, including paths a real server rarely takes.)
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use super::*;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Call {
+    List {
+        resource_version: String,
+        limit: Option<u32>,
+        continue_token: Option<String>,
+    },
+    Watch(String),
+}
+
+type ListReply = Result<ListPage<ConfigMap>, kube::Error>;
+type WatchReply = Result<Vec<Result<WatchEvent<ConfigMap>, kube::Error>>, kube::Error>;
+
+/// Answers from scripts; once a script runs dry, lists fail and watches hang.
+#[derive(Default)]
+struct Script {
+    calls: Mutex<Vec<Call>>,
+    lists: Mutex<VecDeque<ListReply>>,
+    watches: Mutex<VecDeque<WatchReply>>,
+}
+
+impl ListerWatcher<ConfigMap> for Script {
+    fn list(&self, request: ListRequest) -> BoxFuture<'_, ListReply> {
+        self.calls.lock().unwrap().push(Call::List {
+            resource_version: request.resource_version,
+            limit: request.limit,
+            continue_token: request.continue_token,
+        });
+        let reply = self.lists.lock().unwrap().pop_front();
+        Box::pin(async move { reply.unwrap_or_else(|| Err(status(500, "script ended"))) })
+    }
+
+    fn watch(
+        &self,
+        request: WatchRequest,
+    ) -> BoxFuture<'_, Result<WatchStream<ConfigMap>, kube::Error>> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(Call::Watch(request.resource_version));
+        let reply = self.watches.lock().unwrap().pop_front();
+        Box::pin(async move {
+            match reply {
+                Some(Ok(events)) => {
+                    // Events arrive a little apart, so watches are not "very short".
+                    let stream = futures::stream::iter(events).then(|e| async {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        e
+                    });
+                    Ok(stream.boxed())
+                }
+                Some(Err(e)) => Err(e),
+                None => Ok(futures::stream::pending().boxed()),
+            }
+        })
+    }
+}
+
+#[derive(Default)]
+struct Store {
+    log: Mutex<Vec<String>>,
+}
+
+impl ReflectorStore<ConfigMap> for Store {
+    fn add(&self, o: ConfigMap) {
+        self.log.lock().unwrap().push(format!("add {}", name(&o)));
+    }
+    fn update(&self, o: ConfigMap) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("update {}", name(&o)));
+    }
+    fn delete(&self, o: ConfigMap) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("delete {}", name(&o)));
+    }
+    fn replace(&self, objects: Vec<ConfigMap>, rv: &str) {
+        let names: Vec<_> = objects.iter().map(name).collect();
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("replace [{}] at {rv}", names.join(",")));
+    }
+    fn resync(&self) {
+        self.log.lock().unwrap().push("resync".into());
+    }
+}
+
+fn name(o: &ConfigMap) -> String {
+    o.metadata.name.clone().unwrap_or_default()
+}
+
+fn cm(name: &str, rv: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.into());
+    cm.metadata.namespace = Some("ns".into());
+    cm.metadata.resource_version = Some(rv.into());
+    cm
+}
+
+fn page(names: &[&str], rv: &str, next: Option<&str>) -> ListReply {
+    Ok(ListPage {
+        items: names.iter().map(|n| cm(n, rv)).collect(),
+        undecodable: Vec::new(),
+        resource_version: rv.into(),
+        continue_token: next.map(Into::into),
+    })
+}
+
+fn status(code: u16, message: &str) -> kube::Error {
+    kube::Error::Api(
+        kube::core::Status::failure(message, "Test")
+            .with_code(code)
+            .boxed(),
+    )
+}
+
+fn refused() -> kube::Error {
+    kube::Error::Service(Box::new(std::io::Error::new(
+        std::io::ErrorKind::ConnectionRefused,
+        "connection refused",
+    )))
+}
+
+fn list(rv: &str, limit: Option<u32>, token: Option<&str>) -> Call {
+    Call::List {
+        resource_version: rv.into(),
+        limit,
+        continue_token: token.map(Into::into),
+    }
+}
+
+struct Run {
+    script: Arc<Script>,
+    store: Arc<Store>,
+    reflector: Arc<Reflector<ConfigMap>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+fn run(script: Script, config: Config) -> Run {
+    let script = Arc::new(script);
+    let store = Arc::new(Store::default());
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let seen = errors.clone();
+    let config = config.error_handler(move |e: &ReflectorError| {
+        seen.lock().unwrap().push(e.to_string());
+    });
+    let reflector = Arc::new(Reflector::from_parts(script.clone(), store.clone(), config));
+    let running = reflector.clone();
+    tokio::spawn(async move { running.run(std::future::pending()).await });
+    Run {
+        script,
+        store,
+        reflector,
+        errors,
+    }
+}
+
+impl Run {
+    fn calls(&self) -> Vec<Call> {
+        self.script.calls.lock().unwrap().clone()
+    }
+    fn log(&self) -> Vec<String> {
+        self.store.log.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_list_is_at_rv_0_in_pages_then_watch_from_the_list_rv() {
+    let script = Script::default();
+    script.lists.lock().unwrap().extend([
+        page(&["a", "b"], "10", Some("t1")),
+        page(&["c"], "10", None),
+    ]);
+    script.watches.lock().unwrap().push_back(Ok(vec![
+        Ok(WatchEvent::Added(cm("d", "11"))),
+        Ok(WatchEvent::Modified(cm("a", "12"))),
+        Ok(WatchEvent::Bookmark {
+            resource_version: "15".into(),
+        }),
+        Ok(WatchEvent::Deleted(cm("b", "16"))),
+    ]));
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+
+    assert_eq!(
+        run.calls()[..4],
+        [
+            list("0", Some(500), None),
+            list("0", Some(500), Some("t1")),
+            Call::Watch("10".into()),
+            // The watch ended normally: resume from the last version, no relist.
+            Call::Watch("16".into()),
+        ]
+    );
+    assert_eq!(
+        run.log(),
+        ["replace [a,b,c] at 10", "add d", "update a", "delete b"]
+    );
+    assert_eq!(run.reflector.last_sync_resource_version(), "16");
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_continue_token_falls_back_to_a_full_list() {
+    let script = Script::default();
+    script.lists.lock().unwrap().extend([
+        page(&["a"], "10", Some("t1")),
+        Err(status(410, "continue token expired")),
+        page(&["a", "b"], "12", None),
+    ]);
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        run.calls()[..4],
+        [
+            list("0", Some(500), None),
+            list("0", Some(500), Some("t1")),
+            list("0", None, None),
+            Call::Watch("12".into()),
+        ]
+    );
+    assert_eq!(run.log(), ["replace [a,b] at 12"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_410_relists_at_the_last_rv_and_a_410_there_falls_back_to_a_consistent_list() {
+    let script = Script::default();
+    script.lists.lock().unwrap().extend([
+        page(&["a"], "10", None),
+        Err(status(410, "too old resource version")),
+        page(&["a", "b"], "30", None),
+    ]);
+    script.watches.lock().unwrap().extend([Ok(vec![
+        Ok(WatchEvent::Added(cm("b", "11"))),
+        Err(status(410, "too old resource version")),
+    ])]);
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        run.calls()[..5],
+        [
+            list("0", Some(500), None),
+            Call::Watch("10".into()),
+            // Relist at the last version seen: a specific version is not paged...
+            list("11", None, None),
+            // ...and when that is gone too, a consistent read (paged again).
+            list("", Some(500), None),
+            Call::Watch("30".into()),
+        ]
+    );
+    assert_eq!(
+        run.log(),
+        ["replace [a] at 10", "add b", "replace [a,b] at 30"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn connection_refused_retries_the_watch_with_backoff_without_relisting() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(page(&["a"], "10", None));
+    script
+        .watches
+        .lock()
+        .unwrap()
+        .extend([Err(refused()), Err(refused()), Err(refused())]);
+    let run = run(
+        script,
+        Config::default().backoff(BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        }),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(run.calls().len(), 2, "one list, one watch so far");
+    // Backoff: 800 ms, then 1.6 s, then 3.2 s.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(run.calls().len(), 3);
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(run.calls().len(), 4);
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    assert_eq!(
+        run.calls(),
+        [
+            list("0", Some(500), None),
+            Call::Watch("10".into()),
+            Call::Watch("10".into()),
+            Call::Watch("10".into()),
+            Call::Watch("10".into()),
+        ]
+    );
+    assert_eq!(run.errors.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_that_closes_at_once_is_an_error_and_leads_to_a_relist() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .extend([page(&["a"], "10", None), page(&["a"], "10", None)]);
+    script.watches.lock().unwrap().push_back(Ok(Vec::new()));
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        run.calls()[..4],
+        [
+            list("0", Some(500), None),
+            Call::Watch("10".into()),
+            list("10", None, None),
+            Call::Watch("10".into()),
+        ]
+    );
+    assert!(run.errors.lock().unwrap()[0].contains("very short watch"));
+    assert_eq!(run.reflector.stats().short_watches, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn undecodable_events_are_reported_and_skipped() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(page(&[], "10", None));
+    let bad = serde_json::from_str::<ConfigMap>(r#"{"data":7}"#).unwrap_err();
+    script.watches.lock().unwrap().push_back(Ok(vec![
+        Ok(WatchEvent::Undecodable(ReflectorError::Decode(
+            DecodeError {
+                kind: "ConfigMap".into(),
+                key: "ns/bad".into(),
+                resource_version: Some("11".into()),
+                source: bad,
+            },
+        ))),
+        Ok(WatchEvent::Added(cm("good", "12"))),
+    ]));
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(run.log(), ["replace [] at 10", "add good"]);
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        ["could not decode ConfigMap ns/bad"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn resync_ticks_only_after_the_first_list() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(Err(status(500, "boom")));
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(page(&["a"], "10", None));
+    let run = run(
+        script,
+        Config::default()
+            .resync_period(Duration::from_millis(300))
+            .backoff(BackoffConfig {
+                jitter: 0.0,
+                ..BackoffConfig::default()
+            }),
+    );
+    // The first list fails; the second comes after an 800 ms backoff.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(run.log().is_empty());
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let log = run.log();
+    assert_eq!(log[0], "replace [a] at 10");
+    assert!(
+        log[1..].iter().all(|l| l == "resync") && log.len() >= 3,
+        "{log:?}"
+    );
+}
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Reflector<ConfigMap>>();
+    send_sync::<ApiListerWatcher<ConfigMap>>();
+    send_sync::<ReflectorError>();
+    send_sync::<Config>();
+};

@@ -1,0 +1,67 @@
+//! Helpers shared by the integration tests (each test file includes this module).
+#![allow(dead_code, unreachable_pub)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+
+/// Polls `check` every 20 ms until it returns true; panics with `what` after `limit`.
+pub async fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Like [`eventually`], for an async check.
+pub async fn eventually_async<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A ConfigMap with one data entry and the given labels.
+pub fn config_map(name: &str, value: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    let labels: serde_json::Map<String, serde_json::Value> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name, "labels": labels },
+        "data": { "key": value },
+    }))
+    .expect("a valid ConfigMap")
+}
+
+/// Creates `count` ConfigMaps named `{prefix}-{i}`, a few requests at a time.
+pub async fn create_config_maps(
+    api: &Api<ConfigMap>,
+    prefix: &str,
+    count: usize,
+    labels: &[(&str, &str)],
+) {
+    use futures::StreamExt;
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let cm = config_map(&format!("{prefix}-{i}"), &i.to_string(), labels);
+            async move { api.create(&PostParams::default(), &cm).await.unwrap() }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+}

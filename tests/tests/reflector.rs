@@ -1,0 +1,638 @@
+//! The Reflector against a real API server: listing, paging, watching, errors,
+//! undecodable objects, resync and shutdown.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{config_map, create_config_maps, eventually};
+use futures::future::BoxFuture;
+use informer::reflector::{
+    ApiListerWatcher, Config, ListPage, ListRequest, ListerWatcher, Reflector, ReflectorError,
+    ReflectorStore, WatchRequest, WatchStream,
+};
+use informer::testenv::{RESTRICTED_USER, TestEnv};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{CustomResource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Every write a reflector made, in order, plus the state those writes build.
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    Add(String),
+    Update(String),
+    Delete(String),
+    /// The listed names, and the known names the list lacked (tombstones).
+    Replace {
+        listed: Vec<String>,
+        missing: Vec<String>,
+    },
+    Resync,
+}
+
+struct Recorder<K> {
+    ops: Mutex<Vec<Op>>,
+    state: Mutex<BTreeMap<String, K>>,
+}
+
+impl<K> Default for Recorder<K> {
+    fn default() -> Self {
+        Self {
+            ops: Mutex::default(),
+            state: Mutex::default(),
+        }
+    }
+}
+
+impl<K: kube::Resource + Clone> Recorder<K> {
+    fn ops(&self) -> Vec<Op> {
+        self.ops.lock().unwrap().clone()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.state.lock().unwrap().keys().cloned().collect()
+    }
+
+    fn replaces(&self) -> usize {
+        self.ops()
+            .iter()
+            .filter(|op| matches!(op, Op::Replace { .. }))
+            .count()
+    }
+
+    fn record(&self, op: Op) {
+        self.ops.lock().unwrap().push(op);
+    }
+}
+
+impl<K: kube::Resource + Clone + Send + Sync> ReflectorStore<K> for Recorder<K> {
+    fn add(&self, object: K) {
+        self.record(Op::Add(object.name_any()));
+        self.state.lock().unwrap().insert(object.name_any(), object);
+    }
+    fn update(&self, object: K) {
+        self.record(Op::Update(object.name_any()));
+        self.state.lock().unwrap().insert(object.name_any(), object);
+    }
+    fn delete(&self, object: K) {
+        self.record(Op::Delete(object.name_any()));
+        self.state.lock().unwrap().remove(&object.name_any());
+    }
+    fn replace(&self, objects: Vec<K>, _resource_version: &str) {
+        let mut state = self.state.lock().unwrap();
+        let listed: Vec<String> = objects.iter().map(|o| o.name_any()).collect();
+        let missing = state
+            .keys()
+            .filter(|k| !listed.contains(k))
+            .cloned()
+            .collect();
+        *state = objects.into_iter().map(|o| (o.name_any(), o)).collect();
+        drop(state);
+        self.record(Op::Replace { listed, missing });
+    }
+    fn resync(&self) {
+        self.record(Op::Resync);
+    }
+}
+
+/// Counts list pages on their way through.
+struct CountingListerWatcher<K> {
+    inner: ApiListerWatcher<K>,
+    lists: Arc<AtomicUsize>,
+}
+
+impl<K> ListerWatcher<K> for CountingListerWatcher<K>
+where
+    ApiListerWatcher<K>: ListerWatcher<K>,
+    K: Send + 'static,
+{
+    fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(request)
+    }
+    fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
+        self.inner.watch(request)
+    }
+}
+
+/// A control plane without the watch cache, shared by this binary's tests that need
+/// lists to page (the watch cache serves resourceVersion "0" lists whole).
+async fn uncached_env() -> &'static TestEnv {
+    static ENV: OnceCell<TestEnv> = OnceCell::const_new();
+    ENV.get_or_init(|| async { TestEnv::builder().watch_cache(false).start().await.unwrap() })
+        .await
+}
+
+/// Runs `reflector` on a task until the returned sender is dropped or fired.
+fn spawn<K: kube::Resource + Send + Sync + 'static>(
+    reflector: Arc<Reflector<K>>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        reflector
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    (stop, task)
+}
+
+#[tokio::test]
+async fn lists_in_pages_then_watches_events_in_order() {
+    let env = uncached_env().await;
+    let ns = env.create_namespace("reflector-pages").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    create_config_maps(&api, "cm", 120, &[("app", "paged")]).await;
+
+    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let lists = Arc::new(AtomicUsize::new(0));
+    let lister_watcher = CountingListerWatcher {
+        inner: ApiListerWatcher::new(api.clone()).labels("app=paged"),
+        lists: lists.clone(),
+    };
+    let reflector = Arc::new(Reflector::new(
+        lister_watcher,
+        recorder.clone(),
+        Config::default().page_size(Some(50)),
+    ));
+    let (stop, task) = spawn(reflector.clone());
+
+    eventually("the initial list", WAIT, || recorder.replaces() == 1).await;
+    assert_eq!(
+        lists.load(Ordering::SeqCst),
+        3,
+        "120 objects in pages of 50"
+    );
+    match &recorder.ops()[0] {
+        Op::Replace { listed, missing } => {
+            assert_eq!(listed.len(), 120);
+            assert!(missing.is_empty());
+        }
+        other => panic!("first op must be the list, got {other:?}"),
+    }
+    let listed_rv = reflector.last_sync_resource_version();
+    assert!(!listed_rv.is_empty());
+
+    api.create(
+        &PostParams::default(),
+        &config_map("x", "1", &[("app", "paged")]),
+    )
+    .await
+    .unwrap();
+    let patch = serde_json::json!({ "data": { "key": "2" } });
+    api.patch("x", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    api.delete("x", &DeleteParams::default()).await.unwrap();
+
+    eventually("add, update, delete of x", WAIT, || {
+        recorder.ops().len() == 4
+    })
+    .await;
+    assert_eq!(
+        recorder.ops()[1..],
+        [
+            Op::Add("x".into()),
+            Op::Update("x".into()),
+            Op::Delete("x".into())
+        ]
+    );
+    assert_eq!(recorder.names().len(), 120);
+    assert_ne!(reflector.last_sync_resource_version(), listed_rv);
+
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn forbidden_is_reported_with_backoff_and_syncs_once_rbac_allows() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("reflector-rbac").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    api.create(&PostParams::default(), &config_map("visible", "1", &[]))
+        .await
+        .unwrap();
+
+    let errors = Arc::new(Mutex::new(Vec::<(tokio::time::Instant, Option<u16>)>::new()));
+    let seen = errors.clone();
+    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let restricted = Api::<ConfigMap>::namespaced(env.restricted_client().unwrap(), &ns);
+    let reflector = Arc::new(Reflector::new(
+        ApiListerWatcher::new(restricted),
+        recorder.clone(),
+        Config::default().error_handler(move |e: &ReflectorError| {
+            assert!(e.is_access_denied(), "unexpected error {e}");
+            seen.lock()
+                .unwrap()
+                .push((tokio::time::Instant::now(), e.status_code()));
+        }),
+    ));
+    let (stop, task) = spawn(reflector.clone());
+
+    eventually("three forbidden errors", WAIT, || {
+        errors.lock().unwrap().len() >= 3
+    })
+    .await;
+    {
+        let errors = errors.lock().unwrap();
+        assert!(errors.iter().all(|(_, code)| *code == Some(403)));
+        // Backoff, not a busy loop: at least 800 ms, then 1.6 s, between attempts.
+        let gaps: Vec<_> = errors.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps[0] >= Duration::from_millis(800), "{gaps:?}");
+        assert!(gaps[1] >= Duration::from_millis(1600), "{gaps:?}");
+    }
+    assert_eq!(recorder.replaces(), 0);
+
+    let admin = env.client().unwrap();
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "watch-configmaps" },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"] }],
+    }))
+    .unwrap();
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "watch-configmaps" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "watch-configmaps" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RESTRICTED_USER }],
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(admin, &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+
+    eventually(
+        "a list once RBAC allows it",
+        Duration::from_secs(60),
+        || recorder.replaces() == 1,
+    )
+    .await;
+    assert_eq!(recorder.names(), ["visible"]);
+
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+/// A CRD whose Rust type is stricter than its schema, so the server accepts objects
+/// the type cannot decode.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "reflector.informer.example.com",
+    version = "v1",
+    kind = "Gadget",
+    namespaced
+)]
+struct GadgetSpec {
+    size: u32,
+}
+
+async fn install_gadget_crd(env: &TestEnv) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    static INSTALLED: OnceCell<()> = OnceCell::const_new();
+    INSTALLED
+        .get_or_init(|| async {
+            let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+                "metadata": { "name": "gadgets.reflector.informer.example.com" },
+                "spec": {
+                    "group": "reflector.informer.example.com",
+                    "scope": "Namespaced",
+                    "names": { "plural": "gadgets", "singular": "gadget", "kind": "Gadget" },
+                    "versions": [{
+                        "name": "v1", "served": true, "storage": true,
+                        "schema": { "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": true,
+                        }},
+                    }],
+                },
+            }))
+            .unwrap();
+            let crds = Api::<CustomResourceDefinition>::all(env.client().unwrap());
+            crds.create(&PostParams::default(), &crd).await.unwrap();
+            // Wait until the new resource is served.
+            common::eventually_async("the Gadget CRD to be served", WAIT, || async {
+                Api::<Gadget>::all(env.client().unwrap())
+                    .list(&Default::default())
+                    .await
+                    .is_ok()
+            })
+            .await;
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn undecodable_objects_are_reported_and_skipped() {
+    let env = TestEnv::shared().await.unwrap();
+    install_gadget_crd(env).await;
+    let ns = env.create_namespace("reflector-decode").await.unwrap();
+    let raw = Api::<kube::api::DynamicObject>::namespaced_with(
+        env.client().unwrap(),
+        &ns,
+        &kube::api::ApiResource::erase::<Gadget>(&()),
+    );
+    let gadget = |name: &str, size: serde_json::Value| -> kube::api::DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "reflector.informer.example.com/v1",
+            "kind": "Gadget",
+            "metadata": { "name": name },
+            "spec": { "size": size },
+        }))
+        .unwrap()
+    };
+    for (name, size) in [
+        ("good-1", serde_json::json!(1)),
+        ("bad-1", serde_json::json!("huge")),
+        ("good-2", serde_json::json!(2)),
+    ] {
+        raw.create(&PostParams::default(), &gadget(name, size))
+            .await
+            .unwrap();
+    }
+
+    let undecodable = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = undecodable.clone();
+    let recorder = Arc::new(Recorder::<Gadget>::default());
+    let reflector = Arc::new(Reflector::new(
+        ApiListerWatcher::new(Api::<Gadget>::namespaced(env.client().unwrap(), &ns)),
+        recorder.clone(),
+        Config::default().error_handler(move |e: &ReflectorError| {
+            if let ReflectorError::Decode(e) = e {
+                seen.lock().unwrap().push(e.key.clone());
+            }
+        }),
+    ));
+    let (stop, task) = spawn(reflector);
+
+    eventually("the initial list", WAIT, || recorder.replaces() == 1).await;
+    assert_eq!(recorder.names(), ["good-1", "good-2"]);
+    assert_eq!(*undecodable.lock().unwrap(), [format!("{ns}/bad-1")]);
+
+    // On the watch too: the bad one is reported, the next good one still arrives.
+    raw.create(
+        &PostParams::default(),
+        &gadget("bad-2", serde_json::json!([1])),
+    )
+    .await
+    .unwrap();
+    raw.create(
+        &PostParams::default(),
+        &gadget("good-3", serde_json::json!(3)),
+    )
+    .await
+    .unwrap();
+    eventually("good-3 after bad-2", WAIT, || recorder.names().len() == 3).await;
+    assert_eq!(
+        *undecodable.lock().unwrap(),
+        [format!("{ns}/bad-1"), format!("{ns}/bad-2")]
+    );
+    assert_eq!(recorder.ops().last(), Some(&Op::Add("good-3".into())));
+
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn resync_period_asks_the_store_to_resync() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("reflector-resync").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    api.create(&PostParams::default(), &config_map("a", "1", &[]))
+        .await
+        .unwrap();
+
+    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let allowed = Arc::new(AtomicUsize::new(0));
+    let asked = allowed.clone();
+    let reflector = Arc::new(Reflector::new(
+        ApiListerWatcher::new(api),
+        recorder.clone(),
+        Config::default()
+            .resync_period(Duration::from_millis(100))
+            // Every other tick is declined, as an informer does when no handler is due.
+            .should_resync(move || asked.fetch_add(1, Ordering::SeqCst).is_multiple_of(2)),
+    ));
+    let (stop, task) = spawn(reflector);
+
+    eventually("three resyncs", WAIT, || {
+        recorder
+            .ops()
+            .iter()
+            .filter(|op| **op == Op::Resync)
+            .count()
+            >= 3
+    })
+    .await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let resyncs = recorder
+        .ops()
+        .iter()
+        .filter(|op| **op == Op::Resync)
+        .count();
+    let ticks = allowed.load(Ordering::SeqCst);
+    assert!(
+        resyncs <= ticks.div_ceil(2),
+        "{resyncs} resyncs for {ticks} ticks"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_stops_listing_and_watching() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("reflector-stop").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let reflector = Arc::new(Reflector::new(
+        ApiListerWatcher::new(api.clone()),
+        recorder.clone(),
+        Config::default(),
+    ));
+    let (stop, task) = spawn(reflector.clone());
+    eventually("the initial list", WAIT, || recorder.replaces() == 1).await;
+
+    // A second run while the first is going is refused, not a panic.
+    assert_eq!(
+        reflector.run(async {}).await,
+        Err(informer::reflector::RunError::AlreadyRunning)
+    );
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("run returns promptly after shutdown")
+        .unwrap();
+    let watches = reflector.stats().watches;
+
+    // Nothing is listening any more: a change reaches no store.
+    api.create(&PostParams::default(), &config_map("late", "1", &[]))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(recorder.ops().len(), 1, "{:?}", recorder.ops());
+    assert_eq!(reflector.stats().watches, watches);
+}
+
+fn replace_ops(recorder: &Recorder<ConfigMap>) -> Vec<(Vec<String>, Vec<String>)> {
+    recorder
+        .ops()
+        .into_iter()
+        .filter_map(|op| match op {
+            Op::Replace {
+                mut listed,
+                missing,
+            } => {
+                listed.sort();
+                Some((listed, missing))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+async fn server_names(api: &Api<ConfigMap>) -> Vec<String> {
+    let mut names: Vec<_> = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|cm| cm.name_any())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn api_server_restart_while_objects_change_relists_with_tombstones() {
+    let env = TestEnv::start().await.unwrap();
+    let proxy = env.fault_proxy().await.unwrap();
+    let ns = env.create_namespace("reflector-restart").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    for name in ["a", "b", "c"] {
+        api.create(&PostParams::default(), &config_map(name, "1", &[]))
+            .await
+            .unwrap();
+    }
+
+    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let reflector = Arc::new(Reflector::new(
+        ApiListerWatcher::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)),
+        recorder.clone(),
+        Config::default(),
+    ));
+    let (stop, task) = spawn(reflector.clone());
+    eventually("the initial list", WAIT, || recorder.replaces() == 1).await;
+    eventually("the watch", WAIT, || reflector.stats().watches == 1).await;
+
+    // The reflector is cut off while the server changes and then restarts, which
+    // empties its watch cache: the old resourceVersion is gone when it comes back.
+    proxy.disconnect().await;
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    let patch = serde_json::json!({ "data": { "key": "2" } });
+    api.patch("c", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("d", "1", &[]))
+        .await
+        .unwrap();
+    env.restart_apiserver().await.unwrap();
+    proxy.reconnect().await.unwrap();
+
+    eventually("a relist", Duration::from_secs(60), || {
+        recorder.replaces() == 2
+    })
+    .await;
+    let replaces = replace_ops(&recorder);
+    assert_eq!(replaces[1].0, ["a", "c", "d"]);
+    assert_eq!(replaces[1].1, ["b"], "b was deleted while disconnected");
+    assert_eq!(recorder.names(), server_names(&api).await);
+    let c = recorder.state.lock().unwrap()["c"].clone();
+    assert_eq!(c.data.unwrap()["key"], "2");
+
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn compaction_without_watch_cache_forces_410_and_a_relist_that_loses_nothing() {
+    let env = TestEnv::builder().watch_cache(false).start().await.unwrap();
+    let ns = env.create_namespace("reflector-compact").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    for name in ["a", "b"] {
+        api.create(
+            &PostParams::default(),
+            &config_map(name, "1", &[("app", "watched")]),
+        )
+        .await
+        .unwrap();
+    }
+    api.create(&PostParams::default(), &config_map("noise", "0", &[]))
+        .await
+        .unwrap();
+
+    let expired = Arc::new(AtomicUsize::new(0));
+    let seen = expired.clone();
+    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let reflector = Arc::new(Reflector::new(
+        ApiListerWatcher::new(api.clone()).labels("app=watched"),
+        recorder.clone(),
+        Config::default()
+            // Short watches, so the reflector soon re-watches from its last version.
+            .watch_timeout(Duration::from_secs(2)..=Duration::from_secs(2))
+            .error_handler(move |e: &ReflectorError| {
+                if matches!(e, ReflectorError::Expired(_)) {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                }
+            }),
+    ));
+    let (stop, task) = spawn(reflector.clone());
+    eventually("the initial list", WAIT, || recorder.replaces() == 1).await;
+    let listed_rv = reflector.last_sync_resource_version();
+
+    // Writes the reflector does not watch move etcd past its last version (without
+    // the watch cache there are no bookmarks to tell it), then compaction drops
+    // every version up to now: its next watch must get 410 Gone.
+    for i in 1..=5 {
+        let patch = serde_json::json!({ "data": { "key": i.to_string() } });
+        api.patch("noise", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+    env.compact_etcd().await.unwrap();
+
+    eventually("410 Gone and a relist", WAIT, || {
+        expired.load(Ordering::SeqCst) >= 1 && recorder.replaces() == 2
+    })
+    .await;
+    let relisted_rv: u64 = reflector.last_sync_resource_version().parse().unwrap();
+    assert!(relisted_rv > listed_rv.parse().unwrap());
+    assert_eq!(
+        replace_ops(&recorder)[1],
+        (vec!["a".into(), "b".into()], vec![])
+    );
+
+    // And the reflector goes on watching after the relist.
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    eventually("the delete of b", WAIT, || recorder.names() == ["a"]).await;
+
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
