@@ -1,0 +1,602 @@
+//! DeltaFIFO: client-go's queue of per-object changes, typed.
+//!
+//! The reflector is the producer: it turns list and watch results into [`add`],
+//! [`update`], [`delete`] and [`replace`] calls, and the resync timer into [`resync`]
+//! calls. The informer's process loop is the consumer: each [`pop`] hands it every change
+//! to one object since that object was last popped, as [`Deltas`], so it sees everything
+//! that happened to the object, at most once, in order.
+//!
+//! # Rules (client-go's `DeltaFIFO` is the reference)
+//! - **One entry per key.** Changes to a key accumulate in its [`Deltas`], oldest first;
+//!   the key is queued once, at the position of its first pending change.
+//! - **Deletions collapse.** Two [`Delta::Deleted`] in a row become one; the one with the
+//!   object's final state wins over a tombstone, otherwise the earlier one stays.
+//! - **Deleting the unknown is a no-op.** [`delete`] of a key that is neither queued nor
+//!   in the [known objects](KnownObjects) is ignored (a relist already reported it).
+//! - **Replace.** [`replace`] (a relist) queues [`Delta::Replaced`] for every listed
+//!   object ([`Delta::Sync`] instead with
+//!   [`emit_replaced(false)`](DeltaFifoOptions::emit_replaced)), then a deletion
+//!   carrying a typed tombstone, [`DeletedFinalStateUnknown`], for every key that is
+//!   known (queued, or in the known objects) but absent from the list. The tombstone
+//!   holds the newest queued state, else the known one.
+//! - **Resync.** [`resync`] queues [`Delta::Sync`] for each known object whose key is
+//!   not already queued, so a resync never overtakes (and reverts) a pending change.
+//! - **Pop.** [`pop`] waits asynchronously for a key, removes it with all its deltas and
+//!   calls the process function with them, under the queue's lock, so the consumer can
+//!   update the known objects before any other operation looks at them (this closes the
+//!   races client-go's lock closes). Returning [`ProcessError::Requeue`] puts the
+//!   deltas back at the end of the queue (client-go's `ErrRequeue`).
+//! - **Close.** [`close`] wakes every waiting [`pop`]; from then on `pop` returns
+//!   [`PopError::Closed`] at once, even with changes still queued (client-go drains
+//!   them first; a closed informer has no use for them).
+//! - **Synced.** [`has_synced`] turns true once every key queued by the first
+//!   [`replace`] has been popped and processed without requeue; it is true at once if an
+//!   `add`, `update` or `delete` came first. Keys of that first list report
+//!   [`Deltas::is_initial_list`].
+//! - **Bounded work.** `add`, `update`, `delete` and `pop` do O(1) work (hash lookups, a
+//!   queue push or pop); only `replace` and `resync` walk the content.
+//!
+//! # Typed deltas
+//! client-go's `Delta{Type, Object interface{}}` becomes the enum [`Delta`]: every variant
+//! carries the object, and only [`Delta::Deleted`] carries a [`DeletedObject`], which is
+//! either the final state or a [`DeletedFinalStateUnknown`] tombstone, so a handler
+//! matches on a type instead of type-switching on `interface{}`. [`Delta::kind`] gives
+//! the [`DeltaType`] and [`Delta::object`] the object (a tombstone's last known state).
+//!
+//! Objects are shared as `Arc<K>`: a delta, the store and every handler hold the same
+//! allocation. Keys come from the FIFO's [`KeyFn`], which must be the one the known
+//! objects use; a key the known objects already hold is shared rather than allocated
+//! again.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use informer::fifo::{Delta, DeltaFifo, DeltaFifoOptions, ProcessError};
+//! use informer::store::Writer;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let mut store = Writer::<ConfigMap>::new();
+//! let fifo = DeltaFifo::new(DeltaFifoOptions::default().known_objects(store.indexer()));
+//! let cm = |name: &str| ConfigMap {
+//!     metadata: ObjectMeta { name: Some(name.into()), namespace: Some("default".into()), ..Default::default() },
+//!     ..Default::default()
+//! };
+//! fifo.replace([cm("demo"), cm("demo2")], "1");
+//! assert!(!fifo.has_synced());
+//! for _ in 0..2 {
+//!     fifo.pop(|deltas| {
+//!         for delta in deltas {
+//!             match delta {
+//!                 Delta::Deleted(_) => { store.delete_key(deltas.key()); }
+//!                 other => { store.upsert_keyed(deltas.key(), Arc::clone(other.object())); }
+//!             }
+//!         }
+//!         Ok::<_, ProcessError<()>>(())
+//!     })
+//!     .await
+//!     .unwrap();
+//! }
+//! assert!(fifo.has_synced());
+//! assert_eq!(store.indexer().len(), 2);
+//! # });
+//! ```
+//!
+//! [`add`]: DeltaFifo::add
+//! [`update`]: DeltaFifo::update
+//! [`delete`]: DeltaFifo::delete
+//! [`replace`]: DeltaFifo::replace
+//! [`resync`]: DeltaFifo::resync
+//! [`pop`]: DeltaFifo::pop
+//! [`close`]: DeltaFifo::close
+//! [`has_synced`]: DeltaFifo::has_synced
+
+mod delta;
+mod known;
+
+#[cfg(test)]
+mod tests;
+
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    fmt,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+};
+
+use kube::Resource;
+use tokio::sync::Notify;
+
+pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Deltas};
+pub use known::KnownObjects;
+
+use crate::key::{KeyCandidate, KeyFn, ObjectKey, SharedKey, query};
+
+/// Why [`DeltaFifo::pop`] returned without a successful result.
+#[derive(Debug, thiserror::Error)]
+pub enum PopError<E> {
+    /// The queue was closed.
+    #[error("the DeltaFIFO is closed")]
+    Closed,
+    /// The process function asked for a requeue; the deltas are queued again.
+    #[error("processing failed; the deltas were requeued")]
+    Requeued(#[source] E),
+    /// The process function failed; the deltas were dropped.
+    #[error("processing failed; the deltas were dropped")]
+    Failed(#[source] E),
+}
+
+/// How a process function given to [`DeltaFifo::pop`] fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessError<E> {
+    /// Put the deltas back at the end of the queue to be processed again (client-go's
+    /// `ErrRequeue`); `pop` returns [`PopError::Requeued`].
+    Requeue(E),
+    /// Drop the deltas; `pop` returns [`PopError::Failed`].
+    Fail(E),
+}
+
+impl<E> ProcessError<E> {
+    /// The error, whatever was asked.
+    pub fn into_inner(self) -> E {
+        match self {
+            ProcessError::Requeue(e) | ProcessError::Fail(e) => e,
+        }
+    }
+}
+
+/// Options of a [`DeltaFifo`] (client-go's `DeltaFIFOOptions`), as a builder.
+pub struct DeltaFifoOptions<K> {
+    key_fn: KeyFn<K>,
+    known_objects: Option<Arc<dyn KnownObjects<K>>>,
+    emit_replaced: bool,
+}
+
+impl<K: Resource> Default for DeltaFifoOptions<K> {
+    /// [`KeyFn::meta_namespace`], no known objects, `Replaced` deltas on replace.
+    fn default() -> Self {
+        Self::new(KeyFn::meta_namespace())
+    }
+}
+
+impl<K> DeltaFifoOptions<K> {
+    /// Options with the key function `key_fn`, no known objects, `Replaced` on replace.
+    pub fn new(key_fn: KeyFn<K>) -> Self {
+        Self {
+            key_fn,
+            known_objects: None,
+            emit_replaced: true,
+        }
+    }
+
+    /// Sets the key function; it must agree with the known objects' key function.
+    #[must_use]
+    pub fn key_fn(mut self, key_fn: KeyFn<K>) -> Self {
+        self.key_fn = key_fn;
+        self
+    }
+
+    /// The objects the consumer knows (normally the informer's
+    /// [`Indexer`](crate::store::Indexer)); see [`KnownObjects`].
+    #[must_use]
+    pub fn known_objects(mut self, known: impl KnownObjects<K> + 'static) -> Self {
+        self.known_objects = Some(Arc::new(known));
+        self
+    }
+
+    /// Whether `replace` queues [`Delta::Replaced`] (the default) or, as client-go does
+    /// unless `EmitDeltaTypeReplaced` is set, [`Delta::Sync`].
+    #[must_use]
+    pub fn emit_replaced(mut self, emit_replaced: bool) -> Self {
+        self.emit_replaced = emit_replaced;
+        self
+    }
+}
+
+impl<K> fmt::Debug for DeltaFifoOptions<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaFifoOptions")
+            .field("key_fn", &self.key_fn)
+            .field("known_objects", &self.known_objects.is_some())
+            .field("emit_replaced", &self.emit_replaced)
+            .finish()
+    }
+}
+
+struct Shared<K> {
+    state: Mutex<State<K>>,
+    notify: Notify,
+    key_fn: KeyFn<K>,
+    known: Option<Arc<dyn KnownObjects<K>>>,
+    emit_replaced: bool,
+}
+
+struct State<K> {
+    /// Pending deltas by key; a key is here if and only if it is in `queue`.
+    items: HashMap<SharedKey, Deltas<K>>,
+    /// Keys in pop order, each once.
+    queue: VecDeque<SharedKey>,
+    /// Some operation (other than `resync`) has happened.
+    populated: bool,
+    /// Keys of the first `replace` not yet processed.
+    initial_pending: usize,
+    /// Pops waiting for a key: producers wake one only if there is one.
+    waiters: usize,
+    closed: bool,
+}
+
+impl<K> State<K> {
+    /// The key already held for `candidate`, by the queue or the known objects, or a new
+    /// one.
+    fn shared_key(
+        &self,
+        candidate: KeyCandidate<'_>,
+        known: Option<&dyn KnownObjects<K>>,
+    ) -> SharedKey {
+        let key = candidate.key_ref();
+        if let Some((key, _)) = self.items.get_key_value(query(&key)) {
+            return key.clone();
+        }
+        match known.and_then(|k| k.get_key(key)) {
+            Some(key) => SharedKey(key),
+            None => candidate.into_shared(),
+        }
+    }
+
+    /// Appends `delta` to the deltas of `key`, queueing the key if it is new. With
+    /// `initial`, the key joins the initial list.
+    fn push(&mut self, key: SharedKey, delta: Delta<K>, initial: bool) {
+        let deltas = match self.items.get_mut(query(key.0.as_ref())) {
+            Some(deltas) => {
+                deltas.push(delta);
+                deltas
+            }
+            None => {
+                self.queue.push_back(key.clone());
+                let deltas = Deltas::new(Arc::clone(&key.0), delta);
+                self.items.entry(key).or_insert(deltas)
+            }
+        };
+        if initial && !deltas.initial {
+            deltas.initial = true;
+            self.initial_pending += 1;
+        }
+    }
+
+    /// Appends a delta made from `obj`, allocating a key only if neither the queue nor the
+    /// known objects hold one.
+    fn push_object(&mut self, shared: &Shared<K>, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) {
+        let candidate = shared.key_fn.candidate(&obj);
+        if let Some(deltas) = self.items.get_mut(query(&candidate.key_ref())) {
+            deltas.push(make(Arc::clone(&obj)));
+            return;
+        }
+        let key = self.shared_key(candidate, shared.known.as_deref());
+        self.push(key, make(obj), false);
+    }
+
+    /// Whether a producer should wake a waiting pop.
+    fn wake_needed(&self) -> bool {
+        self.waiters > 0 && !self.queue.is_empty()
+    }
+}
+
+/// Keeps `State::waiters` right when a waiting pop is cancelled.
+struct Waiting<'a, K> {
+    fifo: &'a DeltaFifo<K>,
+    registered: bool,
+}
+
+impl<K> Drop for Waiting<'_, K> {
+    fn drop(&mut self) {
+        if self.registered {
+            self.fifo.lock().waiters -= 1;
+        }
+    }
+}
+
+/// client-go's `DeltaFIFO`: a queue of per-object [`Deltas`]. Cheap to clone (clones
+/// share the queue); `Send + Sync`.
+///
+/// See the [module documentation](self) for the rules it follows.
+#[doc(alias = "DeltaFIFO")]
+pub struct DeltaFifo<K> {
+    shared: Arc<Shared<K>>,
+}
+
+impl<K> Clone for DeltaFifo<K> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<K> fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        f.debug_struct("DeltaFifo")
+            .field("queued", &state.queue.len())
+            .field("closed", &state.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource + 'static> Default for DeltaFifo<K> {
+    fn default() -> Self {
+        Self::new(DeltaFifoOptions::default())
+    }
+}
+
+impl<K> DeltaFifo<K> {
+    // A panicking process function poisons the lock; the queue's own state is consistent
+    // at every point where user code runs, so carry on.
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<K: 'static> DeltaFifo<K> {
+    /// An empty queue with `options`.
+    pub fn new(options: DeltaFifoOptions<K>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    items: HashMap::new(),
+                    queue: VecDeque::new(),
+                    populated: false,
+                    initial_pending: 0,
+                    waiters: 0,
+                    closed: false,
+                }),
+                notify: Notify::new(),
+                key_fn: options.key_fn,
+                known: options.known_objects,
+                emit_replaced: options.emit_replaced,
+            }),
+        }
+    }
+
+    /// The key function.
+    pub fn key_fn(&self) -> &KeyFn<K> {
+        &self.shared.key_fn
+    }
+
+    fn queue_object(&self, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) {
+        let mut state = self.lock();
+        state.populated = true;
+        state.push_object(&self.shared, obj, make);
+        self.wake(state);
+    }
+
+    /// Releases the lock and wakes a waiting pop if there is one and something to pop.
+    fn wake(&self, state: MutexGuard<'_, State<K>>) {
+        let wake = state.wake_needed();
+        drop(state);
+        if wake {
+            self.shared.notify.notify_one();
+        }
+    }
+
+    /// Queues [`Delta::Added`] for `obj` (a watch `ADDED` event).
+    pub fn add(&self, obj: impl Into<Arc<K>>) {
+        self.queue_object(obj.into(), Delta::Added);
+    }
+
+    /// Queues [`Delta::Updated`] for `obj` (a watch `MODIFIED` event).
+    pub fn update(&self, obj: impl Into<Arc<K>>) {
+        self.queue_object(obj.into(), Delta::Updated);
+    }
+
+    /// Queues [`Delta::Deleted`] with `obj` as the final state (a watch `DELETED` event),
+    /// unless the key is neither queued nor known: then nothing happens.
+    pub fn delete(&self, obj: impl Into<Arc<K>>) {
+        let obj = obj.into();
+        let mut state = self.lock();
+        state.populated = true;
+        let key = {
+            let candidate = self.shared.key_fn.candidate(&obj);
+            let key = candidate.key_ref();
+            match state.items.get_key_value(query(&key)) {
+                Some((queued, _)) => queued.clone(),
+                None => match self.shared.known.as_ref().and_then(|k| k.get_key(key)) {
+                    Some(known) => SharedKey(known),
+                    None => return,
+                },
+            }
+        };
+        state.push(key, Delta::Deleted(DeletedObject::Final(obj)), false);
+        self.wake(state);
+    }
+
+    /// A relist: queues [`Delta::Replaced`] (or [`Delta::Sync`]) for every object of
+    /// `list`, then a tombstoned [`Delta::Deleted`] for every queued or known key that
+    /// `list` lacks. The first `replace` defines the initial list (see
+    /// [`has_synced`](Self::has_synced)).
+    ///
+    /// The resource version is accepted for the reflector's sake and otherwise unused,
+    /// as in client-go.
+    pub fn replace<I>(&self, list: I, _resource_version: &str)
+    where
+        I: IntoIterator,
+        I::Item: Into<Arc<K>>,
+    {
+        let list = list.into_iter();
+        let listed_kind = if self.shared.emit_replaced {
+            Delta::Replaced
+        } else {
+            Delta::Sync
+        };
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let initial = !state.populated;
+        state.populated = true;
+
+        let known = self.shared.known.as_deref();
+        let mut listed: HashSet<SharedKey> = HashSet::with_capacity(list.size_hint().0);
+        for obj in list {
+            let obj = obj.into();
+            let key = state.shared_key(self.shared.key_fn.candidate(&obj), known);
+            state.push(key.clone(), listed_kind(obj), initial);
+            listed.insert(key);
+        }
+
+        // Queued keys missing from the list: tombstone with the newest queued state.
+        let missing: Vec<(SharedKey, Arc<K>)> = state
+            .items
+            .iter()
+            .filter(|(key, _)| !listed.contains(*key))
+            .map(|(key, deltas)| (key.clone(), Arc::clone(deltas.newest().object())))
+            .collect();
+        for (key, last_known) in missing {
+            let tombstone = DeletedFinalStateUnknown {
+                key: Arc::clone(&key.0),
+                last_known,
+            };
+            state.push(
+                key,
+                Delta::Deleted(DeletedObject::Unknown(tombstone)),
+                initial,
+            );
+        }
+
+        // Known keys missing from the list and not queued: tombstone with the known state.
+        if let Some(known) = known {
+            known.for_each_known(&mut |key, obj| {
+                let key_ref = key.as_key_ref();
+                if listed.contains(query(&key_ref)) || state.items.contains_key(query(&key_ref)) {
+                    return;
+                }
+                let tombstone = DeletedFinalStateUnknown {
+                    key: Arc::clone(key),
+                    last_known: Arc::clone(obj),
+                };
+                let delta = Delta::Deleted(DeletedObject::Unknown(tombstone));
+                state.push(SharedKey(Arc::clone(key)), delta, initial);
+            });
+        }
+        self.wake(guard);
+    }
+
+    /// Queues [`Delta::Sync`] for every known object whose key is not queued (a periodic
+    /// resync). Without known objects, does nothing.
+    pub fn resync(&self) {
+        let Some(known) = &self.shared.known else {
+            return;
+        };
+        let mut state = self.lock();
+        known.for_each_known(&mut |key, obj| {
+            if !state.items.contains_key(query(key.as_ref())) {
+                state.push(
+                    SharedKey(Arc::clone(key)),
+                    Delta::Sync(Arc::clone(obj)),
+                    false,
+                );
+            }
+        });
+        self.wake(state);
+    }
+
+    /// Waits for a queued key, removes it and calls `process` with all its deltas while
+    /// holding the queue's lock; returns what `process` returns.
+    ///
+    /// `process` runs synchronously under the lock, as in client-go, so it must be quick
+    /// and must not call this queue. [`ProcessError::Requeue`] puts the deltas back at the
+    /// end of the queue. Cancel-safe: dropping the future while it waits loses nothing.
+    pub async fn pop<T, E, F>(&self, process: F) -> Result<T, PopError<E>>
+    where
+        F: FnOnce(&Deltas<K>) -> Result<T, ProcessError<E>>,
+    {
+        let mut waiting = Waiting {
+            fifo: self,
+            registered: false,
+        };
+        loop {
+            let notified = {
+                let mut state = self.lock();
+                if std::mem::take(&mut waiting.registered) {
+                    state.waiters -= 1;
+                }
+                if state.closed {
+                    return Err(PopError::Closed);
+                }
+                if let Some(key) = state.queue.pop_front() {
+                    let Some(deltas) = state.items.remove(query(key.0.as_ref())) else {
+                        tracing::error!(key = %key.0, "DeltaFIFO invariant broken: queued key without deltas");
+                        continue;
+                    };
+                    if deltas.initial {
+                        state.initial_pending -= 1;
+                    }
+                    if state.wake_needed() {
+                        // Pass the wake-up on to another waiting pop.
+                        self.shared.notify.notify_one();
+                    }
+                    return match process(&deltas) {
+                        Ok(value) => Ok(value),
+                        Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
+                        Err(ProcessError::Requeue(e)) => {
+                            if deltas.initial {
+                                state.initial_pending += 1;
+                            }
+                            state.queue.push_back(key.clone());
+                            state.items.insert(key, deltas);
+                            self.wake(state);
+                            Err(PopError::Requeued(e))
+                        }
+                    };
+                }
+                // Register while holding the lock: a producer that queues a key after
+                // this sees the waiter and calls `notify_one`, whose permit this future
+                // takes even if it has not been polled yet.
+                state.waiters += 1;
+                waiting.registered = true;
+                self.shared.notify.notified()
+            };
+            notified.await;
+        }
+    }
+
+    /// Closes the queue: wakes every waiting [`pop`](Self::pop), which then returns
+    /// [`PopError::Closed`], as does every later `pop`.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        // Wakes every pop registered so far, polled or not.
+        self.shared.notify.notify_waiters();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Whether the initial list has been delivered: every key queued by the first
+    /// [`replace`](Self::replace) was popped and processed (without requeue), or an
+    /// `add`, `update` or `delete` came before any `replace`.
+    pub fn has_synced(&self) -> bool {
+        let state = self.lock();
+        state.populated && state.initial_pending == 0
+    }
+
+    /// How many keys are queued.
+    pub fn len(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The queued keys, in pop order.
+    pub fn list_keys(&self) -> Vec<Arc<ObjectKey>> {
+        self.lock().queue.iter().map(|k| Arc::clone(&k.0)).collect()
+    }
+
+    /// A copy of the deltas queued for `key` (the objects are shared, not copied).
+    pub fn get(&self, key: &ObjectKey) -> Option<Deltas<K>> {
+        self.lock().items.get(query(key)).cloned()
+    }
+}

@@ -1,0 +1,508 @@
+//! Object keys: how the cache names an object.
+//!
+//! client-go names every cached object by a string key built by a `KeyFunc`, by default
+//! `MetaNamespaceKeyFunc`: `namespace/name` for namespaced objects and `name` for
+//! cluster-scoped ones. Here the key is typed:
+//!
+//! - [`ObjectKey`] is the owned key, `{ namespace: Option<String>, name: String }`. Its
+//!   [`Display`](std::fmt::Display) form is client-go's string key (`ns/name` or `name`),
+//!   and it parses back from that string ([`ObjectKey::parse`], [`FromStr`]).
+//! - [`ObjectKeyRef`] is the same key borrowed from an object or a string, so lookups
+//!   such as [`Indexer::get_by_key`](crate::store::Indexer::get_by_key) need no allocation.
+//! - [`KeyFn`] is the pluggable key function. [`KeyFn::meta_namespace`] (the default)
+//!   is client-go's `MetaNamespaceKeyFunc` for any [`kube::Resource`]; it borrows the key
+//!   straight from the object's metadata.
+//!
+//! Inside the store and the DeltaFIFO a key is allocated once per object and shared as
+//! an `Arc<ObjectKey>`: the FIFO's queue, the indexer's map and every index set hold the
+//! same allocation, so cloning a key is a reference-count increment.
+//!
+//! ```
+//! use informer::key::ObjectKey;
+//!
+//! let key: ObjectKey = "default/web".parse().unwrap();
+//! assert_eq!(key, ObjectKey::namespaced("default", "web"));
+//! assert_eq!(key.to_string(), "default/web");
+//! assert_eq!(ObjectKey::cluster_scoped("node-1").to_string(), "node-1");
+//! ```
+
+use std::{
+    borrow::Borrow,
+    fmt,
+    hash::{Hash, Hasher},
+    str::FromStr,
+    sync::Arc,
+};
+
+use kube::Resource;
+
+/// Why a string is not a valid object key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The string is empty.
+    #[error("an object key cannot be empty")]
+    Empty,
+    /// The string has more than one `/`; a key is `name` or `namespace/name`.
+    #[error("object key {0:?} has more than one '/'; expected `name` or `namespace/name`")]
+    TooManySegments(String),
+    /// The namespace or the name part of `namespace/name` is empty.
+    #[error("object key {0:?} has an empty namespace or name")]
+    EmptySegment(String),
+}
+
+/// The typed key of a cached object: its namespace (none when cluster-scoped) and name.
+///
+/// Displays as client-go's string key: `namespace/name`, or `name` when cluster-scoped.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// The namespace, or `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key from an optional namespace and a name.
+    pub fn new(namespace: Option<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.filter(|ns| !ns.is_empty()),
+            name: name.into(),
+        }
+    }
+
+    /// The key of a namespaced object.
+    pub fn namespaced(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self::new(Some(namespace.into()), name)
+    }
+
+    /// The key of a cluster-scoped object.
+    pub fn cluster_scoped(name: impl Into<String>) -> Self {
+        Self {
+            namespace: None,
+            name: name.into(),
+        }
+    }
+
+    /// The key of `obj` by client-go's `MetaNamespaceKeyFunc` (see [`meta_namespace_key`]).
+    pub fn of<K: Resource>(obj: &K) -> Self {
+        meta_namespace_key(obj)
+    }
+
+    /// Parses client-go's string form: `namespace/name` or `name`.
+    pub fn parse(key: &str) -> Result<Self, KeyError> {
+        ObjectKeyRef::parse(key).map(ObjectKeyRef::to_object_key)
+    }
+
+    /// This key, borrowed.
+    pub fn as_key_ref(&self) -> ObjectKeyRef<'_> {
+        ObjectKeyRef {
+            namespace: self.namespace.as_deref(),
+            name: &self.name,
+        }
+    }
+}
+
+impl Hash for ObjectKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Must hash exactly like `ObjectKeyRef`, so that borrowed lookups find owned keys.
+        self.as_key_ref().hash(state);
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_key_ref().fmt(f)
+    }
+}
+
+impl FromStr for ObjectKey {
+    type Err = KeyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl From<ObjectKeyRef<'_>> for ObjectKey {
+    fn from(key: ObjectKeyRef<'_>) -> Self {
+        key.to_object_key()
+    }
+}
+
+/// An object key borrowed from an object's metadata or from a string.
+///
+/// Equal to, and hashing like, the [`ObjectKey`] with the same parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKeyRef<'a> {
+    /// The namespace, or `None` for a cluster-scoped object.
+    pub namespace: Option<&'a str>,
+    /// The object's name.
+    pub name: &'a str,
+}
+
+impl<'a> ObjectKeyRef<'a> {
+    /// A borrowed key from its parts; an empty namespace means cluster-scoped.
+    pub fn new(namespace: Option<&'a str>, name: &'a str) -> Self {
+        Self {
+            namespace: namespace.filter(|ns| !ns.is_empty()),
+            name,
+        }
+    }
+
+    /// Parses client-go's string form, `namespace/name` or `name`, without allocating.
+    pub fn parse(key: &'a str) -> Result<Self, KeyError> {
+        if key.is_empty() {
+            return Err(KeyError::Empty);
+        }
+        match key.split_once('/') {
+            None => Ok(Self {
+                namespace: None,
+                name: key,
+            }),
+            Some((_, rest)) if rest.contains('/') => Err(KeyError::TooManySegments(key.into())),
+            Some((ns, name)) if ns.is_empty() || name.is_empty() => {
+                Err(KeyError::EmptySegment(key.into()))
+            }
+            Some((ns, name)) => Ok(Self {
+                namespace: Some(ns),
+                name,
+            }),
+        }
+    }
+
+    /// The owned key.
+    pub fn to_object_key(self) -> ObjectKey {
+        ObjectKey {
+            namespace: self.namespace.map(str::to_owned),
+            name: self.name.to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKeyRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(self.name),
+        }
+    }
+}
+
+impl PartialEq<ObjectKey> for ObjectKeyRef<'_> {
+    fn eq(&self, other: &ObjectKey) -> bool {
+        *self == other.as_key_ref()
+    }
+}
+
+impl PartialEq<ObjectKeyRef<'_>> for ObjectKey {
+    fn eq(&self, other: &ObjectKeyRef<'_>) -> bool {
+        self.as_key_ref() == *other
+    }
+}
+
+/// client-go's `MetaNamespaceKeyFunc`: the key of `obj` from its metadata, borrowed.
+///
+/// The name is `metadata.name`, falling back to `metadata.generateName` (as
+/// [`kube::ResourceExt::name_any`] does) and then to the empty string; an empty namespace
+/// counts as cluster-scoped.
+pub fn meta_namespace_key_ref<K: Resource>(obj: &K) -> ObjectKeyRef<'_> {
+    let meta = obj.meta();
+    ObjectKeyRef::new(
+        meta.namespace.as_deref(),
+        meta.name
+            .as_deref()
+            .or(meta.generate_name.as_deref())
+            .unwrap_or(""),
+    )
+}
+
+/// client-go's `MetaNamespaceKeyFunc`: the owned key of `obj` from its metadata.
+///
+/// Agrees with [`kube::ResourceExt::namespace`] and [`kube::ResourceExt::name_any`].
+pub fn meta_namespace_key<K: Resource>(obj: &K) -> ObjectKey {
+    meta_namespace_key_ref(obj).to_object_key()
+}
+
+/// A pluggable key function: computes the [`ObjectKey`] of an object.
+///
+/// The store and the DeltaFIFO that feed one another must use the same key function.
+/// [`KeyFn::meta_namespace`] (also the [`Default`]) is what almost everyone wants.
+pub struct KeyFn<K>(KeyFnRepr<K>);
+
+enum KeyFnRepr<K> {
+    /// Borrows the key from the object: no allocation unless the key is new to the cache.
+    Borrowed(for<'a> fn(&'a K) -> ObjectKeyRef<'a>),
+    /// Builds an owned key.
+    Owned(Arc<dyn Fn(&K) -> ObjectKey + Send + Sync>),
+}
+
+impl<K: Resource> KeyFn<K> {
+    /// client-go's `MetaNamespaceKeyFunc` ([`meta_namespace_key_ref`]).
+    pub fn meta_namespace() -> Self {
+        Self(KeyFnRepr::Borrowed(meta_namespace_key_ref::<K>))
+    }
+}
+
+impl<K: Resource> Default for KeyFn<K> {
+    fn default() -> Self {
+        Self::meta_namespace()
+    }
+}
+
+impl<K> KeyFn<K> {
+    /// A key function that borrows the key from the object (the cheapest kind).
+    pub fn borrowed(f: for<'a> fn(&'a K) -> ObjectKeyRef<'a>) -> Self {
+        Self(KeyFnRepr::Borrowed(f))
+    }
+
+    /// A key function that builds an owned key, for keys that are not parts of the object.
+    pub fn owned(f: impl Fn(&K) -> ObjectKey + Send + Sync + 'static) -> Self {
+        Self(KeyFnRepr::Owned(Arc::new(f)))
+    }
+
+    /// The key of `obj`.
+    pub fn key(&self, obj: &K) -> ObjectKey {
+        match &self.0 {
+            KeyFnRepr::Borrowed(f) => f(obj).to_object_key(),
+            KeyFnRepr::Owned(f) => f(obj),
+        }
+    }
+
+    /// The key of `obj`, borrowed where the key function allows it.
+    pub(crate) fn candidate<'a>(&self, obj: &'a K) -> KeyCandidate<'a> {
+        match &self.0 {
+            KeyFnRepr::Borrowed(f) => KeyCandidate::Ref(f(obj)),
+            KeyFnRepr::Owned(f) => KeyCandidate::Owned(f(obj)),
+        }
+    }
+}
+
+impl<K> Clone for KeyFn<K> {
+    fn clone(&self) -> Self {
+        Self(match &self.0 {
+            KeyFnRepr::Borrowed(f) => KeyFnRepr::Borrowed(*f),
+            KeyFnRepr::Owned(f) => KeyFnRepr::Owned(Arc::clone(f)),
+        })
+    }
+}
+
+impl<K> fmt::Debug for KeyFn<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            KeyFnRepr::Borrowed(_) => "KeyFn(borrowed)",
+            KeyFnRepr::Owned(_) => "KeyFn(owned)",
+        })
+    }
+}
+
+/// A key on its way into a map: borrowed from the object, owned, or already shared.
+pub(crate) enum KeyCandidate<'a> {
+    Ref(ObjectKeyRef<'a>),
+    Owned(ObjectKey),
+    Shared(Arc<ObjectKey>),
+}
+
+impl KeyCandidate<'_> {
+    pub(crate) fn key_ref(&self) -> ObjectKeyRef<'_> {
+        match self {
+            KeyCandidate::Ref(r) => *r,
+            KeyCandidate::Owned(k) => k.as_key_ref(),
+            KeyCandidate::Shared(k) => k.as_key_ref(),
+        }
+    }
+
+    /// The shared key, allocating only if needed.
+    pub(crate) fn into_shared(self) -> SharedKey {
+        match self {
+            KeyCandidate::Ref(r) => SharedKey(Arc::new(r.to_object_key())),
+            KeyCandidate::Owned(k) => SharedKey(Arc::new(k)),
+            KeyCandidate::Shared(k) => SharedKey(k),
+        }
+    }
+}
+
+/// Anything that can present itself as an [`ObjectKeyRef`]: lets maps keyed by
+/// [`SharedKey`] be searched with a borrowed key, without allocating.
+pub(crate) trait KeyLike {
+    fn key_ref(&self) -> ObjectKeyRef<'_>;
+}
+
+impl KeyLike for ObjectKey {
+    fn key_ref(&self) -> ObjectKeyRef<'_> {
+        self.as_key_ref()
+    }
+}
+
+impl KeyLike for ObjectKeyRef<'_> {
+    fn key_ref(&self) -> ObjectKeyRef<'_> {
+        *self
+    }
+}
+
+impl Hash for dyn KeyLike + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key_ref().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyLike + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.key_ref() == other.key_ref()
+    }
+}
+
+impl Eq for dyn KeyLike + '_ {}
+
+/// A key as held by the store and the FIFO: one allocation, shared by every map and set
+/// that mentions the object.
+#[derive(Clone, Debug)]
+pub(crate) struct SharedKey(pub(crate) Arc<ObjectKey>);
+
+impl SharedKey {
+    pub(crate) fn key_ref(&self) -> ObjectKeyRef<'_> {
+        self.0.as_key_ref()
+    }
+}
+
+impl Hash for SharedKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key_ref().hash(state);
+    }
+}
+
+impl PartialEq for SharedKey {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for SharedKey {}
+
+impl<'a> Borrow<dyn KeyLike + 'a> for SharedKey {
+    fn borrow(&self) -> &(dyn KeyLike + 'a) {
+        &*self.0
+    }
+}
+
+/// A borrowed key as the query type of a map keyed by [`SharedKey`].
+pub(crate) fn query<'k>(key: &'k (dyn KeyLike + 'k)) -> &'k (dyn KeyLike + 'k) {
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, hash_map::DefaultHasher};
+
+    use k8s_openapi::{
+        api::core::v1::{ConfigMap, Namespace},
+        apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    };
+    use kube::ResourceExt;
+
+    use super::*;
+
+    fn hash_of(v: &(impl Hash + ?Sized)) -> u64 {
+        let mut h = DefaultHasher::new();
+        v.hash(&mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn display_is_client_go_string_key() {
+        assert_eq!(ObjectKey::namespaced("ns", "a").to_string(), "ns/a");
+        assert_eq!(ObjectKey::cluster_scoped("a").to_string(), "a");
+        assert_eq!(ObjectKeyRef::new(Some(""), "a").to_string(), "a");
+    }
+
+    #[test]
+    fn parse_round_trips_and_rejects_bad_keys() {
+        for s in ["ns/a", "a", "kube-system/coredns-1"] {
+            assert_eq!(ObjectKey::parse(s).unwrap().to_string(), s);
+        }
+        assert_eq!(ObjectKey::parse(""), Err(KeyError::Empty));
+        assert!(matches!(
+            ObjectKey::parse("a/b/c"),
+            Err(KeyError::TooManySegments(_))
+        ));
+        assert!(matches!(
+            ObjectKey::parse("/a"),
+            Err(KeyError::EmptySegment(_))
+        ));
+        assert!(matches!(
+            ObjectKey::parse("a/"),
+            Err(KeyError::EmptySegment(_))
+        ));
+        assert_eq!(
+            "x".parse::<ObjectKey>().unwrap(),
+            ObjectKey::cluster_scoped("x")
+        );
+    }
+
+    #[test]
+    fn key_of_namespaced_and_cluster_scoped_resources() {
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("demo".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(ObjectKey::of(&cm), ObjectKey::namespaced("default", "demo"));
+        assert_eq!(ObjectKey::of(&cm).namespace, cm.namespace());
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some("default".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            KeyFn::meta_namespace().key(&ns),
+            ObjectKey::cluster_scoped("default")
+        );
+        let generated = ConfigMap {
+            metadata: ObjectMeta {
+                generate_name: Some("gen-".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(ObjectKey::of(&generated).name, generated.name_any());
+    }
+
+    #[test]
+    fn borrowed_and_owned_keys_hash_alike() {
+        let owned = ObjectKey::namespaced("ns", "a");
+        let borrowed = ObjectKeyRef::parse("ns/a").unwrap();
+        assert_eq!(hash_of(&owned), hash_of(&borrowed));
+        assert_eq!(
+            hash_of(&owned as &dyn KeyLike),
+            hash_of(&borrowed as &dyn KeyLike)
+        );
+        assert_eq!(owned, borrowed);
+        let mut map = HashMap::new();
+        map.insert(SharedKey(Arc::new(owned.clone())), 1);
+        assert_eq!(map.get(query(&borrowed)), Some(&1));
+        assert_eq!(map.get(query(&owned)), Some(&1));
+        assert_eq!(map.get(query(&ObjectKeyRef::parse("a").unwrap())), None);
+    }
+
+    #[test]
+    fn owned_key_fn_is_pluggable() {
+        let by_name_only = KeyFn::<ConfigMap>::owned(|cm| ObjectKey::cluster_scoped(cm.name_any()));
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("demo".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(by_name_only.key(&cm), ObjectKey::cluster_scoped("demo"));
+        assert_eq!(
+            by_name_only.clone().candidate(&cm).key_ref().to_string(),
+            "demo"
+        );
+    }
+}
