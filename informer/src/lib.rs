@@ -17,8 +17,35 @@
 //!   resourceVersion, paging, 410 Gone, backoff and resync rules.
 //! - [`fifo`]: the DeltaFIFO, per-object queues of typed deltas with tombstones.
 //! - [`store`]: the indexed cache ([`Indexer`]) with named indexes and label selectors.
+//! - [`informer`]: [`SharedIndexInformer`], handlers, registrations, subscriptions.
+//! - [`factory`]: [`SharedInformerFactory`], one informer per type, shared.
+//! - [`lister`]: [`Lister`], typed reads of the cache, scope checked by the compiler.
 //! - [`workqueue`]: rate-limited work queues and the controller loop.
 //! - `testenv` (feature `testenv`): a real kube-apiserver and etcd on loopback.
+//!
+//! ```no_run
+//! use informer::prelude::*;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::{Api, ResourceExt};
+//!
+//! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! let informer = SharedIndexInformer::new(Api::<ConfigMap>::namespaced(client, "default"));
+//! informer.add_event_handler(
+//!     ResourceEventHandlerFns::new()
+//!         .on_add(|cm: &std::sync::Arc<ConfigMap>, _| println!("Added: {}", cm.name_any()))
+//!         .on_delete(|gone| println!("Deleted: {}", gone.object().name_any())),
+//! )?;
+//! tokio::spawn({
+//!     let informer = informer.clone();
+//!     async move { informer.run(std::future::pending()).await }
+//! });
+//! wait_for_cache_sync(&[&informer]).await;
+//! let web: Selector = "app=web".parse()?;
+//! let cached = informer.lister().namespaced("default").list(&web);
+//! # let _ = cached;
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -26,20 +53,43 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "testenv")))]
 pub mod testenv;
 
+pub mod factory;
 pub mod fifo;
+pub mod informer;
 pub mod key;
+pub mod lister;
 pub mod reflector;
 pub mod store;
 pub mod workqueue;
 
+pub use factory::{FactoryOptions, SharedInformerFactory};
 pub use fifo::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoOptions, DeltaType,
-    Deltas, KnownObjects, PopError, ProcessError,
+    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas,
+    KnownObjects, PopError, ProcessError,
+};
+pub use informer::{
+    HasSynced, InformerError, InformerOptions, Notification, Registration, ResourceEventHandler,
+    ResourceEventHandlerFns, SharedIndexInformer, Subscription, wait_for_cache_sync,
 };
 pub use key::{KeyFn, ObjectKey, ObjectKeyRef};
+pub use lister::{Lister, NamespaceLister, NotFound};
 pub use reflector::{ApiListerWatcher, ListerWatcher, Reflector, ReflectorError};
 pub use store::{
     IndexFunc, Indexer, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex, Requirement,
     Selector, StoreError,
 };
 pub use workqueue::{DelayingQueue, RateLimitingQueue, Runner, RunnerConfig, WorkQueue};
+
+/// The names a controller uses most, for `use informer::prelude::*`.
+pub mod prelude {
+    pub use crate::factory::{FactoryOptions, SharedInformerFactory};
+    pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
+    pub use crate::informer::{
+        HasSynced, Notification, ResourceEventHandler, ResourceEventHandlerFns,
+        SharedIndexInformer, wait_for_cache_sync,
+    };
+    pub use crate::key::ObjectKey;
+    pub use crate::lister::{Lister, NamespaceLister};
+    pub use crate::store::{Indexer, Indexers, Selector};
+    pub use crate::workqueue::{RateLimitingQueue, Runner, RunnerConfig};
+}

@@ -148,6 +148,19 @@ where
     pub fn new(api: kube::Api<K>) -> Self {
         Self::new_with(api, &K::DynamicType::default())
     }
+
+    /// Lists and watches `K` in `namespace`, or in all namespaces (and for
+    /// cluster-scoped types) with `None`.
+    pub fn in_namespace(client: kube::Client, namespace: Option<&str>) -> Self {
+        let dynamic_type = K::DynamicType::default();
+        Self {
+            client,
+            url: K::url_path(&dynamic_type, namespace),
+            kind: K::kind(&dynamic_type).into_owned(),
+            options: ListOptions::default(),
+            _type: PhantomData,
+        }
+    }
 }
 
 impl<K: Resource> ApiListerWatcher<K> {

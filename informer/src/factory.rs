@@ -1,0 +1,449 @@
+//! SharedInformerFactory: one informer per type (and scope), shared by all who ask.
+//!
+//! client-go's `SharedInformerFactory`, generic instead of generated:
+//! `factory.informer::<Deployment>()` returns the same informer every time it is
+//! asked, so every controller in a process shares one watch and one cache per type.
+//! Informers are keyed by (type, namespace, label selector, field selector):
+//! [`SharedInformerFactory::informer_for`] asks for a differently scoped one.
+//!
+//! [`start`](SharedInformerFactory::start) runs every informer not yet running (call
+//! it again after asking for more), [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync)
+//! waits for them and reports per type, and
+//! [`shutdown`](SharedInformerFactory::shutdown) stops them all and waits until every
+//! task and handler thread has ended.
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use informer::factory::{FactoryOptions, SharedInformerFactory};
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use std::time::Duration;
+//!
+//! let factory = SharedInformerFactory::new(
+//!     client,
+//!     FactoryOptions::default()
+//!         .namespace("default")
+//!         .default_resync(Duration::from_secs(600))
+//!         // Every type: drop managedFields before caching.
+//!         .transform_metadata(|meta| meta.managed_fields = None),
+//! );
+//! let deployments = factory.informer::<Deployment>();
+//! factory.start();
+//! let synced = factory.wait_for_cache_sync().await;
+//! assert!(synced.values().all(|ok| *ok));
+//! println!("{} deployments", deployments.lister().namespaced("default").list_all().len());
+//! factory.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::informer::{HasSynced, InformerOptions, SharedIndexInformer, short_type_name};
+use crate::reflector::{self, ApiListerWatcher, ListOptions};
+
+/// Where an informer looks: a namespace (or all) and selectors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct InformerScope {
+    /// Only this namespace (ignored for cluster-scoped types); `None`: all.
+    pub namespace: Option<String>,
+    /// Only objects matching this label selector.
+    pub label_selector: Option<String>,
+    /// Only objects matching this field selector.
+    pub field_selector: Option<String>,
+}
+
+/// Scopes the factory knows how to address.
+pub trait FactoryScope {
+    /// Whether objects of this scope live in namespaces.
+    fn is_namespaced() -> bool;
+}
+impl FactoryScope for NamespaceResourceScope {
+    fn is_namespaced() -> bool {
+        true
+    }
+}
+impl FactoryScope for ClusterResourceScope {
+    fn is_namespaced() -> bool {
+        false
+    }
+}
+impl FactoryScope for DynamicResourceScope {
+    fn is_namespaced() -> bool {
+        true
+    }
+}
+
+type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+type MetadataTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
+
+/// Factory settings: a `Default` struct with `#[must_use]` builder methods, after
+/// client-go's `SharedInformerOption`s.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct FactoryOptions {
+    namespace: Option<String>,
+    tweak: Option<Tweak>,
+    default_resync: Option<Duration>,
+    resync_per_type: HashMap<TypeId, Duration>,
+    transform_metadata: Option<MetadataTransform>,
+    transform_per_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    reflector: reflector::Config,
+}
+
+impl std::fmt::Debug for FactoryOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FactoryOptions")
+            .field("namespace", &self.namespace)
+            .field("tweak", &self.tweak.is_some())
+            .field("default_resync", &self.default_resync)
+            .field("resync_per_type", &self.resync_per_type.len())
+            .field("transform_metadata", &self.transform_metadata.is_some())
+            .field("transform_per_type", &self.transform_per_type.len())
+            .finish()
+    }
+}
+
+impl FactoryOptions {
+    /// Watch only this namespace (client-go's `WithNamespace`); cluster-scoped types
+    /// are watched cluster-wide regardless.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Changes every informer's list options (client-go's `WithTweakListOptions`),
+    /// e.g. to add a label selector.
+    pub fn tweak_list_options(
+        mut self,
+        tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+    ) -> Self {
+        self.tweak = Some(Arc::new(tweak));
+        self
+    }
+
+    /// The resync period of every informer (`defaultResync`).
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = Some(period).filter(|p| !p.is_zero());
+        self
+    }
+
+    /// The resync period of `K`'s informers (client-go's `WithCustomResyncConfig`).
+    pub fn resync_for<K: 'static>(mut self, period: Duration) -> Self {
+        self.resync_per_type.insert(TypeId::of::<K>(), period);
+        self
+    }
+
+    /// Changes every object's metadata before it is cached, whatever its type
+    /// (e.g. drop `managedFields`).
+    pub fn transform_metadata(
+        mut self,
+        transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static,
+    ) -> Self {
+        self.transform_metadata = Some(Arc::new(transform));
+        self
+    }
+
+    /// Changes `K`'s objects before they are cached (after
+    /// [`transform_metadata`](Self::transform_metadata)).
+    pub fn transform_for<K: 'static>(
+        mut self,
+        transform: impl Fn(K) -> K + Send + Sync + 'static,
+    ) -> Self {
+        let transform: Arc<dyn Fn(K) -> K + Send + Sync> = Arc::new(transform);
+        self.transform_per_type
+            .insert(TypeId::of::<K>(), Arc::new(transform));
+        self
+    }
+
+    /// Reflector settings for every informer.
+    pub fn reflector(mut self, config: reflector::Config) -> Self {
+        self.reflector = config;
+        self
+    }
+}
+
+/// What the factory needs of an informer of any type.
+trait ManagedInformer: Send + Sync {
+    fn run(&self, shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()>;
+    fn synced(&self) -> bool;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<K> ManagedInformer for SharedIndexInformer<K>
+where
+    K: Resource + Send + Sync + 'static,
+{
+    fn run(&self, mut shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()> {
+        let informer = self.clone();
+        Box::pin(async move {
+            let stop = async move {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+            };
+            if let Err(error) = informer.run(stop).await {
+                tracing::error!(%error, "informer did not run");
+            }
+        })
+    }
+
+    fn synced(&self) -> bool {
+        self.has_synced()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct InformerKey {
+    type_id: TypeId,
+    scope: InformerScope,
+}
+
+struct Entry {
+    name: String,
+    informer: Arc<dyn ManagedInformer>,
+    started: bool,
+}
+
+struct State {
+    informers: HashMap<InformerKey, Entry>,
+    tasks: Vec<JoinHandle<()>>,
+    shut_down: bool,
+}
+
+/// Shares informers by type and scope; see the [module docs](self). Cloning gives
+/// another handle to the same factory.
+#[derive(Clone)]
+pub struct SharedInformerFactory {
+    client: Client,
+    options: Arc<FactoryOptions>,
+    state: Arc<Mutex<State>>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for SharedInformerFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state.lock().expect("lock");
+        f.debug_struct("SharedInformerFactory")
+            .field("options", &self.options)
+            .field(
+                "informers",
+                &state
+                    .informers
+                    .values()
+                    .map(|e| &e.name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl SharedInformerFactory {
+    /// A factory making informers with `client`.
+    pub fn new(client: Client, options: FactoryOptions) -> Self {
+        Self {
+            client,
+            options: Arc::new(options),
+            state: Arc::new(Mutex::new(State {
+                informers: HashMap::new(),
+                tasks: Vec::new(),
+                shut_down: false,
+            })),
+            shutdown: watch::Sender::new(false),
+        }
+    }
+
+    /// The informer for `K` in the factory's namespace, made on first request and
+    /// the same one ever after.
+    pub fn informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        K::Scope: FactoryScope,
+    {
+        self.informer_for(InformerScope {
+            namespace: self.options.namespace.clone(),
+            ..InformerScope::default()
+        })
+    }
+
+    /// The informer for `K` in `scope` (namespace and selectors), shared like
+    /// [`informer`](Self::informer). The factory's tweak applies on top of `scope`.
+    pub fn informer_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        K::Scope: FactoryScope,
+    {
+        let mut scope = scope;
+        if !K::Scope::is_namespaced() {
+            scope.namespace = None;
+        }
+        let key = InformerKey {
+            type_id: TypeId::of::<K>(),
+            scope,
+        };
+        let mut state = self.state.lock().expect("lock");
+        if let Some(entry) = state.informers.get(&key) {
+            return entry
+                .informer
+                .as_any()
+                .downcast_ref::<SharedIndexInformer<K>>()
+                .expect("entries are keyed by their type")
+                .clone();
+        }
+        let informer = self.make::<K>(&key.scope);
+        let name = match &key.scope.namespace {
+            Some(ns) => format!("{} in {ns}", short_type_name::<K>()),
+            None => short_type_name::<K>().to_owned(),
+        };
+        state.informers.insert(
+            key,
+            Entry {
+                name,
+                informer: Arc::new(informer.clone()),
+                started: false,
+            },
+        );
+        informer
+    }
+
+    fn make<K>(&self, scope: &InformerScope) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+    {
+        let options = &self.options;
+        let lister_watcher =
+            ApiListerWatcher::<K>::in_namespace(self.client.clone(), scope.namespace.as_deref())
+                .tweak(|list| {
+                    list.label_selector = scope.label_selector.clone();
+                    list.field_selector = scope.field_selector.clone();
+                    if let Some(tweak) = &options.tweak {
+                        tweak(list);
+                    }
+                });
+        let mut informer_options =
+            InformerOptions::<K>::default().reflector(options.reflector.clone());
+        let resync = options
+            .resync_per_type
+            .get(&TypeId::of::<K>())
+            .copied()
+            .or(options.default_resync);
+        if let Some(resync) = resync {
+            informer_options = informer_options.resync(resync);
+        }
+        let metadata = options.transform_metadata.clone();
+        let typed = options
+            .transform_per_type
+            .get(&TypeId::of::<K>())
+            .and_then(|t| t.downcast_ref::<Arc<dyn Fn(K) -> K + Send + Sync>>())
+            .cloned();
+        if metadata.is_some() || typed.is_some() {
+            informer_options = informer_options.transform(move |mut object: K| {
+                if let Some(metadata) = &metadata {
+                    metadata(object.meta_mut());
+                }
+                match &typed {
+                    Some(typed) => typed(object),
+                    None => object,
+                }
+            });
+        }
+        SharedIndexInformer::with_options(lister_watcher, informer_options)
+            .expect("the factory defines no indexes that could conflict")
+    }
+
+    /// Starts every informer not started yet, each on its own task. Idempotent; call
+    /// it again after asking for more informers. Must be called inside a tokio
+    /// runtime. After [`shutdown`](Self::shutdown) it starts nothing.
+    pub fn start(&self) {
+        let mut state = self.state.lock().expect("lock");
+        if state.shut_down {
+            return;
+        }
+        let mut started = Vec::new();
+        for entry in state.informers.values_mut().filter(|e| !e.started) {
+            entry.started = true;
+            started.push(tokio::spawn(entry.informer.run(self.shutdown.subscribe())));
+        }
+        state.tasks.extend(started);
+    }
+
+    /// Waits until every started informer has synced, or the factory shuts down;
+    /// returns, per informer (named by type and namespace), whether it synced.
+    pub async fn wait_for_cache_sync(&self) -> BTreeMap<String, bool> {
+        let started: Vec<(String, Arc<dyn ManagedInformer>)> = {
+            let state = self.state.lock().expect("lock");
+            state
+                .informers
+                .values()
+                .filter(|e| e.started)
+                .map(|e| (e.name.clone(), Arc::clone(&e.informer)))
+                .collect()
+        };
+        let mut shutdown = self.shutdown.subscribe();
+        let all_synced = async {
+            loop {
+                if started.iter().all(|(_, informer)| informer.synced()) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::select! {
+            () = all_synced => {}
+            _ = shutdown.wait_for(|stop| *stop) => {}
+        }
+        started
+            .iter()
+            .map(|(name, informer)| (name.clone(), informer.synced()))
+            .collect()
+    }
+
+    /// Stops every informer and waits until all their tasks and handler threads
+    /// have ended. The factory starts nothing afterwards.
+    pub async fn shutdown(&self) {
+        let tasks = {
+            let mut state = self.state.lock().expect("lock");
+            state.shut_down = true;
+            std::mem::take(&mut state.tasks)
+        };
+        self.shutdown.send_replace(true);
+        for task in tasks {
+            if let Err(error) = task.await {
+                tracing::error!(%error, "an informer task failed");
+            }
+        }
+    }
+
+    /// How many informers the factory has made.
+    pub fn len(&self) -> usize {
+        self.state.lock().expect("lock").informers.len()
+    }
+
+    /// Whether the factory has made no informer yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl HasSynced for SharedInformerFactory {
+    fn has_synced(&self) -> bool {
+        let state = self.state.lock().expect("lock");
+        state
+            .informers
+            .values()
+            .filter(|e| e.started)
+            .all(|e| e.informer.synced())
+    }
+}

@@ -1,0 +1,199 @@
+//! Fan-out of notifications to every handler (client-go's `sharedProcessor`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::handler::{Notification, ResourceEventHandler};
+use super::listener::Listener;
+
+type Receiver<K> = mpsc::UnboundedReceiver<Notification<K>>;
+
+/// A handler registered before start, with the listener and buffer it will drain.
+struct Waiting<K> {
+    listener: Arc<Listener<K>>,
+    receiver: Receiver<K>,
+    handler: Box<dyn ResourceEventHandler<K>>,
+}
+
+pub(crate) struct Processor<K> {
+    kind: &'static str,
+    next_id: AtomicU64,
+    /// Read for every notification; written when listeners come and go.
+    listeners: RwLock<Vec<Arc<Listener<K>>>>,
+    /// Taken before `listeners` when both are needed.
+    lifecycle: Mutex<Lifecycle<K>>,
+}
+
+struct Lifecycle<K> {
+    /// Handlers registered before start, waiting for their thread.
+    waiting: Vec<Waiting<K>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    started: bool,
+    stopped: bool,
+}
+
+impl<K> Processor<K> {
+    pub(crate) fn new(kind: &'static str) -> Self {
+        Self {
+            kind,
+            next_id: AtomicU64::new(1),
+            listeners: RwLock::new(Vec::new()),
+            lifecycle: Mutex::new(Lifecycle {
+                waiting: Vec::new(),
+                threads: Vec::new(),
+                started: false,
+                stopped: false,
+            }),
+        }
+    }
+
+    /// Hands `notification` to every listener, or, for a resync, to those whose
+    /// resync period is due.
+    pub(crate) fn distribute(&self, notification: Notification<K>, is_resync: bool) {
+        let listeners = self.listeners.read().expect("lock");
+        let mut targets = listeners
+            .iter()
+            .filter(|l| !is_resync || l.resync_due())
+            .peekable();
+        while let Some(listener) = targets.next() {
+            if targets.peek().is_some() {
+                listener.push(notification.clone());
+            } else {
+                listener.push(notification);
+                break;
+            }
+        }
+    }
+
+    /// At a resync tick: marks the listeners whose period is due; whether any is.
+    pub(crate) fn should_resync(&self) -> bool {
+        let now = Instant::now();
+        let mut any = false;
+        for listener in self.listeners.read().expect("lock").iter() {
+            // Every listener must be checked: no short-circuit.
+            any |= listener.check_resync(now);
+        }
+        any
+    }
+
+    pub(crate) fn listener_count(&self) -> usize {
+        self.listeners.read().expect("lock").len()
+    }
+
+    /// Removes a listener: it gets nothing more.
+    pub(crate) fn remove(&self, id: u64) {
+        let mut lifecycle = self.lifecycle.lock().expect("lock");
+        self.listeners.write().expect("lock").retain(|l| {
+            if l.id == id {
+                l.close();
+                false
+            } else {
+                true
+            }
+        });
+        lifecycle.waiting.retain(|w| w.listener.id != id);
+    }
+}
+
+impl<K: Send + Sync + 'static> Processor<K> {
+    /// Registers a handler; its thread starts now if the processor runs, else with it.
+    /// `None` once the processor has stopped.
+    pub(crate) fn add_handler(
+        &self,
+        handler: Box<dyn ResourceEventHandler<K>>,
+        resync: Option<Duration>,
+        replay: impl FnOnce(&Listener<K>),
+    ) -> Option<Arc<Listener<K>>> {
+        let mut lifecycle = self.lifecycle.lock().expect("lock");
+        if lifecycle.stopped {
+            return None;
+        }
+        let (listener, receiver) = self.new_listener(resync);
+        replay(&listener);
+        if lifecycle.started {
+            self.spawn(&mut lifecycle, &listener, receiver, handler);
+        } else {
+            lifecycle.waiting.push(Waiting {
+                listener: Arc::clone(&listener),
+                receiver,
+                handler,
+            });
+        }
+        self.listeners
+            .write()
+            .expect("lock")
+            .push(Arc::clone(&listener));
+        Some(listener)
+    }
+
+    /// Registers a listener whose buffer the caller drains (a subscription).
+    pub(crate) fn add_subscriber(
+        &self,
+        resync: Option<Duration>,
+        replay: impl FnOnce(&Listener<K>),
+    ) -> Option<(Arc<Listener<K>>, Receiver<K>)> {
+        let lifecycle = self.lifecycle.lock().expect("lock");
+        if lifecycle.stopped {
+            return None;
+        }
+        let (listener, receiver) = self.new_listener(resync);
+        replay(&listener);
+        self.listeners
+            .write()
+            .expect("lock")
+            .push(Arc::clone(&listener));
+        drop(lifecycle);
+        Some((listener, receiver))
+    }
+
+    fn new_listener(&self, resync: Option<Duration>) -> (Arc<Listener<K>>, Receiver<K>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        Listener::new(id, resync)
+    }
+
+    fn spawn(
+        &self,
+        lifecycle: &mut Lifecycle<K>,
+        listener: &Arc<Listener<K>>,
+        receiver: Receiver<K>,
+        handler: Box<dyn ResourceEventHandler<K>>,
+    ) {
+        let name = format!("handler-{}-{}", self.kind, listener.id);
+        match listener.spawn_handler_thread(name, receiver, handler) {
+            Ok(thread) => lifecycle.threads.push(thread),
+            Err(error) => {
+                tracing::error!(%error, kind = self.kind, "could not start a handler thread");
+                listener.close();
+            }
+        }
+    }
+
+    /// Starts the threads of handlers registered so far.
+    pub(crate) fn start(&self) {
+        let mut lifecycle = self.lifecycle.lock().expect("lock");
+        lifecycle.started = true;
+        for waiting in std::mem::take(&mut lifecycle.waiting) {
+            self.spawn(
+                &mut lifecycle,
+                &waiting.listener,
+                waiting.receiver,
+                waiting.handler,
+            );
+        }
+    }
+
+    /// Closes every listener and returns the handler threads to join.
+    pub(crate) fn stop(&self) -> Vec<std::thread::JoinHandle<()>> {
+        let mut lifecycle = self.lifecycle.lock().expect("lock");
+        lifecycle.stopped = true;
+        for listener in self.listeners.write().expect("lock").drain(..) {
+            listener.close();
+        }
+        lifecycle.waiting.clear();
+        std::mem::take(&mut lifecycle.threads)
+    }
+}

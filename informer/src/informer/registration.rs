@@ -1,0 +1,113 @@
+//! Handles to a registered handler or subscription.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use tokio::sync::mpsc;
+
+use super::Inner;
+use super::handler::Notification;
+use super::listener::{Listener, ListenerStats};
+use super::sync::HasSynced;
+
+/// A registered event handler (client-go's `ResourceEventHandlerRegistration`).
+///
+/// Dropping it does not remove the handler; call [`Registration::remove`].
+pub struct Registration<K> {
+    pub(super) informer: Arc<Inner<K>>,
+    pub(super) listener: Arc<Listener<K>>,
+}
+
+impl<K> std::fmt::Debug for Registration<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("listener", &self.listener)
+            .finish()
+    }
+}
+
+impl<K: Send + Sync + 'static> Registration<K> {
+    /// Whether this handler has received every object of the initial list: the
+    /// informer has synced and the handler has handled every notification flagged
+    /// `is_initial_list` (for a handler added late, its replay of the cache).
+    pub fn has_synced(&self) -> bool {
+        self.informer.has_synced() && self.listener.initial_list_delivered()
+    }
+
+    /// Removes the handler: it is called no more (after the call it may be in), and
+    /// its buffered notifications are dropped.
+    pub fn remove(&self) {
+        self.informer.processor.remove(self.listener.id);
+    }
+
+    /// The handler's buffer counters.
+    pub fn stats(&self) -> ListenerStats {
+        self.listener.stats()
+    }
+}
+
+impl<K: Send + Sync + 'static> HasSynced for Registration<K> {
+    fn has_synced(&self) -> bool {
+        Registration::has_synced(self)
+    }
+}
+
+/// A stream of an informer's notifications for async code, from
+/// [`subscribe`](super::SharedIndexInformer::subscribe). It buffers without bound like
+/// a handler does; dropping it unsubscribes.
+pub struct Subscription<K> {
+    pub(super) registration: Registration<K>,
+    pub(super) receiver: mpsc::UnboundedReceiver<Notification<K>>,
+}
+
+impl<K> std::fmt::Debug for Subscription<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("registration", &self.registration)
+            .finish()
+    }
+}
+
+impl<K: Send + Sync + 'static> Subscription<K> {
+    /// Whether every notification of the initial list has been taken from the stream.
+    pub fn has_synced(&self) -> bool {
+        self.registration.has_synced()
+    }
+
+    /// The subscription's buffer counters.
+    pub fn stats(&self) -> ListenerStats {
+        self.registration.stats()
+    }
+}
+
+impl<K: Send + Sync + 'static> HasSynced for Subscription<K> {
+    fn has_synced(&self) -> bool {
+        Subscription::has_synced(self)
+    }
+}
+
+impl<K: Send + Sync + 'static> Stream for Subscription<K> {
+    type Item = Notification<K>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.receiver.poll_recv(cx);
+        if let Poll::Ready(Some(notification)) = &polled {
+            self.registration
+                .listener
+                .delivered(notification.is_initial_list());
+        }
+        polled
+    }
+}
+
+impl<K> Drop for Subscription<K> {
+    fn drop(&mut self) {
+        self.registration.listener.close();
+        self.registration
+            .informer
+            .processor
+            .remove(self.registration.listener.id);
+    }
+}

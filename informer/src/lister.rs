@@ -1,0 +1,161 @@
+//! Listers: typed, synchronous reads of an informer's cache.
+//!
+//! client-go's generated listers (`DeploymentLister`, `DeploymentNamespaceLister`),
+//! for every type at once. A [`Lister<K>`] reads the informer's [`Indexer`] and hands
+//! out `Arc<K>`: no copies, no API calls, no type assertions.
+//!
+//! The scope is checked by the compiler: [`Lister::get`] exists for cluster-scoped
+//! types (`Namespace`, `Node`...), [`Lister::namespaced`] for namespaced ones (`Pod`,
+//! `ConfigMap`...); types whose scope is known only at run time get both.
+//! Namespaced listing is answered from the namespace index, and a label selector with
+//! an equality on an indexed label from that label's index, never by a full scan.
+//!
+//! ```no_run
+//! # fn demo(lister: informer::lister::Lister<k8s_openapi::api::core::v1::Pod>)
+//! #     -> Result<(), Box<dyn std::error::Error>> {
+//! use informer::store::Selector;
+//!
+//! let web: Selector = "app=web,tier in (frontend)".parse()?;
+//! for pod in lister.namespaced("default").list(&web) {
+//!     println!("{:?}", pod.metadata.name);
+//! }
+//! let pod = lister.namespaced("default").get("web-0")?;
+//! # let _ = pod;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::sync::Arc;
+
+use kube::Resource;
+use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
+
+use crate::key::ObjectKey;
+use crate::store::{Indexer, Selector};
+
+/// The object asked for is not in the cache.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {key} not found in the cache")]
+pub struct NotFound {
+    /// The resource kind (the Rust type's name).
+    pub kind: &'static str,
+    /// The key looked up.
+    pub key: ObjectKey,
+}
+
+/// Scopes whose objects can be fetched by name alone.
+pub trait ClusterScoped {}
+impl ClusterScoped for ClusterResourceScope {}
+impl ClusterScoped for DynamicResourceScope {}
+
+/// Scopes whose objects live in namespaces.
+pub trait NamespaceScoped {}
+impl NamespaceScoped for NamespaceResourceScope {}
+impl NamespaceScoped for DynamicResourceScope {}
+
+/// Typed reads of a cache; see the [module docs](self).
+pub struct Lister<K> {
+    indexer: Indexer<K>,
+}
+
+impl<K> Clone for Lister<K> {
+    fn clone(&self) -> Self {
+        Self {
+            indexer: self.indexer.clone(),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for Lister<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lister")
+            .field("indexer", &self.indexer)
+            .finish()
+    }
+}
+
+impl<K: Resource + 'static> Lister<K> {
+    /// A lister over `indexer`.
+    pub fn new(indexer: Indexer<K>) -> Self {
+        Self { indexer }
+    }
+
+    /// The objects (in every namespace) whose labels match `selector`.
+    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        self.indexer.select(selector)
+    }
+
+    /// Every object.
+    pub fn list_all(&self) -> Vec<Arc<K>> {
+        self.indexer.list()
+    }
+
+    /// The cache underneath, for index queries.
+    pub fn indexer(&self) -> &Indexer<K> {
+        &self.indexer
+    }
+}
+
+impl<K> Lister<K>
+where
+    K: Resource + 'static,
+    K::Scope: ClusterScoped,
+{
+    /// The cluster-scoped object named `name`.
+    pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
+        let key = ObjectKey::cluster_scoped(name);
+        self.indexer.get(&key).ok_or_else(|| NotFound {
+            kind: crate::informer::short_type_name::<K>(),
+            key,
+        })
+    }
+}
+
+impl<K> Lister<K>
+where
+    K: Resource + 'static,
+    K::Scope: NamespaceScoped,
+{
+    /// Reads of one namespace.
+    pub fn namespaced(&self, namespace: &str) -> NamespaceLister<K> {
+        NamespaceLister {
+            indexer: self.indexer.clone(),
+            namespace: namespace.to_owned(),
+        }
+    }
+}
+
+/// Reads of one namespace of a cache, from [`Lister::namespaced`].
+pub struct NamespaceLister<K> {
+    indexer: Indexer<K>,
+    namespace: String,
+}
+
+impl<K> std::fmt::Debug for NamespaceLister<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamespaceLister")
+            .field("namespace", &self.namespace)
+            .finish()
+    }
+}
+
+impl<K: Resource + 'static> NamespaceLister<K> {
+    /// The objects of this namespace whose labels match `selector`.
+    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        self.indexer.select_in_namespace(&self.namespace, selector)
+    }
+
+    /// Every object of this namespace.
+    pub fn list_all(&self) -> Vec<Arc<K>> {
+        self.list(&Selector::everything())
+    }
+
+    /// The object named `name` in this namespace.
+    pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
+        let key = ObjectKey::namespaced(self.namespace.as_str(), name);
+        self.indexer.get(&key).ok_or_else(|| NotFound {
+            kind: crate::informer::short_type_name::<K>(),
+            key,
+        })
+    }
+}

@@ -1,0 +1,162 @@
+//! SharedInformerFactory against a real API server: sharing, scoping, start, sync
+//! report, options, CRDs, shutdown.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{config_map, eventually};
+use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
+use informer::informer::{HasSynced, ResourceEventHandlerFns};
+use informer::testenv::TestEnv;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::api::{Api, PostParams};
+use kube::{CustomResource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "factory.informer.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+struct WidgetSpec {
+    size: u32,
+}
+
+async fn install_widget_crd(env: &TestEnv) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::CustomResourceExt;
+    let crds = Api::<CustomResourceDefinition>::all(env.client().unwrap());
+    crds.create(&PostParams::default(), &Widget::crd())
+        .await
+        .unwrap();
+    common::eventually_async("the Widget CRD to be served", WAIT, || async {
+        Api::<Widget>::all(env.client().unwrap())
+            .list(&Default::default())
+            .await
+            .is_ok()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn one_informer_per_type_and_scope_shared_by_all_who_ask() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("factory-share").await.unwrap();
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    let a = factory.informer::<ConfigMap>();
+    let b = factory.informer::<ConfigMap>();
+    assert_eq!(a, b, "asking twice returns the same informer");
+    let labelled = factory.informer_for::<ConfigMap>(InformerScope {
+        namespace: Some(ns.clone()),
+        label_selector: Some("app=x".into()),
+        field_selector: None,
+    });
+    assert_ne!(a, labelled, "another selector is another informer");
+    let _secrets = factory.informer::<Secret>();
+    // Cluster-scoped types ignore the namespace, so these two are one.
+    let namespaces = factory.informer::<Namespace>();
+    let namespaces_elsewhere = factory.informer_for::<Namespace>(InformerScope {
+        namespace: Some("elsewhere".into()),
+        ..InformerScope::default()
+    });
+    assert_eq!(namespaces, namespaces_elsewhere);
+    assert_eq!(factory.len(), 4);
+
+    // A handler on one handle is on the other.
+    a.add_event_handler(ResourceEventHandlerFns::new()).unwrap();
+    assert_eq!(b.handler_count(), 1);
+}
+
+#[tokio::test]
+async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything() {
+    let env = TestEnv::shared().await.unwrap();
+    install_widget_crd(env).await;
+    let ns = env.create_namespace("factory-run").await.unwrap();
+    let configmaps = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    configmaps
+        .create(&PostParams::default(), &config_map("cm", "1", &[]))
+        .await
+        .unwrap();
+    Api::<Widget>::namespaced(env.client().unwrap(), &ns)
+        .create(
+            &PostParams::default(),
+            &Widget::new("w", WidgetSpec { size: 3 }),
+        )
+        .await
+        .unwrap();
+
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default()
+            .namespace(ns.clone())
+            .transform_metadata(|meta| meta.managed_fields = None)
+            .transform_for::<ConfigMap>(|mut cm| {
+                cm.labels_mut().insert("seen-by".into(), "factory".into());
+                cm
+            })
+            .resync_for::<ConfigMap>(Duration::from_millis(200)),
+    );
+    let cms = factory.informer::<ConfigMap>();
+    let token = Arc::new(());
+    let held = token.clone();
+    let resyncs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = resyncs.clone();
+    cms.add_event_handler(ResourceEventHandlerFns::<ConfigMap>::new().on_update(
+        move |old, new| {
+            let _ = &held;
+            if old.resource_version() == new.resource_version() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        },
+    ))
+    .unwrap();
+    factory.start();
+    factory.start();
+    let synced = factory.wait_for_cache_sync().await;
+    assert_eq!(synced.len(), 1);
+    assert!(synced[&format!("ConfigMap in {ns}")]);
+
+    // Ask for more after start: the next start runs just the new one.
+    let widgets = factory.informer::<Widget>();
+    assert!(!widgets.has_synced());
+    factory.start();
+    let synced = factory.wait_for_cache_sync().await;
+    assert!(synced.values().all(|ok| *ok), "{synced:?}");
+    assert_eq!(synced.len(), 2);
+    assert!(factory.has_synced());
+
+    let widget = widgets.lister().namespaced(&ns).get("w").unwrap();
+    assert_eq!(widget.spec.size, 3);
+    assert!(widget.metadata.managed_fields.is_none());
+    let cm = cms.lister().namespaced(&ns).get("cm").unwrap();
+    assert_eq!(cm.labels()["seen-by"], "factory");
+    assert!(cm.metadata.managed_fields.is_none());
+    eventually("per-type resync", WAIT, || {
+        resyncs.load(std::sync::atomic::Ordering::SeqCst) >= 2
+    })
+    .await;
+
+    tokio::time::timeout(WAIT, factory.shutdown())
+        .await
+        .expect("shutdown completes");
+    assert_eq!(Arc::strong_count(&token), 1, "handler threads have ended");
+    // After shutdown nothing starts again.
+    let late = factory.informer::<Secret>();
+    factory.start();
+    let synced = factory.wait_for_cache_sync().await;
+    assert!(
+        !synced.contains_key(&format!("Secret in {ns}")),
+        "{synced:?}"
+    );
+    assert!(!late.has_synced());
+}

@@ -1,0 +1,512 @@
+//! SharedIndexInformer against a real API server: handlers, replay, removal, resync,
+//! isolation of slow and panicking handlers, tombstones, transform, subscribe, listers.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{config_map, create_config_maps, eventually};
+use futures::StreamExt;
+use informer::fifo::DeletedObject;
+use informer::informer::{
+    InformerError, InformerOptions, Notification, ResourceEventHandler, SharedIndexInformer,
+    wait_for_cache_sync,
+};
+use informer::reflector::ApiListerWatcher;
+use informer::store::{Indexers, Selector};
+use informer::testenv::TestEnv;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Records every notification as a line: `add x`, `add x (initial)`, `update x`,
+/// `resync x` (an update that changed nothing), `delete x`, `tombstone x`.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+    fn push(&self, line: String) {
+        self.0.lock().unwrap().push(line);
+    }
+    fn count(&self, prefix: &str) -> usize {
+        self.lines()
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .count()
+    }
+}
+
+impl ResourceEventHandler<ConfigMap> for Log {
+    fn on_add(&mut self, object: &Arc<ConfigMap>, is_initial_list: bool) {
+        let suffix = if is_initial_list { " (initial)" } else { "" };
+        self.push(format!("add {}{suffix}", object.name_any()));
+    }
+    fn on_update(&mut self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+        if Arc::ptr_eq(old, new) || old.resource_version() == new.resource_version() {
+            self.push(format!("resync {}", new.name_any()));
+        } else {
+            self.push(format!("update {}", new.name_any()));
+        }
+    }
+    fn on_delete(&mut self, deleted: DeletedObject<ConfigMap>) {
+        let what = match &deleted {
+            DeletedObject::Final(_) => "delete",
+            DeletedObject::Unknown(_) => "tombstone",
+        };
+        self.push(format!("{what} {}", deleted.object().name_any()));
+    }
+}
+
+/// Runs an informer on a task; the returned sender stops it.
+fn start(
+    informer: &SharedIndexInformer<ConfigMap>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), InformerError>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let informer = informer.clone();
+    let task = tokio::spawn(async move {
+        informer
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    (stop, task)
+}
+
+async fn namespace_api(env: &TestEnv, prefix: &str) -> (String, Api<ConfigMap>) {
+    let ns = env.create_namespace(prefix).await.unwrap();
+    let api = Api::namespaced(env.client().unwrap(), &ns);
+    (ns, api)
+}
+
+async fn set_value(api: &Api<ConfigMap>, name: &str, value: &str) {
+    let patch = serde_json::json!({ "data": { "key": value } });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn handlers_see_the_same_sequence_and_late_handlers_get_a_replay() {
+    let env = TestEnv::shared().await.unwrap();
+    let (_, api) = namespace_api(env, "informer-seq").await;
+    for name in ["a", "b"] {
+        api.create(&PostParams::default(), &config_map(name, "1", &[]))
+            .await
+            .unwrap();
+    }
+
+    let informer = SharedIndexInformer::new(api.clone());
+    let (first, second) = (Log::default(), Log::default());
+    let first_reg = informer.add_event_handler(first.clone()).unwrap();
+    let second_reg = informer.add_event_handler(second.clone()).unwrap();
+    assert!(!first_reg.has_synced());
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer, &first_reg, &second_reg]).await;
+
+    api.create(&PostParams::default(), &config_map("c", "1", &[]))
+        .await
+        .unwrap();
+    set_value(&api, "a", "2").await;
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    eventually("all events", WAIT, || {
+        first.lines().len() == 5 && second.lines().len() == 5
+    })
+    .await;
+
+    let mut initial = first.lines()[..2].to_vec();
+    initial.sort();
+    assert_eq!(initial, ["add a (initial)", "add b (initial)"]);
+    assert_eq!(first.lines()[2..], ["add c", "update a", "delete b"]);
+    assert_eq!(
+        first.lines(),
+        second.lines(),
+        "every handler sees the same sequence"
+    );
+
+    // A handler added now first gets the cache as initial-list adds, then changes.
+    let late = Log::default();
+    let late_reg = informer.add_event_handler(late.clone()).unwrap();
+    eventually("the late handler's replay", WAIT, || late_reg.has_synced()).await;
+    let mut replay = late.lines();
+    replay.sort();
+    assert_eq!(replay, ["add a (initial)", "add c (initial)"]);
+    api.create(&PostParams::default(), &config_map("d", "1", &[]))
+        .await
+        .unwrap();
+    eventually("d reaches the late handler", WAIT, || {
+        late.lines().len() == 3
+    })
+    .await;
+    assert_eq!(late.lines()[2], "add d");
+
+    // Starting twice is an error, not a panic.
+    assert!(matches!(
+        informer.run(async {}).await,
+        Err(InformerError::AlreadyStarted)
+    ));
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn removed_handler_gets_nothing_more() {
+    let env = TestEnv::shared().await.unwrap();
+    let (_, api) = namespace_api(env, "informer-remove").await;
+    let informer = SharedIndexInformer::new(api.clone());
+    let (kept, removed) = (Log::default(), Log::default());
+    informer.add_event_handler(kept.clone()).unwrap();
+    let registration = informer.add_event_handler(removed.clone()).unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+
+    api.create(&PostParams::default(), &config_map("before", "1", &[]))
+        .await
+        .unwrap();
+    eventually("before", WAIT, || removed.lines() == ["add before"]).await;
+    registration.remove();
+    assert_eq!(informer.handler_count(), 1);
+    api.create(&PostParams::default(), &config_map("after", "1", &[]))
+        .await
+        .unwrap();
+    eventually("after reaches the kept handler", WAIT, || {
+        kept.lines().len() == 2
+    })
+    .await;
+    assert_eq!(removed.lines(), ["add before"]);
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn resync_reaches_only_handlers_whose_period_is_due() {
+    let env = TestEnv::shared().await.unwrap();
+    let (_, api) = namespace_api(env, "informer-resync").await;
+    api.create(&PostParams::default(), &config_map("x", "1", &[]))
+        .await
+        .unwrap();
+    let informer = SharedIndexInformer::new(api.clone());
+    let (resyncing, quiet) = (Log::default(), Log::default());
+    informer
+        .add_event_handler_with_resync(resyncing.clone(), Duration::from_millis(200))
+        .unwrap();
+    informer.add_event_handler(quiet.clone()).unwrap();
+    let (stop, task) = start(&informer);
+
+    eventually("three resyncs", WAIT, || resyncing.count("resync x") >= 3).await;
+    assert_eq!(
+        quiet.lines(),
+        ["add x (initial)"],
+        "no resync without a period"
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_slow_handler_delays_no_other_and_a_panicking_one_is_contained() {
+    let env = TestEnv::shared().await.unwrap();
+    let (_, api) = namespace_api(env, "informer-slow").await;
+    let informer = SharedIndexInformer::new(api.clone());
+
+    // The slow handler blocks on its first event until the test opens the gate.
+    let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+    let slow = Log::default();
+    let slow_log = slow.clone();
+    let mut gate = Some(gate_rx);
+    let slow_reg = informer
+        .add_event_handler(informer::informer::ResourceEventHandlerFns::new().on_add(
+            move |cm: &Arc<ConfigMap>, _| {
+                if let Some(gate) = gate.take() {
+                    gate.recv().unwrap();
+                }
+                slow_log.push(format!("add {}", cm.name_any()));
+            },
+        ))
+        .unwrap();
+    let panicky = Log::default();
+    let panicky_log = panicky.clone();
+    let panicky_reg = informer
+        .add_event_handler(informer::informer::ResourceEventHandlerFns::new().on_add(
+            move |cm: &Arc<ConfigMap>, _| {
+                assert_ne!(cm.name_any(), "cm-1", "this handler panics on cm-1");
+                panicky_log.push(format!("add {}", cm.name_any()));
+            },
+        ))
+        .unwrap();
+    let fast = Log::default();
+    informer.add_event_handler(fast.clone()).unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+
+    for i in 0..5 {
+        api.create(
+            &PostParams::default(),
+            &config_map(&format!("cm-{i}"), "1", &[]),
+        )
+        .await
+        .unwrap();
+    }
+    eventually("the fast handler sees all five", WAIT, || {
+        fast.lines().len() == 5
+    })
+    .await;
+    // Meanwhile the slow one is still stuck on its first event, the rest buffered.
+    assert!(slow.lines().is_empty());
+    assert_eq!(slow_reg.stats().pending, 5);
+    eventually("the panicking handler goes on", WAIT, || {
+        panicky.lines().len() == 4
+    })
+    .await;
+    assert_eq!(
+        panicky.lines(),
+        ["add cm-0", "add cm-2", "add cm-3", "add cm-4"]
+    );
+    assert_eq!(panicky_reg.stats().panics, 1);
+
+    gate_tx.send(()).unwrap();
+    eventually("the slow handler catches up", WAIT, || {
+        slow.lines().len() == 5
+    })
+    .await;
+    assert_eq!(
+        slow.lines(),
+        fast.lines().iter().map(|l| l.as_str()).collect::<Vec<_>>()
+    );
+    assert!(slow_reg.stats().peak_pending >= 5);
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn deletion_missed_while_disconnected_arrives_as_a_tombstone() {
+    let env = TestEnv::start().await.unwrap();
+    let proxy = env.fault_proxy().await.unwrap();
+    let (ns, api) = namespace_api(&env, "informer-tombstone").await;
+    for name in ["keep", "gone"] {
+        api.create(&PostParams::default(), &config_map(name, "1", &[]))
+            .await
+            .unwrap();
+    }
+    let informer =
+        SharedIndexInformer::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns));
+    let log = Log::default();
+    informer.add_event_handler(log.clone()).unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    eventually("the watch", WAIT, || {
+        informer.reflector_stats().is_some_and(|s| s.watches == 1)
+    })
+    .await;
+
+    proxy.disconnect().await;
+    api.delete("gone", &DeleteParams::default()).await.unwrap();
+    env.restart_apiserver().await.unwrap();
+    proxy.reconnect().await.unwrap();
+
+    eventually("the tombstone", Duration::from_secs(60), || {
+        log.lines().contains(&"tombstone gone".to_owned())
+    })
+    .await;
+    assert!(informer.lister().namespaced(&ns).get("gone").is_err());
+    assert!(informer.lister().namespaced(&ns).get("keep").is_ok());
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn transform_runs_before_storing_and_settings_freeze_at_start() {
+    let env = TestEnv::shared().await.unwrap();
+    let (ns, api) = namespace_api(env, "informer-transform").await;
+    api.create(&PostParams::default(), &config_map("x", "1", &[]))
+        .await
+        .unwrap();
+    let informer = SharedIndexInformer::new(api.clone());
+    informer
+        .set_transform(|mut cm: ConfigMap| {
+            cm.metadata.managed_fields = None;
+            cm.annotations_mut()
+                .insert("transformed".into(), "yes".into());
+            cm
+        })
+        .unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+
+    let cached = informer.lister().namespaced(&ns).get("x").unwrap();
+    assert_eq!(cached.annotations()["transformed"], "yes");
+    assert!(cached.metadata.managed_fields.is_none());
+    assert!(matches!(
+        informer.set_transform(|cm| cm),
+        Err(InformerError::SetAfterStart(_))
+    ));
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn subscribe_streams_the_cache_then_changes() {
+    let env = TestEnv::shared().await.unwrap();
+    let (_, api) = namespace_api(env, "informer-stream").await;
+    api.create(&PostParams::default(), &config_map("x", "1", &[]))
+        .await
+        .unwrap();
+    let informer = SharedIndexInformer::new(api.clone());
+    let mut stream = informer.subscribe().unwrap();
+    let (stop, task) = start(&informer);
+
+    let first = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        &first,
+        Notification::Add { object, is_initial_list: true } if object.name_any() == "x"
+    ));
+    eventually("the subscription syncs", WAIT, || stream.has_synced()).await;
+    api.delete("x", &DeleteParams::default()).await.unwrap();
+    let next = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        next,
+        Notification::Delete(DeletedObject::Final(_))
+    ));
+
+    drop(stream);
+    assert_eq!(informer.handler_count(), 0, "dropping unsubscribes");
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_stops_handler_threads() {
+    let env = TestEnv::shared().await.unwrap();
+    let (_, api) = namespace_api(env, "informer-shutdown").await;
+    let informer = SharedIndexInformer::new(api);
+    let token = Arc::new(());
+    let held = token.clone();
+    informer
+        .add_event_handler(
+            informer::informer::ResourceEventHandlerFns::<ConfigMap>::new().on_add(move |_, _| {
+                let _ = &held;
+            }),
+        )
+        .unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    assert_eq!(Arc::strong_count(&token), 2);
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    // The handler (and the closure holding the token) is gone with its thread.
+    assert_eq!(Arc::strong_count(&token), 1);
+    assert!(matches!(
+        informer.add_event_handler(Log::default()),
+        Err(InformerError::Stopped)
+    ));
+}
+
+#[tokio::test]
+async fn lister_queries_agree_with_the_api_server() {
+    let env = TestEnv::shared().await.unwrap();
+    let (ns1, api1) = namespace_api(env, "informer-lister-a").await;
+    let (ns2, api2) = namespace_api(env, "informer-lister-b").await;
+    let run = format!("run={ns1}");
+    let run_label = ("run", ns1.as_str());
+    for (api, prefix) in [(&api1, "one"), (&api2, "two")] {
+        create_config_maps(
+            api,
+            &format!("{prefix}-web-a"),
+            4,
+            &[run_label, ("app", "web"), ("tier", "a")],
+        )
+        .await;
+        create_config_maps(
+            api,
+            &format!("{prefix}-web-b"),
+            3,
+            &[run_label, ("app", "web"), ("tier", "b")],
+        )
+        .await;
+        create_config_maps(
+            api,
+            &format!("{prefix}-db"),
+            5,
+            &[run_label, ("app", "db"), ("tier", "a")],
+        )
+        .await;
+        create_config_maps(api, &format!("{prefix}-bare"), 2, &[run_label]).await;
+    }
+
+    // All namespaces, with an index on the app label.
+    let all = Api::<ConfigMap>::all(env.client().unwrap());
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(all.clone()).labels(run.clone()),
+        InformerOptions::default().indexers(Indexers::new().with_label_index("app")),
+    )
+    .unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    let lister = informer.lister();
+
+    let names = |items: Vec<Arc<ConfigMap>>| {
+        let mut names: Vec<String> = items.iter().map(|cm| cm.name_any()).collect();
+        names.sort();
+        names
+    };
+    for selector in [
+        "app=web",
+        "app!=web",
+        "tier in (a)",
+        "app=web,tier notin (a)",
+        "!app",
+        "app",
+        "app in (web,db),tier=a",
+    ] {
+        let full = format!("{run},{selector}");
+        let parsed: Selector = full.parse().unwrap();
+        let params = ListParams::default().labels(&full);
+        for (ns, api) in [(&ns1, &api1), (&ns2, &api2)] {
+            let server = api.list(&params).await.unwrap().items;
+            let server: Vec<Arc<ConfigMap>> = server.into_iter().map(Arc::new).collect();
+            assert_eq!(
+                names(lister.namespaced(ns).list(&parsed)),
+                names(server),
+                "{selector} in {ns}"
+            );
+        }
+        let server: Vec<Arc<ConfigMap>> = all
+            .list(&params)
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        assert_eq!(
+            names(lister.list(&parsed)),
+            names(server),
+            "{selector} everywhere"
+        );
+    }
+    assert_eq!(lister.namespaced(&ns1).list_all().len(), 14);
+    let missing = lister.namespaced(&ns1).get("nope").unwrap_err();
+    assert_eq!(missing.key.to_string(), format!("{ns1}/nope"));
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
