@@ -1,20 +1,21 @@
-//! Quickstart: watch ConfigMaps in a namespace and print each change as it arrives.
+//! Quickstart: an informer on ConfigMaps, with a handler printing what happens.
 //!
 //! Creates `demo` and `demo2`, deletes `demo2` then `demo`, and prints
-//! `Added: demo`, `Added: demo2`, `Deleted: demo2`, `Deleted: demo`.
+//! `Added: demo`, `Added: demo2`, `Deleted: demo2`, `Deleted: demo` as the informer
+//! delivers the events.
 //!
 //! Run: `cargo run --bin quickstart` (uses your kubeconfig's cluster, or starts an
 //! embedded control plane when none is configured).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use informer::informer::{ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync};
 use informer_examples::Cluster;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
-
-const LABEL: &str = "app.kubernetes.io/name=informer-quickstart";
+use kube::api::{Api, DeleteParams, PostParams};
+use tokio::sync::Semaphore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -22,48 +23,52 @@ async fn main() -> anyhow::Result<()> {
     let namespace = cluster.create_namespace("quickstart").await?;
     let api = Api::<ConfigMap>::namespaced(cluster.client.clone(), &namespace);
 
-    // List, then watch from the list's resourceVersion: nothing is missed in between.
-    let listed = api.list(&ListParams::default().labels(LABEL)).await?;
-    let version = listed.metadata.resource_version.unwrap_or_default();
-    let events = api
-        .watch(&WatchParams::default().labels(LABEL).timeout(60), &version)
-        .await?;
-    let printer = tokio::spawn(async move {
-        let mut events = events.boxed();
-        let mut deleted = 0;
-        while deleted < 2 {
-            match events.try_next().await? {
-                Some(WatchEvent::Added(cm)) => println!("Added: {}", cm.name_any()),
-                Some(WatchEvent::Modified(cm)) => println!("Updated: {}", cm.name_any()),
-                Some(WatchEvent::Deleted(cm)) => {
-                    println!("Deleted: {}", cm.name_any());
-                    deleted += 1;
-                }
-                Some(WatchEvent::Bookmark(_)) => {}
-                Some(WatchEvent::Error(status)) => anyhow::bail!("watch error: {status:?}"),
-                None => anyhow::bail!("the watch ended early"),
-            }
+    // One informer: it lists the namespace's ConfigMaps, then watches for changes.
+    let informer = SharedIndexInformer::new(api.clone());
+    let deletions = Arc::new(Semaphore::new(0));
+    let deleted = deletions.clone();
+    informer.add_event_handler(
+        ResourceEventHandlerFns::new()
+            .on_add(|cm: &Arc<ConfigMap>, _initial_list| println!("Added: {}", cm.name_any()))
+            .on_update(|_old, cm: &Arc<ConfigMap>| println!("Updated: {}", cm.name_any()))
+            .on_delete(move |gone| {
+                println!("Deleted: {}", gone.object().name_any());
+                deleted.add_permits(1);
+            }),
+    )?;
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn({
+        let informer = informer.clone();
+        async move {
+            informer
+                .run(async {
+                    let _ = stopped.await;
+                })
+                .await
         }
-        anyhow::Ok(())
     });
+    wait_for_cache_sync(&[&informer]).await;
 
     for name in ["demo", "demo2"] {
-        api.create(&PostParams::default(), &labelled_config_map(name)?)
+        api.create(&PostParams::default(), &config_map(name)?)
             .await?;
     }
     for name in ["demo2", "demo"] {
         api.delete(name, &DeleteParams::default()).await?;
     }
 
-    tokio::time::timeout(Duration::from_secs(30), printer).await???;
+    // Wait for the handler to see both deletions, then stop the informer.
+    let _both = tokio::time::timeout(Duration::from_secs(30), deletions.acquire_many(2)).await??;
+    let _ = stop.send(());
+    running.await??;
     cluster.delete_namespace(&namespace).await?;
     Ok(())
 }
 
-fn labelled_config_map(name: &str) -> anyhow::Result<ConfigMap> {
-    let (key, value) = LABEL.split_once('=').expect("LABEL is key=value");
+fn config_map(name: &str) -> anyhow::Result<ConfigMap> {
     Ok(serde_json::from_value(serde_json::json!({
-        "metadata": { "name": name, "labels": { key: value } },
+        "metadata": { "name": name },
         "data": { "greeting": "hello" },
     }))?)
 }

@@ -1,0 +1,46 @@
+//! The examples print what their docs say, against a real API server.
+
+use std::process::Command;
+
+use informer::testenv::TestEnv;
+
+/// Runs an example binary against the shared control plane; returns its stdout.
+async fn run_example(binary: &'static str) -> String {
+    let env = TestEnv::shared().await.unwrap();
+    let kubeconfig = env.kubeconfig_path().to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(binary)
+            .env("KUBECONFIG", kubeconfig)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "{binary} failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[tokio::test]
+async fn quickstart_prints_adds_then_deletes() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_quickstart")).await;
+    assert_eq!(
+        stdout,
+        "Added: demo\nAdded: demo2\nDeleted: demo2\nDeleted: demo\n"
+    );
+}
+
+#[tokio::test]
+async fn deployments_prints_handler_events_and_the_listed_namespace() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_deployments")).await;
+    assert_eq!(
+        stdout,
+        "Added: api\nAdded: web\nListed 2 deployments: api, web\n\
+         Updated: web (replicas 1 -> 3)\nDeleted: api\n"
+    );
+}
