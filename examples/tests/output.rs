@@ -44,3 +44,27 @@ async fn deployments_prints_handler_events_and_the_listed_namespace() {
          Updated: web (replicas 1 -> 3)\nDeleted: api\n"
     );
 }
+
+#[tokio::test]
+async fn controller_retries_the_flaky_pod_and_notices_the_deleted_one() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_controller")).await;
+    let lines: Vec<&str> = stdout.lines().collect();
+    let position = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("{line:?} missing from:\n{stdout}"))
+    };
+    // Two workers interleave the Pods; each Pod's own story is in order.
+    assert!(
+        position("Error syncing Pod flaky (attempt 1); retrying")
+            < position("Error syncing Pod flaky (attempt 2); retrying")
+    );
+    assert!(
+        position("Error syncing Pod flaky (attempt 2); retrying")
+            < position("Sync/Add/Update for Pod flaky")
+    );
+    assert!(position("Sync/Add/Update for Pod web") < position("Pod web does not exist anymore"));
+    assert_eq!(lines.last(), Some(&"Pod web does not exist anymore"));
+    assert!(!stdout.contains("attempt 3"), "flaky fails exactly twice");
+}
