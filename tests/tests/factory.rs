@@ -30,19 +30,8 @@ struct WidgetSpec {
 }
 
 async fn install_widget_crd(env: &TestEnv) {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::CustomResourceExt;
-    let crds = Api::<CustomResourceDefinition>::all(env.client().unwrap());
-    crds.create(&PostParams::default(), &Widget::crd())
-        .await
-        .unwrap();
-    common::eventually_async("the Widget CRD to be served", WAIT, || async {
-        Api::<Widget>::all(env.client().unwrap())
-            .list(&Default::default())
-            .await
-            .is_ok()
-    })
-    .await;
+    env.install_crd(&Widget::crd()).await.unwrap();
 }
 
 #[tokio::test]

@@ -14,9 +14,8 @@ use informer::reflector::{
     ApiListerWatcher, Config, ListPage, ListRequest, ListerWatcher, Reflector, ReflectorError,
     ReflectorStore, WatchRequest, WatchStream,
 };
-use informer::testenv::{RESTRICTED_USER, TestEnv};
+use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, ResourceExt};
 use schemars::JsonSchema;
@@ -257,24 +256,7 @@ async fn forbidden_is_reported_with_backoff_and_syncs_once_rbac_allows() {
     }
     assert_eq!(recorder.replaces(), 0);
 
-    let admin = env.client().unwrap();
-    let role: Role = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "watch-configmaps" },
-        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"] }],
-    }))
-    .unwrap();
-    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "watch-configmaps" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "watch-configmaps" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RESTRICTED_USER }],
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    Api::<RoleBinding>::namespaced(admin, &ns)
-        .create(&PostParams::default(), &binding)
+    env.allow_restricted(&ns, "", "configmaps", &["list", "watch"])
         .await
         .unwrap();
 
@@ -305,37 +287,23 @@ struct GadgetSpec {
 
 async fn install_gadget_crd(env: &TestEnv) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    static INSTALLED: OnceCell<()> = OnceCell::const_new();
-    INSTALLED
-        .get_or_init(|| async {
-            let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
-                "metadata": { "name": "gadgets.reflector.informer.example.com" },
-                "spec": {
-                    "group": "reflector.informer.example.com",
-                    "scope": "Namespaced",
-                    "names": { "plural": "gadgets", "singular": "gadget", "kind": "Gadget" },
-                    "versions": [{
-                        "name": "v1", "served": true, "storage": true,
-                        "schema": { "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": true,
-                        }},
-                    }],
-                },
-            }))
-            .unwrap();
-            let crds = Api::<CustomResourceDefinition>::all(env.client().unwrap());
-            crds.create(&PostParams::default(), &crd).await.unwrap();
-            // Wait until the new resource is served.
-            common::eventually_async("the Gadget CRD to be served", WAIT, || async {
-                Api::<Gadget>::all(env.client().unwrap())
-                    .list(&Default::default())
-                    .await
-                    .is_ok()
-            })
-            .await;
-        })
-        .await;
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "gadgets.reflector.informer.example.com" },
+        "spec": {
+            "group": "reflector.informer.example.com",
+            "scope": "Namespaced",
+            "names": { "plural": "gadgets", "singular": "gadget", "kind": "Gadget" },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                }},
+            }],
+        },
+    }))
+    .unwrap();
+    env.install_crd(&crd).await.unwrap();
 }
 
 #[tokio::test]

@@ -3,9 +3,8 @@
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use informer::testenv::{RESTRICTED_USER, TestEnv};
+use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, Config};
 
@@ -75,24 +74,7 @@ async fn restricted_user_is_denied_until_rbac_allows_it() {
         other => panic!("expected 403 Forbidden, got {other:?}"),
     }
 
-    let admin = env.client().unwrap();
-    let role: Role = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "read-configmaps" },
-        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }],
-    }))
-    .unwrap();
-    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "read-configmaps" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-configmaps" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RESTRICTED_USER }],
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    Api::<RoleBinding>::namespaced(admin, &ns)
-        .create(&PostParams::default(), &binding)
+    env.allow_restricted(&ns, "", "configmaps", &["get", "list", "watch"])
         .await
         .unwrap();
 
