@@ -62,6 +62,9 @@ pub mod reflector;
 pub mod store;
 pub mod workqueue;
 
+#[cfg(test)]
+mod test_support;
+
 pub use factory::{FactoryOptions, SharedInformerFactory};
 pub use fifo::{
     DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas,

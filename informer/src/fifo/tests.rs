@@ -10,13 +10,11 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::{
-    api::core::v1::{ConfigMap, Pod},
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use rand::{Rng, SeedableRng, rngs::StdRng, seq::SliceRandom};
 
 use super::*;
+use crate::test_support::{self, version};
 use crate::{
     key::ObjectKeyRef,
     store::{Indexer, Writer},
@@ -27,26 +25,9 @@ use crate::{
 
 /// A ConfigMap `ns/name` whose resourceVersion is `version`, to tell states apart.
 fn cm(key: &str, version: u32) -> ConfigMap {
-    let key = ObjectKey::parse(key).unwrap();
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(key.name),
-            namespace: key.namespace,
-            resource_version: Some(version.to_string()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
+    test_support::config_map(key, &[], version)
 }
 
-fn version(obj: &ConfigMap) -> u32 {
-    obj.metadata
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
 
 /// A delta as (kind, version, is tombstone).
 type Summary = (DeltaType, u32, bool);

@@ -17,36 +17,14 @@ use k8s_openapi::{
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use super::*;
+use crate::test_support::{self, version};
 use crate::key::{KeyFn, ObjectKey, ObjectKeyRef};
 
 /// A ConfigMap `ns/name` with `labels` and resourceVersion `version`.
 fn cm(key: &str, labels: &[(&str, &str)], version: u32) -> ConfigMap {
-    let key = ObjectKey::parse(key).unwrap();
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(key.name),
-            namespace: key.namespace,
-            labels: Some(
-                labels
-                    .iter()
-                    .map(|(k, v)| ((*k).into(), (*v).into()))
-                    .collect(),
-            ),
-            resource_version: Some(version.to_string()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
+    test_support::config_map(key, labels, version)
 }
 
-fn version(obj: &ConfigMap) -> u32 {
-    obj.metadata
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
 
 fn names(objects: &[Arc<ConfigMap>]) -> BTreeSet<String> {
     objects

@@ -1,0 +1,37 @@
+//! Builders shared by the unit tests of several modules.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::key::ObjectKey;
+
+/// A ConfigMap named by `key` (`ns/name` or `name`) with `labels` and
+/// resourceVersion `version`, so tests can tell its states apart.
+pub(crate) fn config_map(key: &str, labels: &[(&str, &str)], version: u32) -> ConfigMap {
+    let key = ObjectKey::parse(key).expect("a valid key");
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(key.name),
+            namespace: key.namespace,
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).into(), (*v).into()))
+                    .collect(),
+            ),
+            resource_version: Some(version.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The resourceVersion set by [`config_map`].
+pub(crate) fn version(obj: &ConfigMap) -> u32 {
+    obj.metadata
+        .resource_version
+        .as_deref()
+        .expect("a resourceVersion")
+        .parse()
+        .expect("a numeric resourceVersion")
+}
