@@ -462,6 +462,13 @@ async fn lister_queries_agree_with_the_api_server() {
     let (stop, task) = start(&informer);
     wait_for_cache_sync(&[&informer]).await;
     let lister = informer.lister();
+    // Namespaced listing is answered from the namespace index, present by default.
+    assert!(
+        informer
+            .indexer()
+            .index_names()
+            .contains(&informer::store::NAMESPACE_INDEX.to_owned())
+    );
 
     let names = |items: Vec<Arc<ConfigMap>>| {
         let mut names: Vec<String> = items.iter().map(|cm| cm.name_any()).collect();

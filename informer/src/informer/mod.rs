@@ -76,7 +76,7 @@ use crate::reflector::{
     self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
     ReflectorStore,
 };
-use crate::store::{Indexer, Indexers, StoreError, Writer};
+use crate::store::{Indexer, Indexers, NAMESPACE_INDEX, StoreError, Writer};
 use processor::Processor;
 
 /// Changes an object before it is stored, e.g. to drop `managedFields` (client-go's
@@ -261,6 +261,12 @@ where
             reflector,
             transform,
         } = options;
+        // Namespaced listing is answered from the namespace index, so it is always there.
+        let indexers = if indexers.names().any(|name| name == NAMESPACE_INDEX) {
+            indexers
+        } else {
+            indexers.with_namespace_index()
+        };
         let writer = Writer::with_indexers(key_fn.clone(), indexers)?;
         let indexer = writer.indexer();
         let fifo = DeltaFifo::new(DeltaFifoOptions::new(key_fn).known_objects(indexer.clone()));
