@@ -68,3 +68,18 @@ async fn controller_retries_the_flaky_pod_and_notices_the_deleted_one() {
     assert_eq!(lines.last(), Some(&"Pod web does not exist anymore"));
     assert!(!stdout.contains("attempt 3"), "flaky fails exactly twice");
 }
+
+#[tokio::test]
+async fn crd_controller_reconciles_kits_from_index_queries() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_crd_controller")).await;
+    assert_eq!(
+        stdout,
+        "Red widgets: bolt, kit-a, nut, spring\n\
+         Size 3 widgets: kit-a, kit-b\n\
+         kit-a has 2 parts, total size 2: bolt (red), nut (red)\n\
+         kit-b has 2 parts, total size 4: gear (blue), spring (red)\n\
+         Moved spring to kit-a\n\
+         kit-a has 3 parts, total size 4: bolt (red), nut (red), spring (red)\n\
+         kit-b has 1 part, total size 2: gear (blue)\n"
+    );
+}

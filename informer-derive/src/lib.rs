@@ -1,5 +1,61 @@
-//! Procedural macros for the `informer` crate.
+//! `#[derive(Informable)]` for the [`informer`](https://docs.rs/informer) crate: typed
+//! keys and named, typed indexes for any Kubernetes resource struct, checked by the
+//! compiler.
 //!
-//! The `#[derive(Informable)]` macro lands here; until then this crate only reserves
-//! its place in the workspace so that the library can re-export it.
+//! Use it through the `informer` crate (`informer::Informable` is both the trait and
+//! this derive); its `informable` module documents what the derive generates, with
+//! examples. This crate holds only the macro:
+//!
+//! - `parse`: attribute syntax into a plain description of what was asked;
+//! - `validate`: checks it (names, paths, sources) and resolves the resource type, the
+//!   field paths and the key types;
+//! - `expand`: generates the code.
+//!
+//! Every attribute mistake is reported at once, each with the span that caused it.
 #![deny(missing_docs)]
+
+mod ast;
+mod ctxt;
+mod expand;
+mod parse;
+mod path;
+mod suggest;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+/// Implements `informer::informable::Informable` for a resource type, with a typed
+/// index (a marker type implementing `informer::informable::Index`) per
+/// `index(...)`, and a query trait with one method per index for the resource's
+/// `Lister` and `NamespaceLister`.
+///
+/// On a CRD spec struct (beside kube's `#[derive(CustomResource)]`) the resource type
+/// is the generated one (`Widget` for `WidgetSpec`, read from `#[kube(kind = ...)]`);
+/// on any other struct it is the struct itself, which must implement `kube::Resource`.
+///
+/// ```text
+/// #[informable(
+///     kind = Widget,                   // the resource type, when it cannot be found
+///     key = path::to::key_fn,          // fn(&K) -> ObjectKey; default namespace/name
+///     crate = path::to::informer,      // default ::informer
+///     lister_trait = WidgetIndexes,    // the query trait's name; default {Kind}Indexes
+///
+///     // By field path (JSON or Rust field names; Option, Vec and sets are looked into):
+///     index(name = "by_color", path = "spec.color"),
+///     index(name = "by_app", path = "metadata.labels['app']"),
+///     // Key types other than String: seen from the field, or given with `value`;
+///     // `format` picks the string form: "key" (IndexKey, default), "display", "serde".
+///     index(name = "by_phase", path = "status.phase", value = Phase, format = "serde"),
+///     // By function: fn(&K) -> String, Option<..>, Vec<..>, ... of keys:
+///     index(name = "by_team", fn = crate::team_of),
+///     // By owner reference (UID by default, or the owner's name):
+///     index(name = "by_parent", owner(kind = "Widget", controller, name), marker = ByParent),
+/// )]
+/// ```
+///
+/// See the `informer::informable` module documentation for the full story.
+#[proc_macro_derive(Informable, attributes(informable))]
+pub fn derive_informable(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    expand::derive(input.into()).into()
+}

@@ -272,15 +272,35 @@ impl SharedInformerFactory {
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         K::Scope: FactoryScope,
     {
-        self.informer_for(InformerScope {
+        self.informer_for(self.default_scope())
+    }
+
+    /// The scope [`informer`](Self::informer) uses: the factory's namespace.
+    pub(crate) fn default_scope(&self) -> InformerScope {
+        InformerScope {
             namespace: self.options.namespace.clone(),
             ..InformerScope::default()
-        })
+        }
     }
 
     /// The informer for `K` in `scope` (namespace and selectors), shared like
     /// [`informer`](Self::informer). The factory's tweak applies on top of `scope`.
     pub fn informer_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        K::Scope: FactoryScope,
+    {
+        self.informer_with(scope, InformerOptions::default).0
+    }
+
+    /// [`informer_for`](Self::informer_for), made from `base()` when new (the
+    /// factory's resync, transform and reflector settings go on top); also says whether
+    /// this call made it.
+    pub(crate) fn informer_with<K>(
+        &self,
+        scope: InformerScope,
+        base: impl FnOnce() -> InformerOptions<K>,
+    ) -> (SharedIndexInformer<K>, bool)
     where
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         K::Scope: FactoryScope,
@@ -295,14 +315,15 @@ impl SharedInformerFactory {
         };
         let mut state = self.state.lock().expect("lock");
         if let Some(entry) = state.informers.get(&key) {
-            return entry
+            let informer = entry
                 .informer
                 .as_any()
                 .downcast_ref::<SharedIndexInformer<K>>()
                 .expect("entries are keyed by their type")
                 .clone();
+            return (informer, false);
         }
-        let informer = self.make::<K>(&key.scope);
+        let informer = self.make::<K>(&key.scope, base());
         let name = match &key.scope.namespace {
             Some(ns) => format!("{} in {ns}", short_type_name::<K>()),
             None => short_type_name::<K>().to_owned(),
@@ -315,10 +336,10 @@ impl SharedInformerFactory {
                 started: false,
             },
         );
-        informer
+        (informer, true)
     }
 
-    fn make<K>(&self, scope: &InformerScope) -> SharedIndexInformer<K>
+    fn make<K>(&self, scope: &InformerScope, base: InformerOptions<K>) -> SharedIndexInformer<K>
     where
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
     {
@@ -332,8 +353,7 @@ impl SharedInformerFactory {
                         tweak(list);
                     }
                 });
-        let mut informer_options =
-            InformerOptions::<K>::default().reflector(options.reflector.clone());
+        let mut informer_options = base.reflector(options.reflector.clone());
         let resync = options
             .resync_per_type
             .get(&TypeId::of::<K>())

@@ -20,6 +20,8 @@
 //! - [`informer`]: [`SharedIndexInformer`], handlers, registrations, subscriptions.
 //! - [`factory`]: [`SharedInformerFactory`], one informer per type, shared.
 //! - [`lister`]: [`Lister`], typed reads of the cache, scope checked by the compiler.
+//! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the
+//!   compiler, for CRDs and hand-written resource types alike.
 //! - [`workqueue`]: rate-limited work queues and the controller loop.
 //! - `testenv` (feature `testenv`): a real kube-apiserver and etcd on loopback.
 //!
@@ -55,6 +57,7 @@ pub mod testenv;
 
 pub mod factory;
 pub mod fifo;
+pub mod informable;
 pub mod informer;
 pub mod key;
 pub mod lister;
@@ -70,6 +73,7 @@ pub use fifo::{
     DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas,
     KnownObjects, PopError, ProcessError,
 };
+pub use informable::{AsIndexKey, Index, IndexKey, IndexQuery, Informable};
 pub use informer::{
     HasSynced, InformerError, InformerOptions, Notification, Registration, ResourceEventHandler,
     ResourceEventHandlerFns, SharedIndexInformer, Subscription, wait_for_cache_sync,
@@ -87,6 +91,7 @@ pub use workqueue::{DelayingQueue, RateLimitingQueue, Runner, RunnerConfig, Work
 pub mod prelude {
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
+    pub use crate::informable::{IndexQuery, Informable};
     pub use crate::informer::{
         HasSynced, Notification, ResourceEventHandler, ResourceEventHandlerFns,
         SharedIndexInformer, wait_for_cache_sync,

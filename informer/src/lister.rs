@@ -139,6 +139,18 @@ impl<K> std::fmt::Debug for NamespaceLister<K> {
     }
 }
 
+impl<K> NamespaceLister<K> {
+    /// The namespace this lister reads.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The cache underneath, for index queries.
+    pub fn indexer(&self) -> &Indexer<K> {
+        &self.indexer
+    }
+}
+
 impl<K: Resource + 'static> NamespaceLister<K> {
     /// The objects of this namespace whose labels match `selector`.
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {

@@ -1,0 +1,352 @@
+//! [`Model`] -> tokens, and the entry point that runs parse, validate and expand.
+//!
+//! The output names everything by absolute path (`::informer::...`, `::std::...`,
+//! `::core::...`) and binds its own variables with mixed-site hygiene, so nothing in
+//! the user's scope (a type named `Option`, a function named `emit`) can change what
+//! it means. Trait impls sit in an anonymous `const _: () = { ... };` block; only the
+//! marker types and the query trait, which the user names, are placed beside the type.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{DeriveInput, Ident, Path};
+
+use crate::ast::Format;
+use crate::ctxt::Ctxt;
+use crate::parse;
+use crate::validate::{self, Index, Keys, Model, Root, Step};
+
+/// `#[derive(Informable)]` on `input`: the generated items, or `compile_error!`s for
+/// every mistake found.
+pub(crate) fn derive(input: TokenStream) -> TokenStream {
+    let input: DeriveInput = match syn::parse2(input) {
+        Ok(input) => input,
+        Err(error) => return error.to_compile_error(),
+    };
+    let cx = Ctxt::new();
+    let model =
+        parse::container(&cx, &input).and_then(|container| validate::model(&cx, &container));
+    match (cx.finish(), model) {
+        (None, Some(model)) => expand(&model),
+        (Some(errors), _) => errors,
+        (None, None) => {
+            syn::Error::new(Span::call_site(), "#[derive(Informable)] failed").to_compile_error()
+        }
+    }
+}
+
+/// The generated items for a valid model.
+pub(crate) fn expand(model: &Model) -> TokenStream {
+    let Model {
+        krate,
+        kind,
+        key,
+        indexes,
+        ..
+    } = model;
+    let api = quote!(#krate::informable);
+    let markers = indexes.iter().map(|index| marker(model, index));
+    let index_impls = indexes.iter().map(|index| index_impl(model, index));
+    let names = indexes.iter().map(|index| &index.name);
+    let marker_types = indexes.iter().map(|index| &index.marker);
+    let key_fn = key.as_ref().map(|path| {
+        let owned = quote_spanned!(path_span(path)=> #krate::key::KeyFn::owned(#path));
+        quote! {
+            fn key_fn() -> #krate::key::KeyFn<Self> {
+                #owned
+            }
+        }
+    });
+    let lister = (!indexes.is_empty()).then(|| lister_trait_items(model));
+    let (trait_decl, trait_impls) = lister.unzip();
+    quote! {
+        #(#markers)*
+        #trait_decl
+        const _: () = {
+            #(#index_impls)*
+
+            #[automatically_derived]
+            impl #api::Informable for #kind {
+                const INDEX_NAMES: &'static [&'static str] = &[#(#names),*];
+
+                #key_fn
+
+                fn indexers() -> #krate::store::Indexers<Self> {
+                    #krate::store::Indexers::new() #(.with_index::<#marker_types>())*
+                }
+            }
+
+            #trait_impls
+        };
+    }
+}
+
+fn path_span(path: &Path) -> Span {
+    syn::spanned::Spanned::span(path)
+}
+
+/// The marker type of an index.
+fn marker(model: &Model, index: &Index) -> TokenStream {
+    let vis = &model.vis;
+    let marker = &index.marker;
+    let doc = format!(
+        " Index `{}` of {}: {}. Query it with `lister.by_index::<{}>(key)` or `lister.{}(key)`.",
+        index.name.value(),
+        model.kind_link,
+        index.describe,
+        marker,
+        index.method,
+    );
+    quote! {
+        #[doc = #doc]
+        #[derive(
+            ::core::fmt::Debug,
+            ::core::clone::Clone,
+            ::core::marker::Copy,
+            ::core::default::Default
+        )]
+        #vis struct #marker;
+    }
+}
+
+/// `impl Index<Kind> for Marker`.
+fn index_impl(model: &Model, index: &Index) -> TokenStream {
+    let Model { krate, kind, .. } = model;
+    let api = quote!(#krate::informable);
+    let marker = &index.marker;
+    let name = &index.name;
+    let value_ty = &index.value;
+    let value = Ident::new("value", Span::mixed_site());
+    let object = Ident::new("object", Span::mixed_site());
+    let emit = Ident::new("emit", Span::mixed_site());
+    let encode = match index.format {
+        Format::Key => quote_spanned! {index.span=>
+            <Self::Value as #api::IndexKey>::index_key(#value)
+        },
+        Format::Display => quote_spanned! {index.span=>
+            ::std::borrow::Cow::Owned(::std::string::ToString::to_string(#value))
+        },
+        Format::Serde => quote_spanned! {index.span=>
+            #api::__private::serde_key(#value)
+        },
+    };
+    let walk = Walk {
+        api: &api,
+        span: index.span,
+        emit: &emit,
+        counter: std::cell::Cell::new(0),
+    };
+    let body = match &index.keys {
+        Keys::Path { root, steps } => {
+            let start = walk.fresh();
+            let root = match root {
+                Root::Object => quote!(let #start = #object;),
+                Root::Meta => quote!(let #start = #api::__private::meta(#object);),
+            };
+            let steps = walk.steps(steps, &start);
+            quote! {
+                #root
+                #steps
+            }
+        }
+        Keys::Fn(func) => {
+            let keys = walk.fresh();
+            // The argument is located at the function, so a signature mismatch is
+            // reported there.
+            let argument = Ident::new("object", Span::mixed_site().located_at(index.span));
+            let call = quote_spanned!(index.span=> #func(#argument));
+            let leaves = walk.unwrap(&quote!(&#keys), &mut |leaf| walk.leaf(leaf));
+            quote! {
+                let #keys = #call;
+                #leaves
+            }
+        }
+        Keys::Owner(owner) => {
+            let reference = Ident::new("reference", Span::mixed_site());
+            let references = Ident::new("references", Span::mixed_site());
+            let mut conditions = Vec::new();
+            if let Some(kind) = &owner.kind {
+                conditions.push(quote!(#reference.kind == #kind));
+            }
+            if owner.controller {
+                conditions
+                    .push(quote!(#reference.controller == ::core::option::Option::Some(true)));
+            }
+            let key = if owner.by_name {
+                quote!(name)
+            } else {
+                quote!(uid)
+            };
+            let emit_key = quote!(#emit(&#reference.#key););
+            let emit_key = if conditions.is_empty() {
+                emit_key
+            } else {
+                quote!(if #(#conditions)&&* { #emit_key })
+            };
+            quote! {
+                let #references = &#api::__private::meta(#object).owner_references;
+                for #reference in ::core::iter::Iterator::flatten(::core::option::Option::iter(#references)) {
+                    #emit_key
+                }
+            }
+        }
+    };
+    let indexed_field = index.label.as_ref().map(|label| {
+        quote! {
+            fn indexed_field() -> #krate::store::IndexedField<'static> {
+                #krate::store::IndexedField::Label(#label)
+            }
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        impl #api::Index<#kind> for #marker {
+            const NAME: &'static str = #name;
+            type Value = #value_ty;
+
+            fn encode(#value: &Self::Value) -> ::std::borrow::Cow<'_, str> {
+                #encode
+            }
+
+            #[allow(unused_imports)]
+            fn index_values(#object: &#kind, #emit: &mut dyn ::core::ops::FnMut(&str)) {
+                use #api::__private::{StepInto as _, StepStay as _};
+                #body
+            }
+
+            #indexed_field
+        }
+    }
+}
+
+/// Generates the walk from an object to its keys: field accesses and map lookups, each
+/// followed by two unwrapping steps (`Option`, `Vec`, sets: into their elements; any
+/// other value: itself), then the key emission.
+struct Walk<'a> {
+    api: &'a TokenStream,
+    span: Span,
+    emit: &'a Ident,
+    counter: std::cell::Cell<usize>,
+}
+
+impl Walk<'_> {
+    fn fresh(&self) -> Ident {
+        let n = self.counter.get();
+        self.counter.set(n + 1);
+        Ident::new(&format!("v{n}"), Span::mixed_site())
+    }
+
+    fn steps(&self, steps: &[Step], current: &Ident) -> TokenStream {
+        let api = self.api;
+        match steps.split_first() {
+            None => self.leaf(current),
+            Some((Step::Field(field), rest)) => {
+                let next = self.fresh();
+                let access = quote_spanned!(self.span=> &#current.#field);
+                let after = self.unwrap(&quote!(#next), &mut |value| self.steps(rest, value));
+                quote! {
+                    let #next = #access;
+                    #after
+                }
+            }
+            Some((Step::Key(key), rest)) => {
+                let next = self.fresh();
+                let lookup = quote_spanned!(self.span=> #api::__private::map_get(#current, #key));
+                let after = self.unwrap(&quote!(#next), &mut |value| self.steps(rest, value));
+                quote! {
+                    if let ::core::option::Option::Some(#next) = #lookup {
+                        #after
+                    }
+                }
+            }
+        }
+    }
+
+    /// Two unwrapping steps around `inner`.
+    fn unwrap(
+        &self,
+        value: &TokenStream,
+        inner: &mut dyn FnMut(&Ident) -> TokenStream,
+    ) -> TokenStream {
+        let api = self.api;
+        let outer = self.fresh();
+        let element = self.fresh();
+        let body = inner(&element);
+        quote! {
+            (&#api::__private::Step(#value)).step(&mut |#outer| {
+                (&#api::__private::Step(#outer)).step(&mut |#element| {
+                    #body
+                });
+            });
+        }
+    }
+
+    fn leaf(&self, value: &Ident) -> TokenStream {
+        let api = self.api;
+        let emit = self.emit;
+        quote_spanned! {self.span=>
+            #api::__private::emit::<Self::Value, _>(#value, Self::encode, #emit);
+        }
+    }
+}
+
+/// The query trait, and its blanket impl for every `IndexQuery<Kind>` (`Lister`,
+/// `NamespaceLister`, `Indexer`).
+fn lister_trait_items(model: &Model) -> (TokenStream, TokenStream) {
+    let Model {
+        krate,
+        kind,
+        kind_link,
+        vis,
+        lister_trait,
+        indexes,
+        ..
+    } = model;
+    let api = quote!(#krate::informable);
+    let doc = format!(
+        " Typed index queries of {kind_link}, one method per index, for its `Lister`, \
+         `NamespaceLister` and `Indexer`; generated by `#[derive(Informable)]`."
+    );
+    let value = format_ident!("value");
+    let lister = Ident::new("L", Span::mixed_site());
+    let signatures: Vec<TokenStream> = indexes
+        .iter()
+        .map(|index| {
+            let method = &index.method;
+            let marker = &index.marker;
+            quote! {
+                fn #method(
+                    &self,
+                    #value: impl #api::AsIndexKey<<#marker as #api::Index<#kind>>::Value>,
+                ) -> ::std::vec::Vec<::std::sync::Arc<#kind>>
+            }
+        })
+        .collect();
+    let docs = indexes.iter().map(|index| {
+        format!(
+            " The objects with the key `value` in index `{}`: {}.",
+            index.name.value(),
+            index.describe
+        )
+    });
+    let markers = indexes.iter().map(|index| &index.marker);
+    let declaration = quote! {
+        #[doc = #doc]
+        #vis trait #lister_trait {
+            #(
+                #[doc = #docs]
+                #signatures;
+            )*
+        }
+    };
+    let implementation = quote! {
+        #[automatically_derived]
+        impl<#lister: ?::core::marker::Sized + #api::IndexQuery<#kind>> #lister_trait for #lister {
+            #(
+                #signatures {
+                    #api::IndexQuery::<#kind>::by_index::<#markers>(self, #value)
+                }
+            )*
+        }
+    };
+    (declaration, implementation)
+}

@@ -1,0 +1,470 @@
+//! `#[derive(Informable)]` against a real API server: typed index queries over an
+//! informer's cache agree with what the server lists, through create/update/delete
+//! churn, for a CRD and for a slim projection of Pods; and the factory shares one
+//! informer that maintains the derived indexes.
+
+mod common;
+
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::eventually;
+use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::informable::Informable;
+use informer::informer::{SharedIndexInformer, wait_for_cache_sync};
+use informer::lister::Lister;
+use informer::testenv::TestEnv;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+#[derive(CustomResource, Informable, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "derive.informer.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+#[informable(
+    index(name = "by_color", path = "spec.color"),
+    index(name = "by_size", path = "spec.size"),
+    index(name = "by_tag", path = "spec.tags"),
+    index(name = "by_app", path = "metadata.labels['app']"),
+    index(name = "by_owner", owner(kind = "Widget"))
+)]
+struct WidgetSpec {
+    color: String,
+    size: u32,
+    tags: Option<Vec<String>>,
+}
+
+const COLORS: [&str; 3] = ["red", "green", "blue"];
+const TAGS: [&str; 3] = ["new", "big", "sale"];
+const APPS: [&str; 2] = ["web", "db"];
+
+/// A small deterministic generator: the churn is the same on every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+
+    fn spec(&mut self) -> serde_json::Value {
+        let tags: Vec<&str> = TAGS
+            .iter()
+            .copied()
+            .filter(|_| self.below(2) == 0)
+            .collect();
+        serde_json::json!({
+            "color": COLORS[self.below(COLORS.len())],
+            "size": self.below(4),
+            "tags": if self.below(4) == 0 { serde_json::Value::Null } else { tags.into() },
+        })
+    }
+
+    /// Labels for a merge patch: `app` set to one of [`APPS`], or removed.
+    fn labels(&mut self) -> serde_json::Value {
+        match self.below(3) {
+            2 => serde_json::json!({ "app": null }),
+            i => serde_json::json!({ "app": APPS[i] }),
+        }
+    }
+}
+
+fn sorted_names<K: Resource>(objects: impl IntoIterator<Item = impl Borrow<K>>) -> Vec<String> {
+    let mut names: Vec<String> = objects
+        .into_iter()
+        .map(|o| o.borrow().meta().name.clone().unwrap_or_default())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every index query the test asks, with what the server's list says it should
+/// return; empty when they agree.
+fn disagreements(lister: &Lister<Widget>, listed: &[Widget], namespace: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut compare = |what: String, cached: Vec<Arc<Widget>>, filter: &dyn Fn(&Widget) -> bool| {
+        let cached = sorted_names::<Widget>(cached);
+        let expected = sorted_names::<Widget>(listed.iter().filter(|w| filter(w)));
+        if cached != expected {
+            problems.push(format!("{what}: cache {cached:?}, server {expected:?}"));
+        }
+    };
+    for color in COLORS {
+        compare(format!("by_color({color})"), lister.by_color(color), &|w| {
+            w.spec.color == color
+        });
+        compare(
+            format!("namespaced by_color({color})"),
+            lister.namespaced(namespace).by_color(color),
+            &|w| w.spec.color == color,
+        );
+    }
+    for size in 0..4u32 {
+        compare(format!("by_size({size})"), lister.by_size(size), &|w| {
+            w.spec.size == size
+        });
+    }
+    for tag in TAGS {
+        compare(
+            format!("by_tag({tag})"),
+            lister.by_index::<ByTag>(tag),
+            &|w| w.spec.tags.iter().flatten().any(|t| t == tag),
+        );
+    }
+    for app in APPS {
+        compare(format!("by_app({app})"), lister.by_app(app), &|w| {
+            w.labels().get("app").map(String::as_str) == Some(app)
+        });
+    }
+    for owner in listed {
+        let uid = owner.uid().unwrap_or_default();
+        compare(
+            format!("by_owner({})", owner.name_any()),
+            lister.by_owner(uid.as_str()),
+            &|w| w.owner_references().iter().any(|r| r.uid == uid),
+        );
+    }
+    problems
+}
+
+/// The index names of an informer's cache, sorted.
+fn index_names(informer: &SharedIndexInformer<Widget>) -> Vec<String> {
+    let mut names = informer.indexer().index_names();
+    names.sort();
+    names
+}
+
+/// The derived indexes plus the namespace index every informer keeps, sorted.
+fn derived_and_namespace() -> Vec<String> {
+    let mut names: Vec<String> = Widget::INDEX_NAMES.iter().map(|n| n.to_string()).collect();
+    names.push(informer::store::NAMESPACE_INDEX.to_owned());
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn index_queries_agree_with_the_server_under_churn() {
+    let env = TestEnv::shared().await.unwrap();
+    env.install_crd(&Widget::crd()).await.unwrap();
+    let ns = env.create_namespace("derive-churn").await.unwrap();
+    let api = Api::<Widget>::namespaced(env.client().unwrap(), &ns);
+
+    let informer = SharedIndexInformer::informable(api.clone());
+    assert_eq!(index_names(&informer), derived_and_namespace());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn({
+        let informer = informer.clone();
+        async move {
+            informer
+                .run(async {
+                    stopped.await.ok();
+                })
+                .await
+        }
+    });
+    wait_for_cache_sync(&[&informer]).await;
+    let lister = informer.lister();
+
+    let mut rng = Lcg(6);
+    let mut next_name = 0;
+    for round in 0..4 {
+        for _ in 0..25 {
+            let live = api.list(&ListParams::default()).await.unwrap().items;
+            match rng.below(10) {
+                // Create, sometimes owned by a live widget.
+                0..=4 => {
+                    next_name += 1;
+                    let mut labels = rng.labels();
+                    if labels["app"].is_null() {
+                        labels = serde_json::json!({});
+                    }
+                    let mut metadata = serde_json::json!({
+                        "name": format!("w{next_name}"),
+                        "labels": labels,
+                    });
+                    if !live.is_empty() && rng.below(2) == 0 {
+                        let owner = &live[rng.below(live.len())];
+                        metadata["ownerReferences"] = serde_json::json!([{
+                            "apiVersion": "derive.informer.example.com/v1",
+                            "kind": "Widget",
+                            "name": owner.name_any(),
+                            "uid": owner.uid().unwrap(),
+                        }]);
+                    }
+                    let widget: Widget = serde_json::from_value(serde_json::json!({
+                        "apiVersion": "derive.informer.example.com/v1",
+                        "kind": "Widget",
+                        "metadata": metadata,
+                        "spec": rng.spec(),
+                    }))
+                    .unwrap();
+                    api.create(&PostParams::default(), &widget).await.unwrap();
+                }
+                // Update spec and labels.
+                5..=7 if !live.is_empty() => {
+                    let target = live[rng.below(live.len())].name_any();
+                    let patch = serde_json::json!({
+                        "metadata": { "labels": rng.labels() },
+                        "spec": rng.spec(),
+                    });
+                    api.patch(&target, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .unwrap();
+                }
+                // Delete (no garbage collector runs: owned widgets stay).
+                _ if !live.is_empty() => {
+                    let target = live[rng.below(live.len())].name_any();
+                    api.delete(&target, &DeleteParams::default()).await.unwrap();
+                }
+                _ => {}
+            }
+        }
+        let listed = api.list(&ListParams::default()).await.unwrap().items;
+        assert!(!listed.is_empty(), "the churn leaves widgets");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let problems = disagreements(&lister, &listed, &ns);
+            if problems.is_empty() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "round {round}: the cache's indexes disagree with the server:\n{}",
+                problems.join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Every index holds exactly the keys the listed objects have.
+        let mut colors: Vec<String> = lister
+            .index_values::<ByColor>()
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        colors.sort();
+        let expected: BTreeSet<String> = listed.iter().map(|w| w.spec.color.clone()).collect();
+        assert_eq!(colors, expected.into_iter().collect::<Vec<_>>());
+        if round == 3 {
+            // The churn exercised the owner index too.
+            assert!(listed.iter().any(|w| {
+                !w.owner_references().is_empty()
+                    && !lister
+                        .by_owner(w.owner_references()[0].uid.as_str())
+                        .is_empty()
+            }));
+        }
+    }
+
+    stop.send(()).ok();
+    running.await.unwrap().unwrap();
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+/// A slim projection of Pod: only the metadata and the node name are decoded, so the
+/// cache holds a fraction of each Pod.
+#[derive(Deserialize, Clone, Debug, Informable)]
+#[informable(
+    index(name = "by_node", path = "spec.nodeName"),
+    index(name = "by_image", path = "spec.containers.image")
+)]
+struct SlimPod {
+    metadata: ObjectMeta,
+    spec: Option<SlimPodSpec>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct SlimPodSpec {
+    node_name: Option<String>,
+    #[serde(default)]
+    containers: Vec<SlimContainer>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+struct SlimContainer {
+    image: Option<String>,
+}
+
+impl k8s_openapi::Resource for SlimPod {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "Pod";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "pods";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for SlimPod {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+fn pod(name: &str, node: Option<&str>, image: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "spec": {
+            "nodeName": node,
+            "containers": [{ "name": "main", "image": image }],
+        },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_slim_pod_projection_indexes_agree_with_field_selected_lists() {
+    use k8s_openapi::api::core::v1::Pod;
+
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("derive-pods").await.unwrap();
+    let pods = Api::<Pod>::namespaced(env.client().unwrap(), &ns);
+    let informer =
+        SharedIndexInformer::informable(Api::<SlimPod>::namespaced(env.client().unwrap(), &ns));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn({
+        let informer = informer.clone();
+        async move {
+            informer
+                .run(async {
+                    stopped.await.ok();
+                })
+                .await
+        }
+    });
+    wait_for_cache_sync(&[&informer]).await;
+    let lister = informer.lister();
+
+    let nodes = ["n1", "n2"];
+    let mut rng = Lcg(11);
+    for i in 0..24 {
+        let node = match rng.below(3) {
+            2 => None,
+            n => Some(nodes[n]),
+        };
+        let image = ["nginx", "redis"][rng.below(2)];
+        pods.create(&PostParams::default(), &pod(&format!("p{i}"), node, image))
+            .await
+            .unwrap();
+        if i % 5 == 4 {
+            pods.delete(
+                &format!("p{}", i - 2),
+                &DeleteParams::default().grace_period(0),
+            )
+            .await
+            .unwrap();
+        }
+    }
+
+    // What the server answers to `spec.nodeName=<node>`, against the cache's index.
+    let mut expected: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for node in nodes {
+        let selected = pods
+            .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
+            .await
+            .unwrap();
+        assert!(!selected.items.is_empty(), "pods on {node}");
+        expected.insert(node, sorted_names::<Pod>(selected.items));
+    }
+    let all = pods.list(&ListParams::default()).await.unwrap().items;
+    eventually("the node index agrees with the server", WAIT, || {
+        nodes
+            .iter()
+            .all(|node| sorted_names::<SlimPod>(lister.by_node(*node)) == expected[node])
+            && ["nginx", "redis"].iter().all(|image| {
+                let want = sorted_names::<Pod>(all.iter().filter(|p| {
+                    p.spec
+                        .iter()
+                        .flat_map(|s| &s.containers)
+                        .any(|c| c.image.as_deref() == Some(image))
+                }));
+                sorted_names::<SlimPod>(lister.namespaced(&ns).by_image(*image)) == want
+            })
+    })
+    .await;
+    assert!(lister.by_node("n3").is_empty());
+
+    stop.send(()).ok();
+    running.await.unwrap().unwrap();
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_factory_shares_one_informer_with_the_derived_indexes() {
+    let env = TestEnv::shared().await.unwrap();
+    env.install_crd(&Widget::crd()).await.unwrap();
+    let ns = env.create_namespace("derive-factory").await.unwrap();
+    let api = Api::<Widget>::namespaced(env.client().unwrap(), &ns);
+    for (name, color) in [("a", "red"), ("b", "blue"), ("c", "red")] {
+        let widget = Widget::new(
+            name,
+            WidgetSpec {
+                color: color.into(),
+                size: 1,
+                tags: None,
+            },
+        );
+        api.create(&PostParams::default(), &widget).await.unwrap();
+    }
+
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    let widgets = factory.informable::<Widget>();
+    assert_eq!(
+        widgets,
+        factory.informer::<Widget>(),
+        "one informer per type"
+    );
+    assert_eq!(index_names(&widgets), derived_and_namespace());
+
+    // Asked first through `informer()`, the derived indexes are added on `informable()`.
+    let other_factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    let plain = other_factory.informer::<Widget>();
+    assert_eq!(
+        plain.indexer().index_names(),
+        [informer::store::NAMESPACE_INDEX]
+    );
+    assert_eq!(other_factory.informable::<Widget>(), plain);
+    assert_eq!(index_names(&plain), derived_and_namespace());
+
+    factory.start();
+    other_factory.start();
+    assert!(factory.wait_for_cache_sync().await.values().all(|ok| *ok));
+    assert!(
+        other_factory
+            .wait_for_cache_sync()
+            .await
+            .values()
+            .all(|ok| *ok)
+    );
+    for lister in [widgets.lister(), plain.lister()] {
+        assert_eq!(sorted_names::<Widget>(lister.by_color("red")), ["a", "c"]);
+        assert_eq!(
+            sorted_names::<Widget>(lister.namespaced(&ns).by_index::<ByColor>("blue")),
+            ["b"]
+        );
+    }
+    factory.shutdown().await;
+    other_factory.shutdown().await;
+    env.delete_namespace(&ns).await.unwrap();
+}
