@@ -28,7 +28,6 @@ fn cm(key: &str, version: u32) -> ConfigMap {
     test_support::config_map(key, &[], version)
 }
 
-
 /// A delta as (kind, version, is tombstone).
 type Summary = (DeltaType, u32, bool);
 

@@ -17,14 +17,13 @@ use k8s_openapi::{
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use super::*;
-use crate::test_support::{self, version};
 use crate::key::{KeyFn, ObjectKey, ObjectKeyRef};
+use crate::test_support::{self, version};
 
 /// A ConfigMap `ns/name` with `labels` and resourceVersion `version`.
 fn cm(key: &str, labels: &[(&str, &str)], version: u32) -> ConfigMap {
     test_support::config_map(key, labels, version)
 }
-
 
 fn names(objects: &[Arc<ConfigMap>]) -> BTreeSet<String> {
     objects
