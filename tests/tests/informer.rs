@@ -517,3 +517,38 @@ async fn lister_queries_agree_with_the_api_server() {
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_panicking_transform_skips_that_object_and_the_informer_goes_on() {
+    let env = TestEnv::shared().await.unwrap();
+    let (ns, api) = namespace_api(env, "informer-transform-panic").await;
+    for name in ["good", "bad"] {
+        api.create(&PostParams::default(), &config_map(name, "1", &[]))
+            .await
+            .unwrap();
+    }
+    let informer = SharedIndexInformer::new(api.clone());
+    informer
+        .set_transform(|cm: ConfigMap| {
+            assert_ne!(cm.name_any(), "bad", "this transform panics on bad");
+            cm
+        })
+        .unwrap();
+    let log = Log::default();
+    informer.add_event_handler(log.clone()).unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    assert!(informer.lister().namespaced(&ns).get("good").is_ok());
+    assert!(informer.lister().namespaced(&ns).get("bad").is_err());
+
+    api.create(&PostParams::default(), &config_map("after", "1", &[]))
+        .await
+        .unwrap();
+    eventually("later objects still arrive", WAIT, || {
+        log.lines().contains(&"add after".to_owned())
+    })
+    .await;
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}

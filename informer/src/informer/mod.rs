@@ -70,7 +70,7 @@ pub use registration::{Registration, Subscription};
 pub use sync::{HasSynced, wait_for_cache_sync};
 
 use crate::fifo::{Delta, DeltaFifo, DeltaFifoOptions, Deltas, ProcessError};
-use crate::key::KeyFn;
+use crate::key::{KeyFn, ObjectKey};
 use crate::lister::Lister;
 use crate::reflector::{
     self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
@@ -81,7 +81,8 @@ use processor::Processor;
 
 /// Changes an object before it is stored, e.g. to drop `managedFields` (client-go's
 /// `TransformFunc`). It runs once per object, on the decoded value, before anything
-/// else sees it.
+/// else sees it. A transform that panics is contained: that object is logged and
+/// skipped (as if the server had not sent it), and the informer goes on.
 pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
 /// Errors of informer operations.
@@ -605,28 +606,50 @@ struct FifoSink<K> {
     transform: Option<Transform<K>>,
 }
 
-impl<K: Send + Sync + 'static> FifoSink<K> {
-    fn prepare(&self, object: K) -> Arc<K> {
-        Arc::new(match &self.transform {
-            Some(transform) => transform(object),
-            None => object,
-        })
+impl<K: Resource + Send + Sync + 'static> FifoSink<K> {
+    /// The object as it will be stored: transformed, in an `Arc`. A transform that
+    /// panics is contained: the object is reported and skipped, the informer goes on.
+    fn prepare(&self, object: K) -> Option<Arc<K>> {
+        let Some(transform) = &self.transform else {
+            return Some(Arc::new(object));
+        };
+        // Named before the object moves into the transform, for the report.
+        let key = ObjectKey::of(&object);
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| transform(object))) {
+            Ok(object) => Some(Arc::new(object)),
+            Err(panic) => {
+                tracing::error!(
+                    %key,
+                    panic = listener::panic_message(&panic),
+                    "transform panicked; the object is skipped"
+                );
+                None
+            }
+        }
     }
 }
 
 impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
     fn add(&self, object: K) {
-        self.fifo.add(self.prepare(object));
+        if let Some(object) = self.prepare(object) {
+            self.fifo.add(object);
+        }
     }
     fn update(&self, object: K) {
-        self.fifo.update(self.prepare(object));
+        if let Some(object) = self.prepare(object) {
+            self.fifo.update(object);
+        }
     }
     fn delete(&self, object: K) {
-        self.fifo.delete(self.prepare(object));
+        if let Some(object) = self.prepare(object) {
+            self.fifo.delete(object);
+        }
     }
     fn replace(&self, objects: Vec<K>, resource_version: &str) {
         self.fifo.replace(
-            objects.into_iter().map(|object| self.prepare(object)),
+            objects
+                .into_iter()
+                .filter_map(|object| self.prepare(object)),
             resource_version,
         );
     }
