@@ -421,6 +421,7 @@ async fn the_factory_shares_one_informer_with_the_derived_indexes() {
         );
         api.create(&PostParams::default(), &widget).await.unwrap();
     }
+    common::wait_for_watch_cache(&api, 3).await;
 
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),

@@ -84,6 +84,8 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
         .await
         .unwrap();
 
+    common::wait_for_watch_cache(&configmaps, 1).await;
+    common::wait_for_watch_cache(&Api::<Widget>::namespaced(env.client().unwrap(), &ns), 1).await;
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
         FactoryOptions::default()

@@ -105,6 +105,7 @@ async fn handlers_see_the_same_sequence_and_late_handlers_get_a_replay() {
             .unwrap();
     }
 
+    common::wait_for_watch_cache(&api, 2).await;
     let informer = SharedIndexInformer::new(api.clone());
     let (first, second) = (Log::default(), Log::default());
     let first_reg = informer.add_event_handler(first.clone()).unwrap();
@@ -195,6 +196,7 @@ async fn resync_reaches_only_handlers_whose_period_is_due() {
     api.create(&PostParams::default(), &config_map("x", "1", &[]))
         .await
         .unwrap();
+    common::wait_for_watch_cache(&api, 1).await;
     let informer = SharedIndexInformer::new(api.clone());
     let (resyncing, quiet) = (Log::default(), Log::default());
     informer
@@ -333,6 +335,7 @@ async fn transform_runs_before_storing_and_settings_freeze_at_start() {
     api.create(&PostParams::default(), &config_map("x", "1", &[]))
         .await
         .unwrap();
+    common::wait_for_watch_cache(&api, 1).await;
     let informer = SharedIndexInformer::new(api.clone());
     informer
         .set_transform(|mut cm: ConfigMap| {
@@ -364,6 +367,7 @@ async fn subscribe_streams_the_cache_then_changes() {
     api.create(&PostParams::default(), &config_map("x", "1", &[]))
         .await
         .unwrap();
+    common::wait_for_watch_cache(&api, 1).await;
     let informer = SharedIndexInformer::new(api.clone());
     let mut stream = informer.subscribe().unwrap();
     let (stop, task) = start(&informer);
@@ -452,6 +456,8 @@ async fn lister_queries_agree_with_the_api_server() {
         create_config_maps(api, &format!("{prefix}-bare"), 2, &[run_label]).await;
     }
 
+    common::wait_for_watch_cache(&api1, 14).await;
+    common::wait_for_watch_cache(&api2, 14).await;
     // All namespaces, with an index on the app label.
     let all = Api::<ConfigMap>::all(env.client().unwrap());
     let informer = SharedIndexInformer::with_options(
@@ -527,6 +533,7 @@ async fn a_panicking_transform_skips_that_object_and_the_informer_goes_on() {
             .await
             .unwrap();
     }
+    common::wait_for_watch_cache(&api, 2).await;
     let informer = SharedIndexInformer::new(api.clone());
     informer
         .set_transform(|cm: ConfigMap| {

@@ -335,6 +335,8 @@ async fn undecodable_objects_are_reported_and_skipped() {
             .unwrap();
     }
 
+    // Three objects; the typed list would fail on the bad one, so count raw objects.
+    common::wait_for_watch_cache(&raw, 3).await;
     let undecodable = Arc::new(Mutex::new(Vec::<String>::new()));
     let seen = undecodable.clone();
     let recorder = Arc::new(Recorder::<Gadget>::default());

@@ -65,3 +65,24 @@ pub async fn create_config_maps(
         .collect::<Vec<_>>()
         .await;
 }
+
+/// Waits until a list served from the API server's watch cache (resourceVersion "0",
+/// what an informer's first list asks for) shows at least `count` objects. The watch
+/// cache trails etcd by a moment: a test that creates objects and then asserts they
+/// arrive in an informer's *initial* list must wait for it first.
+pub async fn wait_for_watch_cache<K>(api: &Api<K>, count: usize)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = kube::api::ListParams::default().match_any();
+    eventually_async(
+        "the watch cache to catch up",
+        Duration::from_secs(20),
+        || async {
+            api.list(&params)
+                .await
+                .is_ok_and(|list| list.items.len() >= count)
+        },
+    )
+    .await;
+}
