@@ -159,13 +159,27 @@ impl<K> Clone for Delta<K> {
 ///
 /// The oldest delta is stored inline, so the common case of one delta per key costs no
 /// extra allocation.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub struct Deltas<K> {
     key: Arc<ObjectKey>,
     oldest: Delta<K>,
     rest: Vec<Delta<K>>,
     /// Queued by the first `replace`: part of the initial list.
     pub(super) initial: bool,
+    /// The number of the last `replace` that listed this key (0: none); lets `replace`
+    /// tell listed keys from others without a set of its own.
+    pub(super) listed_by: u64,
+}
+
+/// Equal when the key, the deltas and the initial-list flag are (the bookkeeping of
+/// `replace` is not compared).
+impl<K: PartialEq> PartialEq for Deltas<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+            && self.oldest == other.oldest
+            && self.rest == other.rest
+            && self.initial == other.initial
+    }
 }
 
 impl<K> Deltas<K> {
@@ -175,6 +189,7 @@ impl<K> Deltas<K> {
             oldest: delta,
             rest: Vec::new(),
             initial: false,
+            listed_by: 0,
         }
     }
 
@@ -250,6 +265,7 @@ impl<K> Clone for Deltas<K> {
             oldest: self.oldest.clone(),
             rest: self.rest.clone(),
             initial: self.initial,
+            listed_by: self.listed_by,
         }
     }
 }

@@ -98,7 +98,7 @@ mod known;
 mod tests;
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
+    collections::{HashMap, VecDeque, hash_map::Entry},
     fmt,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
@@ -222,44 +222,41 @@ struct State<K> {
     /// Pops waiting for a key: producers wake one only if there is one.
     waiters: usize,
     closed: bool,
+    /// How many `replace` calls there were; the keys the latest one listed carry its
+    /// number in [`Deltas::listed_by`].
+    replaces: u64,
 }
 
 impl<K> State<K> {
-    /// The key already held for `candidate`, by the queue or the known objects, or a new
-    /// one.
-    fn shared_key(
-        &self,
-        candidate: KeyCandidate<'_>,
-        known: Option<&dyn KnownObjects<K>>,
-    ) -> SharedKey {
-        let key = candidate.key_ref();
-        if let Some((key, _)) = self.items.get_key_value(query(&key)) {
-            return key.clone();
-        }
-        match known.and_then(|k| k.get_key(key)) {
+    /// The key the known objects hold for `candidate` (whose key is not queued), or a
+    /// new one.
+    fn new_key(candidate: KeyCandidate<'_>, known: Option<&dyn KnownObjects<K>>) -> SharedKey {
+        match known.and_then(|k| k.get_key(candidate.key_ref())) {
             Some(key) => SharedKey(key),
             None => candidate.into_shared(),
         }
     }
 
     /// Appends `delta` to the deltas of `key`, queueing the key if it is new. With
-    /// `initial`, the key joins the initial list.
-    fn push(&mut self, key: SharedKey, delta: Delta<K>, initial: bool) {
-        let deltas = match self.items.get_mut(query(key.0.as_ref())) {
-            Some(deltas) => {
+    /// `initial`, the key joins the initial list. Returns the key's deltas.
+    fn push(&mut self, key: SharedKey, delta: Delta<K>, initial: bool) -> &mut Deltas<K> {
+        let deltas = match self.items.entry(key) {
+            Entry::Occupied(entry) => {
+                let deltas = entry.into_mut();
                 deltas.push(delta);
                 deltas
             }
-            None => {
-                self.queue.push_back(key.clone());
-                let deltas = Deltas::new(Arc::clone(&key.0), delta);
-                self.items.entry(key).or_insert(deltas)
+            Entry::Vacant(entry) => {
+                self.queue.push_back(entry.key().clone());
+                let deltas = Deltas::new(Arc::clone(&entry.key().0), delta);
+                entry.insert(deltas)
             }
         };
         if initial && !deltas.initial {
             deltas.initial = true;
             self.initial_pending += 1;
         }
+        deltas
     }
 
     /// Appends a delta made from `obj`, allocating a key only if neither the queue nor the
@@ -270,7 +267,7 @@ impl<K> State<K> {
             deltas.push(make(Arc::clone(&obj)));
             return;
         }
-        let key = self.shared_key(candidate, shared.known.as_deref());
+        let key = Self::new_key(candidate, shared.known.as_deref());
         self.push(key, make(obj), false);
     }
 
@@ -350,6 +347,7 @@ impl<K: 'static> DeltaFifo<K> {
                     initial_pending: 0,
                     waiters: 0,
                     closed: false,
+                    replaces: 0,
                 }),
                 notify: Notify::new(),
                 key_fn: options.key_fn,
@@ -435,38 +433,60 @@ impl<K: 'static> DeltaFifo<K> {
         state.populated = true;
 
         let known = self.shared.known.as_deref();
-        let mut listed: HashSet<SharedKey> = HashSet::with_capacity(list.size_hint().0);
+        state.replaces += 1;
+        let this_replace = state.replaces;
+        // Distinct keys of the list: each gets `listed_by = this_replace`.
+        let mut listed = 0usize;
+        state.items.reserve(list.size_hint().0);
         for obj in list {
             let obj = obj.into();
-            let key = state.shared_key(self.shared.key_fn.candidate(&obj), known);
-            state.push(key.clone(), listed_kind(obj), initial);
-            listed.insert(key);
+            let candidate = self.shared.key_fn.candidate(&obj);
+            let deltas = match state.items.get_mut(query(&candidate.key_ref())) {
+                Some(deltas) => {
+                    deltas.push(listed_kind(Arc::clone(&obj)));
+                    if initial && !deltas.initial {
+                        deltas.initial = true;
+                        state.initial_pending += 1;
+                    }
+                    deltas
+                }
+                None => {
+                    let key = State::new_key(candidate, known);
+                    state.push(key, listed_kind(obj), initial)
+                }
+            };
+            if deltas.listed_by != this_replace {
+                deltas.listed_by = this_replace;
+                listed += 1;
+            }
         }
 
         // Queued keys missing from the list: tombstone with the newest queued state.
-        let missing: Vec<(SharedKey, Arc<K>)> = state
-            .items
-            .iter()
-            .filter(|(key, _)| !listed.contains(*key))
-            .map(|(key, deltas)| (key.clone(), Arc::clone(deltas.newest().object())))
-            .collect();
-        for (key, last_known) in missing {
-            let tombstone = DeletedFinalStateUnknown {
-                key: Arc::clone(&key.0),
-                last_known,
-            };
-            state.push(
-                key,
-                Delta::Deleted(DeletedObject::Unknown(tombstone)),
-                initial,
-            );
+        if state.items.len() > listed {
+            let missing: Vec<(SharedKey, Arc<K>)> = state
+                .items
+                .iter()
+                .filter(|(_, deltas)| deltas.listed_by != this_replace)
+                .map(|(key, deltas)| (key.clone(), Arc::clone(deltas.newest().object())))
+                .collect();
+            for (key, last_known) in missing {
+                let tombstone = DeletedFinalStateUnknown {
+                    key: Arc::clone(&key.0),
+                    last_known,
+                };
+                state.push(
+                    key,
+                    Delta::Deleted(DeletedObject::Unknown(tombstone)),
+                    initial,
+                );
+            }
         }
 
-        // Known keys missing from the list and not queued: tombstone with the known state.
+        // Known keys missing from the list and not queued: tombstone with the known
+        // state. (Every listed key is queued now.)
         if let Some(known) = known {
             known.for_each_known(&mut |key, obj| {
-                let key_ref = key.as_key_ref();
-                if listed.contains(query(&key_ref)) || state.items.contains_key(query(&key_ref)) {
+                if state.items.contains_key(query(key.as_ref())) {
                     return;
                 }
                 let tombstone = DeletedFinalStateUnknown {

@@ -5,17 +5,21 @@
 //! process loop only appends to buffers, so it never waits for a handler, and a slow
 //! handler delays nobody but itself; in exchange its buffer grows while it lags.
 //! [`ListenerStats::pending`] and [`ListenerStats::peak_pending`] show that growth.
+//! The handler takes its buffer whole, in batches, and is woken when the process loop
+//! runs out of work or a batch of notifications is waiting, not for every
+//! notification, so a burst costs one wake-up per batch.
 //! A handler runs on a dedicated thread (which has the tokio runtime's context, so it
 //! may `tokio::spawn`), receives notifications one at a time in order, and is caught
 //! when it panics: the panic is logged and counted, and the next notification is
 //! delivered as usual.
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::handler::{Notification, ResourceEventHandler};
@@ -33,14 +37,52 @@ pub struct ListenerStats {
     pub panics: u64,
 }
 
+/// Queued notifications that wake a consumer even while the process loop is busy.
+const WAKE_BATCH: usize = 64;
+
+/// Keeps a counter on a cache line of its own, so that the producer's and the
+/// consumer's counters do not invalidate each other's cache lines.
+#[repr(align(64))]
+#[derive(Debug, Default)]
+struct Padded<T>(T);
+
+/// The buffer between the process loop (producer) and the handler (consumer): an
+/// unbounded queue that the consumer takes whole, so that a busy consumer takes the
+/// lock and is woken once per batch, not once per notification.
+struct Buffer<K> {
+    state: Mutex<BufferState<K>>,
+    /// Wakes a handler thread waiting for notifications.
+    ready: Condvar,
+}
+
+struct BufferState<K> {
+    queue: VecDeque<Notification<K>>,
+    /// The listener was closed: nothing more is queued.
+    closed: bool,
+    /// A handler thread waits on `ready`.
+    thread_waiting: bool,
+    /// A subscription's task waits for notifications.
+    waker: Option<Waker>,
+    /// Notifications queued so far (written by the producer only).
+    pushed: u64,
+    /// How many notifications the consumer took with its last batch.
+    taken: usize,
+}
+
+impl<K> Buffer<K> {
+    fn lock(&self) -> MutexGuard<'_, BufferState<K>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// The state shared by the process loop (producer) and the handler (consumer).
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
-    sender: Mutex<Option<mpsc::UnboundedSender<Notification<K>>>>,
-    pending: AtomicUsize,
+    buffer: Buffer<K>,
     peak_pending: AtomicUsize,
     pending_initial: AtomicUsize,
-    delivered: AtomicU64,
+    /// Written by the consumer only.
+    delivered: Padded<AtomicU64>,
     panics: AtomicU64,
     removed: AtomicBool,
     pub(crate) resync_period: Option<Duration>,
@@ -62,19 +104,82 @@ impl<K> std::fmt::Debug for Listener<K> {
     }
 }
 
+/// The consuming end of a listener's buffer: a handler thread or a subscription.
+pub(crate) struct Receiver<K> {
+    listener: Arc<Listener<K>>,
+    /// The batch taken from the buffer, being handed out.
+    batch: VecDeque<Notification<K>>,
+}
+
+impl<K> Receiver<K> {
+    /// The next notification, waiting for one; `None` once the listener is closed and
+    /// its buffer drained.
+    fn blocking_recv(&mut self) -> Option<Notification<K>> {
+        if let Some(notification) = self.batch.pop_front() {
+            return Some(notification);
+        }
+        let buffer = &self.listener.buffer;
+        let mut state = buffer.lock();
+        loop {
+            if !state.queue.is_empty() {
+                std::mem::swap(&mut self.batch, &mut state.queue);
+                state.taken = self.batch.len();
+                return self.batch.pop_front();
+            }
+            if state.closed {
+                return None;
+            }
+            state.thread_waiting = true;
+            state = buffer
+                .ready
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// The next notification for an async consumer.
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Notification<K>>> {
+        if let Some(notification) = self.batch.pop_front() {
+            return Poll::Ready(Some(notification));
+        }
+        let mut state = self.listener.buffer.lock();
+        if !state.queue.is_empty() {
+            std::mem::swap(&mut self.batch, &mut state.queue);
+            state.taken = self.batch.len();
+            return Poll::Ready(self.batch.pop_front());
+        }
+        if state.closed {
+            return Poll::Ready(None);
+        }
+        if !state
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            state.waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
 impl<K> Listener<K> {
-    pub(crate) fn new(
-        id: u64,
-        resync_period: Option<Duration>,
-    ) -> (Arc<Self>, mpsc::UnboundedReceiver<Notification<K>>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    pub(crate) fn new(id: u64, resync_period: Option<Duration>) -> (Arc<Self>, Receiver<K>) {
         let listener = Arc::new(Self {
             id,
-            sender: Mutex::new(Some(sender)),
-            pending: AtomicUsize::new(0),
+            buffer: Buffer {
+                state: Mutex::new(BufferState {
+                    queue: VecDeque::new(),
+                    closed: false,
+                    thread_waiting: false,
+                    waker: None,
+                    pushed: 0,
+                    taken: 0,
+                }),
+                ready: Condvar::new(),
+            },
             peak_pending: AtomicUsize::new(0),
             pending_initial: AtomicUsize::new(0),
-            delivered: AtomicU64::new(0),
+            delivered: Padded(AtomicU64::new(0)),
             panics: AtomicU64::new(0),
             removed: AtomicBool::new(false),
             resync_period,
@@ -83,30 +188,79 @@ impl<K> Listener<K> {
                 due: false,
             }),
         });
+        let receiver = Receiver {
+            listener: Arc::clone(&listener),
+            batch: VecDeque::new(),
+        };
         (listener, receiver)
     }
 
-    /// Appends to the buffer; never blocks.
+    /// Appends to the buffer and wakes the consumer; never blocks (beyond the buffer's
+    /// short lock).
     pub(crate) fn push(&self, notification: Notification<K>) {
+        self.enqueue(notification, true);
+    }
+
+    /// Appends to the buffer, waking a waiting consumer only once [`WAKE_BATCH`]
+    /// notifications are queued: the process loop calls [`Listener::wake`] when it
+    /// runs out of work, so a consumer is woken once per batch rather than once per
+    /// notification, yet nothing waits longer than the process loop stays busy.
+    pub(crate) fn push_deferred(&self, notification: Notification<K>) {
+        self.enqueue(notification, false);
+    }
+
+    fn enqueue(&self, notification: Notification<K>, wake: bool) {
         if notification.is_initial_list() {
             self.pending_initial.fetch_add(1, Ordering::SeqCst);
         }
-        let pending = self.pending.fetch_add(1, Ordering::Relaxed) + 1;
-        self.peak_pending.fetch_max(pending, Ordering::Relaxed);
-        let sent = match &*self.sender.lock().expect("lock") {
-            Some(sender) => sender.send(notification).is_ok(),
-            None => false,
-        };
-        if !sent {
+        let mut state = self.buffer.lock();
+        if state.closed {
             // Removed or stopped: nobody will take it.
-            self.pending.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        state.queue.push_back(notification);
+        state.pushed += 1;
+        // Pending is at most what is queued plus the batch the consumer took last; only
+        // when that could beat the peak is the consumer's counter read (its cache line
+        // is the consumer's, so reading it costs a transfer between cores).
+        let peak = self.peak_pending.load(Ordering::Relaxed);
+        if state.queue.len() + state.taken > peak {
+            let pending = state
+                .pushed
+                .saturating_sub(self.delivered.0.load(Ordering::Relaxed));
+            let pending = usize::try_from(pending).unwrap_or(usize::MAX);
+            if pending > peak {
+                self.peak_pending.store(pending, Ordering::Relaxed);
+            }
+        }
+        if wake || state.queue.len() >= WAKE_BATCH {
+            Self::wake_consumer(&self.buffer, state);
+        }
+    }
+
+    /// Wakes the consumer if it waits and something is queued.
+    pub(crate) fn wake(&self) {
+        let state = self.buffer.lock();
+        if !state.queue.is_empty() {
+            Self::wake_consumer(&self.buffer, state);
+        }
+    }
+
+    fn wake_consumer(buffer: &Buffer<K>, mut state: MutexGuard<'_, BufferState<K>>) {
+        let wake_thread = std::mem::take(&mut state.thread_waiting);
+        let waker = state.waker.take();
+        drop(state);
+        if wake_thread {
+            buffer.ready.notify_one();
+        }
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 
     /// Bookkeeping once the consumer has taken `notification` and dealt with it.
     pub(crate) fn delivered(&self, notification_was_initial: bool) {
-        self.pending.fetch_sub(1, Ordering::Relaxed);
-        self.delivered.fetch_add(1, Ordering::Relaxed);
+        self.delivered.0.fetch_add(1, Ordering::Relaxed);
         if notification_was_initial {
             self.pending_initial.fetch_sub(1, Ordering::SeqCst);
         }
@@ -121,7 +275,9 @@ impl<K> Listener<K> {
     /// may be in.
     pub(crate) fn close(&self) {
         self.removed.store(true, Ordering::SeqCst);
-        self.sender.lock().expect("lock").take();
+        let mut state = self.buffer.lock();
+        state.closed = true;
+        Self::wake_consumer(&self.buffer, state);
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -129,10 +285,12 @@ impl<K> Listener<K> {
     }
 
     pub(crate) fn stats(&self) -> ListenerStats {
+        let pushed = self.buffer.lock().pushed;
+        let delivered = self.delivered.0.load(Ordering::Relaxed);
         ListenerStats {
-            pending: self.pending.load(Ordering::Relaxed),
+            pending: usize::try_from(pushed.saturating_sub(delivered)).unwrap_or(usize::MAX),
             peak_pending: self.peak_pending.load(Ordering::Relaxed),
-            delivered: self.delivered.load(Ordering::Relaxed),
+            delivered,
             panics: self.panics.load(Ordering::Relaxed),
         }
     }
@@ -163,7 +321,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
     pub(crate) fn spawn_handler_thread(
         self: &Arc<Self>,
         name: String,
-        mut receiver: mpsc::UnboundedReceiver<Notification<K>>,
+        mut receiver: Receiver<K>,
         mut handler: Box<dyn ResourceEventHandler<K>>,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let listener = Arc::clone(self);
@@ -188,6 +346,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 }
                 listener.delivered(initial);
             }
+            // Removed or stopped: drop what is still buffered.
+            receiver.batch.clear();
+            listener.buffer.lock().queue.clear();
         })
     }
 }

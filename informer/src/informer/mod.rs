@@ -79,6 +79,10 @@ use crate::reflector::{
 use crate::store::{Indexer, Indexers, NAMESPACE_INDEX, StoreError, Writer};
 use processor::Processor;
 
+/// Keys processed at most between two wake-ups of the handlers while the DeltaFIFO
+/// stays busy.
+const WAKE_EVERY: usize = 256;
+
 /// Changes an object before it is stored, e.g. to drop `managedFields` (client-go's
 /// `TransformFunc`). It runs once per object, on the decoded value, before anything
 /// else sees it. A transform that panics is contained: that object is logged and
@@ -458,11 +462,19 @@ where
         inner.processor.start();
 
         let process = async {
+            let mut since_wake = 0usize;
             loop {
                 match inner.fifo.pop(|deltas| inner.handle_deltas(deltas)).await {
                     Ok(()) => {}
                     Err(crate::fifo::PopError::Closed) => break,
                     Err(error) => tracing::error!(%error, "processing deltas failed"),
+                }
+                // Handlers are woken when the queue runs dry (and at least every
+                // `WAKE_EVERY` keys while it does not), not for every notification.
+                since_wake += 1;
+                if since_wake >= WAKE_EVERY || inner.fifo.is_empty() {
+                    since_wake = 0;
+                    inner.processor.wake();
                 }
             }
         };
@@ -645,13 +657,19 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
             self.fifo.delete(object);
         }
     }
-    fn replace(&self, objects: Vec<K>, resource_version: &str) {
-        self.fifo.replace(
-            objects
-                .into_iter()
-                .filter_map(|object| self.prepare(object)),
-            resource_version,
-        );
+    fn replace(&self, mut objects: Vec<K>, resource_version: &str) {
+        // Each object moves into its `Arc` in list order (popped from the end of the
+        // reversed list), and the list hands its memory back as it empties, so a large
+        // list is never held both as the decoded `Vec<K>` and as the `Arc`s.
+        objects.reverse();
+        let mut prepared = Vec::with_capacity(objects.len());
+        while let Some(object) = objects.pop() {
+            prepared.extend(self.prepare(object));
+            if objects.capacity() > 1024 && objects.len() < objects.capacity() / 2 {
+                objects.shrink_to_fit();
+            }
+        }
+        self.fifo.replace(prepared, resource_version);
     }
     fn resync(&self) {
         self.fifo.resync();

@@ -4,13 +4,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::handler::{Notification, ResourceEventHandler};
-use super::listener::Listener;
-
-type Receiver<K> = mpsc::UnboundedReceiver<Notification<K>>;
+use super::listener::{Listener, Receiver};
 
 /// A handler registered before start, with the listener and buffer it will drain.
 struct Waiting<K> {
@@ -52,7 +49,8 @@ impl<K> Processor<K> {
     }
 
     /// Hands `notification` to every listener, or, for a resync, to those whose
-    /// resync period is due.
+    /// resync period is due. A listener's consumer is woken once a batch is queued,
+    /// or by [`wake`](Self::wake).
     pub(crate) fn distribute(&self, notification: Notification<K>, is_resync: bool) {
         let listeners = self.listeners.read().expect("lock");
         let mut targets = listeners
@@ -61,11 +59,20 @@ impl<K> Processor<K> {
             .peekable();
         while let Some(listener) = targets.next() {
             if targets.peek().is_some() {
-                listener.push(notification.clone());
+                listener.push_deferred(notification.clone());
             } else {
-                listener.push(notification);
+                listener.push_deferred(notification);
                 break;
             }
+        }
+    }
+
+    /// Wakes every listener that has notifications queued by [`distribute`]
+    /// (Self::distribute) and waits for them: the process loop calls this when it has
+    /// nothing more to do for now.
+    pub(crate) fn wake(&self) {
+        for listener in self.listeners.read().expect("lock").iter() {
+            listener.wake();
         }
     }
 

@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use tokio::sync::mpsc;
 
 use super::Inner;
 use super::handler::Notification;
-use super::listener::{Listener, ListenerStats};
+use super::listener::{Listener, ListenerStats, Receiver};
 use super::sync::HasSynced;
 
 /// A registered event handler (client-go's `ResourceEventHandlerRegistration`).
@@ -59,7 +58,7 @@ impl<K: Send + Sync + 'static> HasSynced for Registration<K> {
 /// a handler does; dropping it unsubscribes.
 pub struct Subscription<K> {
     pub(super) registration: Registration<K>,
-    pub(super) receiver: mpsc::UnboundedReceiver<Notification<K>>,
+    pub(super) receiver: Receiver<K>,
 }
 
 impl<K> std::fmt::Debug for Subscription<K> {

@@ -9,6 +9,11 @@
 //! object that does not fit the Rust type (say a CRD object that violates its schema)
 //! becomes one [`WatchEvent::Undecodable`] or one entry in
 //! [`ListPage::undecodable`], never an error that fails the whole list or stream.
+//!
+//! A list response is decoded as it streams in: each item becomes a `K` as soon as its
+//! last byte has arrived, straight from the received bytes, so the response body is
+//! never held whole (a list served from the watch cache is one response of the whole
+//! collection, tens of megabytes for tens of thousands of objects) and is parsed once.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -17,7 +22,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+use futures::{AsyncBufReadExt, StreamExt};
 use kube::Resource;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -238,8 +243,8 @@ where
             let http = http::Request::get(self.url(&params))
                 .body(Vec::new())
                 .map_err(kube::Error::HttpError)?;
-            let text = self.client.request_text(http).await?;
-            decode_list(&text, &self.kind)
+            let body = self.client.request_stream(http).await?;
+            decode_list_stream(body, &self.kind).await
         })
     }
 
@@ -261,26 +266,29 @@ where
                 .map_err(kube::Error::HttpError)?;
             let body = self.client.request_stream(http).await?;
             let kind = self.kind.clone();
-            let events = body
-                .lines()
-                // A cut or timed-out connection ends the watch like a server close:
-                // the reflector resumes from the last resourceVersion it saw.
-                .take_while(|line| {
-                    let disconnected = matches!(line, Err(e) if is_disconnect(e));
-                    if disconnected {
-                        tracing::debug!(error = ?line.as_ref().err(), "watch connection closed");
+            // One event per line, read into a buffer reused from line to line.
+            let events = futures::stream::unfold(
+                (body, Vec::new(), kind),
+                |(mut body, mut line, kind)| async move {
+                    loop {
+                        line.clear();
+                        let event = match body.read_until(b'\n', &mut line).await {
+                            Ok(0) => return None,
+                            Ok(_) if line.trim_ascii().is_empty() => continue,
+                            Ok(_) => decode_event(&line, &kind),
+                            // A cut or timed-out connection ends the watch like a server
+                            // close: the reflector resumes from the last resourceVersion
+                            // it saw.
+                            Err(e) if is_disconnect(&e) => {
+                                tracing::debug!(error = ?e, "watch connection closed");
+                                return None;
+                            }
+                            Err(e) => Err(kube::Error::ReadEvents(e)),
+                        };
+                        return Some((event, (body, line, kind)));
                     }
-                    futures::future::ready(!disconnected)
-                })
-                .map_err(kube::Error::ReadEvents)
-                .try_filter_map(move |line| {
-                    let event = if line.trim().is_empty() {
-                        Ok(None)
-                    } else {
-                        decode_event(&line, &kind).map(Some)
-                    };
-                    futures::future::ready(event)
-                });
+                },
+            );
             Ok(events.boxed())
         })
     }
@@ -311,14 +319,6 @@ fn is_disconnect(e: &std::io::Error) -> bool {
     }
     let text = format!("{e:?}");
     text.contains("UnexpectedEof") || text.contains("unexpected EOF")
-}
-
-#[derive(Deserialize)]
-struct RawList<'a> {
-    #[serde(default)]
-    metadata: RawListMeta,
-    #[serde(borrow, default)]
-    items: Option<Vec<&'a RawValue>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -371,38 +371,330 @@ impl RawHeader {
 }
 
 fn decode_object<K: DeserializeOwned>(raw: &RawValue, kind: &str) -> Result<K, DecodeError> {
-    serde_json::from_str(raw.get()).map_err(|source| {
-        let header = RawHeader::read(raw);
-        DecodeError {
-            kind: kind.to_owned(),
-            key: header.key(),
-            resource_version: header.metadata.resource_version,
-            source,
-        }
-    })
-}
-
-fn decode_list<K: DeserializeOwned>(text: &str, kind: &str) -> Result<ListPage<K>, kube::Error> {
-    let list: RawList<'_> = serde_json::from_str(text).map_err(kube::Error::SerdeError)?;
-    let raw_items = list.items.unwrap_or_default();
-    let mut items = Vec::with_capacity(raw_items.len());
-    let mut undecodable = Vec::new();
-    for raw in raw_items {
-        match decode_object(raw, kind) {
-            Ok(object) => items.push(object),
-            Err(e) => undecodable.push(e),
+    match serde_json::from_str::<size_hinted::Hinted<K>>(raw.get()) {
+        Ok(size_hinted::Hinted(object)) => Ok(object),
+        Err(source) => {
+            let header = RawHeader::read(raw);
+            Err(DecodeError {
+                kind: kind.to_owned(),
+                key: header.key(),
+                resource_version: header.metadata.resource_version,
+                source,
+            })
         }
     }
-    Ok(ListPage {
-        items,
-        undecodable,
-        resource_version: list.metadata.resource_version.unwrap_or_default(),
-        continue_token: list.metadata.continue_token.filter(|t| !t.is_empty()),
-    })
 }
 
-fn decode_event<K: DeserializeOwned>(line: &str, kind: &str) -> Result<WatchEvent<K>, kube::Error> {
-    let event: RawEvent<'_> = serde_json::from_str(line).map_err(kube::Error::SerdeError)?;
+/// Decodes a list response from `body` as it arrives; see [`ListDecoder`].
+async fn decode_list_stream<K, B>(mut body: B, kind: &str) -> Result<ListPage<K>, kube::Error>
+where
+    K: DeserializeOwned,
+    B: futures::AsyncBufRead + Unpin,
+{
+    let mut decoder = ListDecoder::new(kind);
+    // The unparsed tail of what arrived: at most about one item plus one chunk.
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let chunk = body.fill_buf().await.map_err(kube::Error::ReadEvents)?;
+        let len = chunk.len();
+        if len == 0 {
+            break;
+        }
+        if pending.is_empty() {
+            // Parse straight from the received chunk; keep only its unparsed tail.
+            let used = decoder.advance(chunk, false)?;
+            pending.extend_from_slice(&chunk[used..]);
+        } else {
+            pending.extend_from_slice(chunk);
+            let used = decoder.advance(&pending, false)?;
+            pending.drain(..used);
+        }
+        body.consume_unpin(len);
+    }
+    let used = decoder.advance(&pending, true)?;
+    decoder.finish(&pending[used..])
+}
+
+/// Decodes a whole list response held in memory.
+#[cfg(test)]
+fn decode_list<K: DeserializeOwned>(text: &str, kind: &str) -> Result<ListPage<K>, kube::Error> {
+    let mut decoder = ListDecoder::new(kind);
+    let used = decoder.advance(text.as_bytes(), true)?;
+    decoder.finish(&text.as_bytes()[used..])
+}
+
+/// Where a [`ListDecoder`] is in the list object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListState {
+    /// Before the opening `{`.
+    Start,
+    /// After `{` (`first`) or `,`: a key, or `}` right after `{`.
+    Key { first: bool },
+    /// After `"key":`, its value.
+    Value(ListField),
+    /// In the `items` array, after `[` (`first`) or `,`: an item, or `]` after `[`.
+    Item { first: bool },
+    /// After an item: `,` or `]`.
+    AfterItem,
+    /// After a value: `,` or `}`.
+    AfterValue,
+    /// After the closing `}`: only whitespace may follow.
+    Done,
+}
+
+/// The fields of a list the decoder reads; the others are skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListField {
+    Metadata,
+    Items,
+    Other,
+}
+
+/// What parsing one value from the bytes at hand gave.
+enum Parsed<T> {
+    /// The value, and how many bytes it (and the whitespace before it) took.
+    Value(T, usize),
+    /// The value is not complete yet.
+    More,
+}
+
+/// Parses one JSON value at the start of `input` (after whitespace). A value cut off by
+/// the end of `input` is [`Parsed::More`] unless `eof`; so is a number or literal that
+/// ends exactly at the end of `input`, since more digits may follow.
+fn parse_one<'de, T: Deserialize<'de>>(
+    input: &'de [u8],
+    eof: bool,
+) -> Result<Parsed<T>, serde_json::Error> {
+    let mut values = serde_json::Deserializer::from_slice(input).into_iter::<T>();
+    match values.next() {
+        None => Ok(Parsed::More),
+        Some(Ok(value)) => {
+            let used = values.byte_offset();
+            let delimited = matches!(
+                input.iter().find(|b| !b.is_ascii_whitespace()),
+                Some(b'{' | b'[' | b'"')
+            );
+            if used == input.len() && !eof && !delimited {
+                Ok(Parsed::More)
+            } else {
+                Ok(Parsed::Value(value, used))
+            }
+        }
+        Some(Err(e)) if e.is_eof() && !eof => Ok(Parsed::More),
+        Some(Err(e)) => Err(e),
+    }
+}
+
+fn malformed(what: &str) -> kube::Error {
+    kube::Error::SerdeError(<serde_json::Error as serde::de::Error>::custom(format!(
+        "malformed list response: {what}"
+    )))
+}
+
+/// An incremental decoder of one list response (`{"metadata": {..}, "items": [..]}`).
+///
+/// [`advance`](Self::advance) takes the bytes received so far and returns how many it
+/// has consumed; the caller keeps the rest and passes it again, followed by more bytes.
+/// Each item is decoded into `K` straight from those bytes. An item that does not fit
+/// `K` is skipped (its end found without decoding) and reported in
+/// [`ListPage::undecodable`], as before. An item cut off by the end of the bytes is
+/// tried again only once twice as many of its bytes are there, so a large item costs
+/// time linear in its size however finely the response is chunked.
+struct ListDecoder<'k, K> {
+    kind: &'k str,
+    state: ListState,
+    /// The current item did not decode, with this error: only its end is sought.
+    skipping: Option<serde_json::Error>,
+    /// Bytes of the current item to wait for before trying it again.
+    retry_len: usize,
+    /// Decoding attempts of items, complete or not (for tests).
+    attempts: usize,
+    items: Vec<K>,
+    undecodable: Vec<DecodeError>,
+    metadata: RawListMeta,
+}
+
+impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
+    fn new(kind: &'k str) -> Self {
+        Self {
+            kind,
+            state: ListState::Start,
+            skipping: None,
+            retry_len: 0,
+            attempts: 0,
+            items: Vec::new(),
+            undecodable: Vec::new(),
+            metadata: RawListMeta::default(),
+        }
+    }
+
+    /// Consumes what it can of `input` (everything received and not yet consumed);
+    /// `eof` when no more bytes will come.
+    fn advance(&mut self, input: &[u8], eof: bool) -> Result<usize, kube::Error> {
+        let mut pos = 0;
+        loop {
+            pos += input[pos..]
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            let rest = &input[pos..];
+            let Some(&next) = rest.first() else {
+                return Ok(pos);
+            };
+            match self.state {
+                ListState::Start => {
+                    if next != b'{' {
+                        return Err(malformed("expected an object"));
+                    }
+                    pos += 1;
+                    self.state = ListState::Key { first: true };
+                }
+                ListState::Key { first } => {
+                    if first && next == b'}' {
+                        pos += 1;
+                        self.state = ListState::Done;
+                        continue;
+                    }
+                    let Parsed::Value(key, used) =
+                        parse_one::<String>(rest, eof).map_err(kube::Error::SerdeError)?
+                    else {
+                        return Ok(pos);
+                    };
+                    let colon = used
+                        + rest[used..]
+                            .iter()
+                            .take_while(|b| b.is_ascii_whitespace())
+                            .count();
+                    match rest.get(colon) {
+                        // The key is parsed again with the `:`; keys are short.
+                        None => return Ok(pos),
+                        Some(b':') => pos += colon + 1,
+                        Some(_) => return Err(malformed("expected `:`")),
+                    }
+                    self.state = ListState::Value(match key.as_str() {
+                        "metadata" => ListField::Metadata,
+                        "items" => ListField::Items,
+                        _ => ListField::Other,
+                    });
+                }
+                ListState::Value(ListField::Items) if next == b'[' => {
+                    pos += 1;
+                    self.state = ListState::Item { first: true };
+                }
+                ListState::Value(ListField::Metadata) => {
+                    let Parsed::Value(metadata, used) =
+                        parse_one::<RawListMeta>(rest, eof).map_err(kube::Error::SerdeError)?
+                    else {
+                        return Ok(pos);
+                    };
+                    self.metadata = metadata;
+                    pos += used;
+                    self.state = ListState::AfterValue;
+                }
+                // Anything else, `"items": null` included, is skipped.
+                ListState::Value(_) => {
+                    let Parsed::Value(serde::de::IgnoredAny, used) =
+                        parse_one(rest, eof).map_err(kube::Error::SerdeError)?
+                    else {
+                        return Ok(pos);
+                    };
+                    pos += used;
+                    self.state = ListState::AfterValue;
+                }
+                ListState::AfterValue => {
+                    pos += 1;
+                    self.state = match next {
+                        b',' => ListState::Key { first: false },
+                        b'}' => ListState::Done,
+                        _ => return Err(malformed("expected `,` or `}`")),
+                    };
+                }
+                ListState::Item { first } => {
+                    if first && next == b']' {
+                        pos += 1;
+                        self.state = ListState::AfterValue;
+                        continue;
+                    }
+                    let Some(used) = self.item(rest, eof)? else {
+                        return Ok(pos);
+                    };
+                    pos += used;
+                    self.state = ListState::AfterItem;
+                }
+                ListState::AfterItem => {
+                    pos += 1;
+                    self.state = match next {
+                        b',' => ListState::Item { first: false },
+                        b']' => ListState::AfterValue,
+                        _ => return Err(malformed("expected `,` or `]`")),
+                    };
+                }
+                ListState::Done => return Err(malformed("data after the list")),
+            }
+        }
+    }
+
+    /// Decodes the item at the start of `input`; `None` until it is complete.
+    fn item(&mut self, input: &[u8], eof: bool) -> Result<Option<usize>, kube::Error> {
+        if !eof && input.len() < self.retry_len {
+            return Ok(None);
+        }
+        self.attempts += 1;
+        if self.skipping.is_none() {
+            match parse_one::<size_hinted::Hinted<K>>(input, eof) {
+                Ok(Parsed::Value(size_hinted::Hinted(object), used)) => {
+                    self.items.push(object);
+                    self.retry_len = 0;
+                    return Ok(Some(used));
+                }
+                Ok(Parsed::More) => {
+                    self.retry_len = input.len().saturating_mul(2);
+                    return Ok(None);
+                }
+                // Malformed JSON or an object that does not fit `K`: find its end.
+                Err(e) => self.skipping = Some(e),
+            }
+        }
+        match parse_one::<&RawValue>(input, eof).map_err(kube::Error::SerdeError)? {
+            Parsed::Value(raw, used) => {
+                let source = self.skipping.take().expect("set above");
+                let header = RawHeader::read(raw);
+                self.undecodable.push(DecodeError {
+                    kind: self.kind.to_owned(),
+                    key: header.key(),
+                    resource_version: header.metadata.resource_version,
+                    source,
+                });
+                self.retry_len = 0;
+                Ok(Some(used))
+            }
+            Parsed::More => {
+                self.retry_len = input.len().saturating_mul(2);
+                Ok(None)
+            }
+        }
+    }
+
+    /// The page, once every byte was given to [`advance`](Self::advance); `rest` is
+    /// what it left unconsumed.
+    fn finish(self, rest: &[u8]) -> Result<ListPage<K>, kube::Error> {
+        if self.state != ListState::Done || !rest.iter().all(u8::is_ascii_whitespace) {
+            return Err(malformed("the response ended early"));
+        }
+        Ok(ListPage {
+            items: self.items,
+            undecodable: self.undecodable,
+            resource_version: self.metadata.resource_version.unwrap_or_default(),
+            continue_token: self.metadata.continue_token.filter(|t| !t.is_empty()),
+        })
+    }
+}
+
+fn decode_event<K: DeserializeOwned>(
+    line: &[u8],
+    kind: &str,
+) -> Result<WatchEvent<K>, kube::Error> {
+    let event: RawEvent<'_> = serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
     let wrap: fn(K) -> WatchEvent<K> = match event.kind {
         "ADDED" => WatchEvent::Added,
         "MODIFIED" => WatchEvent::Modified,
@@ -426,7 +718,11 @@ fn decode_event<K: DeserializeOwned>(line: &str, kind: &str) -> Result<WatchEven
     };
     // Events carry the object's kind: an object of another kind is skipped, not
     // forced into the wrong type.
-    let header_kind = kind_of(event.object);
+    let header_kind = if starts_with_kind(event.object, kind) {
+        None
+    } else {
+        kind_of(event.object)
+    };
     if let Some(found) = header_kind
         && found != kind
     {
@@ -443,6 +739,16 @@ fn decode_event<K: DeserializeOwned>(line: &str, kind: &str) -> Result<WatchEven
     })
 }
 
+/// Whether the object's JSON starts with `{"kind":"<kind>"`, as the API server writes
+/// it: then its kind is known without reading the rest of it.
+fn starts_with_kind(raw: &RawValue, kind: &str) -> bool {
+    raw.get()
+        .as_bytes()
+        .strip_prefix(br#"{"kind":""#)
+        .and_then(|rest| rest.strip_prefix(kind.as_bytes()))
+        .is_some_and(|rest| rest.first() == Some(&b'"'))
+}
+
 /// The object's `kind`, read without decoding the rest of it.
 fn kind_of(raw: &RawValue) -> Option<String> {
     #[derive(Deserialize)]
@@ -456,9 +762,258 @@ fn kind_of(raw: &RawValue) -> Option<String> {
         .map(|k| k.into_owned())
 }
 
+/// A serde adapter that tells every sequence visitor to expect one element when the
+/// format cannot say how many there are (JSON never can).
+///
+/// `Vec`'s deserializer sizes its first allocation from that hint; without one it
+/// starts at zero and grows to four elements on the first push, so every one-element
+/// list in an object (a `managedFields` entry, an owner reference, a finalizer, a
+/// container...) would keep room for three more. With a hint of one, a one-element list
+/// is allocated exactly and longer ones grow as before. Decoded values are the same;
+/// only the capacity of their vectors changes.
+mod size_hinted {
+    use std::fmt;
+
+    use serde::de::{
+        self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess,
+        Visitor,
+    };
+
+    /// Deserializes `T` through the adapter.
+    pub(super) struct Hinted<T>(pub(super) T);
+
+    impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Hinted<T> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            T::deserialize(Wrap(deserializer)).map(Hinted)
+        }
+    }
+
+    /// Wraps a deserializer, visitor, seed or access so that everything nested is wrapped.
+    struct Wrap<T>(T);
+
+    macro_rules! forward_deserialize {
+        ($($method:ident)*) => {$(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+                self.0.$method(Wrap(visitor))
+            }
+        )*};
+    }
+
+    impl<'de, D: Deserializer<'de>> Deserializer<'de> for Wrap<D> {
+        type Error = D::Error;
+
+        forward_deserialize! {
+            deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
+            deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
+            deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
+            deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
+            deserialize_option deserialize_unit deserialize_seq deserialize_map
+            deserialize_identifier deserialize_ignored_any
+        }
+
+        fn deserialize_unit_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.deserialize_unit_struct(name, Wrap(visitor))
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.deserialize_newtype_struct(name, Wrap(visitor))
+        }
+
+        fn deserialize_tuple<V: Visitor<'de>>(
+            self,
+            len: usize,
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.deserialize_tuple(len, Wrap(visitor))
+        }
+
+        fn deserialize_tuple_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            len: usize,
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.deserialize_tuple_struct(name, len, Wrap(visitor))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.deserialize_struct(name, fields, Wrap(visitor))
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.deserialize_enum(name, variants, Wrap(visitor))
+        }
+
+        fn is_human_readable(&self) -> bool {
+            self.0.is_human_readable()
+        }
+    }
+
+    macro_rules! forward_visit {
+        ($($method:ident: $ty:ty)*) => {$(
+            fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
+                self.0.$method(v)
+            }
+        )*};
+    }
+
+    impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
+        type Value = V::Value;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            self.0.expecting(formatter)
+        }
+
+        forward_visit! {
+            visit_bool: bool visit_i8: i8 visit_i16: i16 visit_i32: i32 visit_i64: i64
+            visit_i128: i128 visit_u8: u8 visit_u16: u16 visit_u32: u32 visit_u64: u64
+            visit_u128: u128 visit_f32: f32 visit_f64: f64 visit_char: char
+            visit_str: &str visit_borrowed_str: &'de str visit_string: String
+            visit_bytes: &[u8] visit_borrowed_bytes: &'de [u8] visit_byte_buf: Vec<u8>
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            self.0.visit_none()
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            self.0.visit_unit()
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            self.0.visit_some(Wrap(d))
+        }
+
+        fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            self.0.visit_newtype_struct(Wrap(d))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            self.0.visit_seq(Wrap(seq))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            self.0.visit_map(Wrap(map))
+        }
+
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
+            self.0.visit_enum(Wrap(data))
+        }
+    }
+
+    impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Wrap<S> {
+        type Value = S::Value;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            self.0.deserialize(Wrap(d))
+        }
+    }
+
+    impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Wrap<A> {
+        type Error = A::Error;
+
+        fn next_element_seed<T: DeserializeSeed<'de>>(
+            &mut self,
+            seed: T,
+        ) -> Result<Option<T::Value>, Self::Error> {
+            self.0.next_element_seed(Wrap(seed))
+        }
+
+        fn size_hint(&self) -> Option<usize> {
+            Some(self.0.size_hint().unwrap_or(1))
+        }
+    }
+
+    impl<'de, A: MapAccess<'de>> MapAccess<'de> for Wrap<A> {
+        type Error = A::Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(
+            &mut self,
+            seed: K,
+        ) -> Result<Option<K::Value>, Self::Error> {
+            self.0.next_key_seed(Wrap(seed))
+        }
+
+        fn next_value_seed<V: DeserializeSeed<'de>>(
+            &mut self,
+            seed: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.next_value_seed(Wrap(seed))
+        }
+
+        fn size_hint(&self) -> Option<usize> {
+            self.0.size_hint()
+        }
+    }
+
+    impl<'de, A: EnumAccess<'de>> EnumAccess<'de> for Wrap<A> {
+        type Error = A::Error;
+        type Variant = Wrap<A::Variant>;
+
+        fn variant_seed<V: DeserializeSeed<'de>>(
+            self,
+            seed: V,
+        ) -> Result<(V::Value, Self::Variant), Self::Error> {
+            self.0
+                .variant_seed(Wrap(seed))
+                .map(|(value, variant)| (value, Wrap(variant)))
+        }
+    }
+
+    impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Wrap<A> {
+        type Error = A::Error;
+
+        fn unit_variant(self) -> Result<(), Self::Error> {
+            self.0.unit_variant()
+        }
+
+        fn newtype_variant_seed<T: DeserializeSeed<'de>>(
+            self,
+            seed: T,
+        ) -> Result<T::Value, Self::Error> {
+            self.0.newtype_variant_seed(Wrap(seed))
+        }
+
+        fn tuple_variant<V: Visitor<'de>>(
+            self,
+            len: usize,
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.tuple_variant(len, Wrap(visitor))
+        }
+
+        fn struct_variant<V: Visitor<'de>>(
+            self,
+            fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.struct_variant(fields, Wrap(visitor))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::TryStreamExt;
     use k8s_openapi::api::core::v1::ConfigMap;
 
     #[test]
@@ -478,6 +1033,163 @@ mod tests {
         assert_eq!(page.undecodable[0].resource_version.as_deref(), Some("41"));
     }
 
+    /// Feeds `text` to the streaming decoder in the given chunks.
+    fn decode_chunks(chunks: Vec<Vec<u8>>) -> Result<ListPage<ConfigMap>, kube::Error> {
+        let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))
+            .into_async_read();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(decode_list_stream(body, "ConfigMap"))
+    }
+
+    fn summary(
+        page: &ListPage<ConfigMap>,
+    ) -> (Vec<Option<String>>, Vec<String>, String, Option<String>) {
+        (
+            page.items
+                .iter()
+                .map(|cm| cm.metadata.name.clone())
+                .collect(),
+            page.undecodable.iter().map(|e| e.key.clone()).collect(),
+            page.resource_version.clone(),
+            page.continue_token.clone(),
+        )
+    }
+
+    const CHUNKED: &str = r#"{"kind":"ConfigMapList","apiVersion":"v1","n":12345,"t":true,
+        "metadata":{"resourceVersion":"42","continue":"abc","remainingItemCount":7},
+        "items":[
+          {"metadata":{"name":"a\u0062","namespace":"ns","resourceVersion":"40"},"data":{"k":"v \"q\" ]}"}},
+          {"metadata":{"name":"bad","namespace":"ns","resourceVersion":"41"},"data":{"a":7}},
+          {"metadata":{"name":"c","namespace":"ns","labels":{"x":"y"}},"data":{"big":"0123456789012345678901234567890123456789"}}
+        ],"extra":[1,[2,{"x":null}]]}
+"#;
+
+    #[test]
+    fn streamed_list_decodes_the_same_however_it_is_cut() {
+        let whole = decode_list::<ConfigMap>(CHUNKED, "ConfigMap").unwrap();
+        let expected = summary(&whole);
+        assert_eq!(
+            expected,
+            (
+                vec![Some("ab".to_owned()), Some("c".to_owned())],
+                vec!["ns/bad".to_owned()],
+                "42".to_owned(),
+                Some("abc".to_owned())
+            )
+        );
+        let bytes = CHUNKED.as_bytes();
+        for cut in 0..=bytes.len() {
+            let page = decode_chunks(vec![bytes[..cut].to_vec(), bytes[cut..].to_vec()]).unwrap();
+            assert_eq!(summary(&page), expected, "cut at {cut}");
+            assert_eq!(page.items, whole.items);
+        }
+        for size in [1, 2, 3, 7, 64] {
+            let page = decode_chunks(bytes.chunks(size).map(<[u8]>::to_vec).collect()).unwrap();
+            assert_eq!(summary(&page), expected, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn streamed_list_rejects_truncated_and_trailing_data() {
+        let bytes = CHUNKED.trim_end().as_bytes();
+        for cut in 0..bytes.len() {
+            assert!(
+                decode_chunks(vec![bytes[..cut].to_vec()]).is_err(),
+                "a list cut at {cut} must not decode"
+            );
+        }
+        let trailing = format!("{CHUNKED} {{}}");
+        assert!(decode_chunks(vec![trailing.into_bytes()]).is_err());
+        assert!(decode_chunks(vec![b"[]".to_vec()]).is_err());
+        let empty = decode_chunks(vec![b" {} ".to_vec()]).unwrap();
+        assert!(empty.items.is_empty() && empty.resource_version.is_empty());
+    }
+
+    #[test]
+    fn a_large_item_in_small_chunks_is_tried_a_logarithmic_number_of_times() {
+        let big = "x".repeat(1 << 20);
+        let text = format!(
+            r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{{"metadata":{{"name":"big"}},"data":{{"k":"{big}"}}}}]}}"#
+        );
+        let mut decoder = ListDecoder::<ConfigMap>::new("ConfigMap");
+        let mut pending = Vec::new();
+        for chunk in text.as_bytes().chunks(1024) {
+            pending.extend_from_slice(chunk);
+            let used = decoder.advance(&pending, false).unwrap();
+            pending.drain(..used);
+        }
+        let used = decoder.advance(&pending, true).unwrap();
+        // 1,025 chunks, but each attempt waits for twice the bytes of the last one.
+        assert!(decoder.attempts <= 16, "{} attempts", decoder.attempts);
+        let page = decoder.finish(&pending[used..]).unwrap();
+        assert_eq!(page.items[0].data.as_ref().unwrap()["k"].len(), 1 << 20);
+    }
+
+    #[test]
+    fn size_hinted_decoding_gives_equal_values_with_tight_vectors() {
+        use k8s_openapi::api::core::v1::Pod;
+        let pod = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"n",
+            "finalizers":["f"],"ownerReferences":[{"apiVersion":"v1","kind":"X","name":"o","uid":"u"}],
+            "managedFields":[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1",
+              "fieldsV1":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{}}}},"f:list":[1,[2,3],{"a":[]}]}}]},
+          "spec":{"containers":[{"name":"c","image":"i","args":["a","b","c","d","e"],"env":[],
+              "ports":[{"containerPort":80},{"containerPort":443,"protocol":"TCP"}],
+              "resources":{"limits":{"cpu":"1","memory":"1Gi"}}}],
+            "tolerations":[{"key":"k","operator":"Exists","effect":"NoSchedule","tolerationSeconds":5}],
+            "nodeSelector":{"a":"b"},"priority":-3,"enableServiceLinks":true},
+          "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2024-01-01T00:00:00Z"}],
+            "podIP":"10.0.0.1","startTime":"2024-01-01T00:00:00Z"}}"#;
+        let plain: Pod = serde_json::from_str(pod).unwrap();
+        let raw: Box<RawValue> = serde_json::from_str(pod).unwrap();
+        let hinted: Pod = decode_object(&raw, "Pod").unwrap();
+        assert_eq!(hinted, plain);
+        assert_eq!(
+            hinted.metadata.managed_fields.as_ref().unwrap().capacity(),
+            1
+        );
+        assert_eq!(hinted.metadata.finalizers.as_ref().unwrap().capacity(), 1);
+        let list = format!(r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{pod},{pod}]}}"#);
+        let page: ListPage<Pod> = decode_list(&list, "Pod").unwrap();
+        assert_eq!(page.items, vec![plain.clone(), plain]);
+        assert_eq!(
+            page.items[1]
+                .metadata
+                .owner_references
+                .as_ref()
+                .unwrap()
+                .capacity(),
+            1
+        );
+    }
+
+    #[test]
+    fn the_kind_is_read_from_the_front_only_when_it_is_exactly_there() {
+        let raw = |s: &str| serde_json::from_str::<Box<RawValue>>(s).unwrap();
+        assert!(starts_with_kind(
+            &raw(r#"{"kind":"ConfigMap","a":1}"#),
+            "ConfigMap"
+        ));
+        assert!(!starts_with_kind(
+            &raw(r#"{"kind":"ConfigMapList"}"#),
+            "ConfigMap"
+        ));
+        assert!(!starts_with_kind(
+            &raw(r#"{"apiVersion":"v1","kind":"ConfigMap"}"#),
+            "ConfigMap"
+        ));
+        let listed: WatchEvent<ConfigMap> = decode_event(
+            br#"{"type":"ADDED","object":{"kind":"ConfigMapList","metadata":{"name":"s"}}}"#,
+            "ConfigMap",
+        )
+        .unwrap();
+        assert!(matches!(
+            listed,
+            WatchEvent::Undecodable(ReflectorError::UnexpectedKind { .. })
+        ));
+    }
+
     #[test]
     fn list_with_null_items_is_empty() {
         let page: ListPage<ConfigMap> = decode_list(
@@ -492,14 +1204,14 @@ mod tests {
     #[test]
     fn watch_events_decode_by_type() {
         let added: WatchEvent<ConfigMap> = decode_event(
-            r#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#,
+            br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#,
             "ConfigMap",
         )
         .unwrap();
         assert!(matches!(added, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
 
         let bookmark: WatchEvent<ConfigMap> = decode_event(
-            r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"9"}}}"#,
+            br#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"9"}}}"#,
             "ConfigMap",
         )
         .unwrap();
@@ -511,7 +1223,7 @@ mod tests {
     #[test]
     fn watch_error_event_is_an_api_error_with_its_code() {
         let err = decode_event::<ConfigMap>(
-            r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
+            br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
             "ConfigMap",
         )
         .unwrap_err();
@@ -521,7 +1233,7 @@ mod tests {
     #[test]
     fn undecodable_and_foreign_objects_are_reported_not_fatal() {
         let bad: WatchEvent<ConfigMap> = decode_event(
-            r#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":[]}}"#,
+            br#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":[]}}"#,
             "ConfigMap",
         )
         .unwrap();
@@ -531,7 +1243,7 @@ mod tests {
         );
 
         let foreign: WatchEvent<ConfigMap> = decode_event(
-            r#"{"type":"ADDED","object":{"kind":"Secret","metadata":{"name":"s","namespace":"n"}}}"#,
+            br#"{"type":"ADDED","object":{"kind":"Secret","metadata":{"name":"s","namespace":"n"}}}"#,
             "ConfigMap",
         )
         .unwrap();

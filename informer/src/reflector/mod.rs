@@ -91,6 +91,8 @@ impl<K> std::fmt::Debug for Reflector<K> {
 /// What the reflector remembers between lists and watches.
 struct Progress {
     last_resource_version: String,
+    /// A buffer for the resourceVersion of the event being applied.
+    event_resource_version: String,
     /// The last resourceVersion answered 410 to a list: the next list must be a
     /// consistent read.
     resource_version_unavailable: bool,
@@ -163,6 +165,7 @@ where
         let list_and_watch = async {
             let mut progress = Progress {
                 last_resource_version: String::new(),
+                event_resource_version: String::new(),
                 resource_version_unavailable: false,
             };
             let mut backoff = Backoff::new(self.config.backoff.clone());
@@ -365,35 +368,41 @@ where
         if let Some(m) = &self.config.metrics {
             m.watch_event();
         }
-        let resource_version = match event {
+        // The object's resourceVersion is copied into a reused buffer before the object
+        // moves into the store (and recorded after it), so events allocate nothing here.
+        let mut rv = std::mem::take(&mut progress.event_resource_version);
+        rv.clear();
+        match event {
             WatchEvent::Added(object) => {
-                let rv = object.meta().resource_version.clone();
+                push_resource_version(&mut rv, &object);
                 self.store.add(object);
-                rv
             }
             WatchEvent::Modified(object) => {
-                let rv = object.meta().resource_version.clone();
+                push_resource_version(&mut rv, &object);
                 self.store.update(object);
-                rv
             }
             WatchEvent::Deleted(object) => {
-                let rv = object.meta().resource_version.clone();
+                push_resource_version(&mut rv, &object);
                 self.store.delete(object);
-                rv
             }
-            WatchEvent::Bookmark { resource_version } => Some(resource_version),
+            WatchEvent::Bookmark { resource_version } => rv = resource_version,
             WatchEvent::Undecodable(error) => {
-                let rv = match &error {
-                    ReflectorError::Decode(e) => e.resource_version.clone(),
-                    _ => None,
-                };
+                if let ReflectorError::Decode(e) = &error
+                    && let Some(version) = &e.resource_version
+                {
+                    rv.push_str(version);
+                }
                 self.report(&error);
-                rv
             }
-        };
-        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
-            self.set_resource_version(progress, rv);
         }
+        if !rv.is_empty() {
+            self.stats.resource_version(&rv);
+            if let Some(m) = &self.config.metrics {
+                m.resource_version(&rv);
+            }
+            progress.last_resource_version.clone_from(&rv);
+        }
+        progress.event_resource_version = rv;
     }
 
     fn set_resource_version(&self, progress: &mut Progress, resource_version: String) {
@@ -422,6 +431,12 @@ where
         if let Some(handler) = &self.config.error_handler {
             handler(error);
         }
+    }
+}
+
+fn push_resource_version<K: Resource>(buffer: &mut String, object: &K) {
+    if let Some(version) = &object.meta().resource_version {
+        buffer.push_str(version);
     }
 }
 
