@@ -1,0 +1,762 @@
+//! The driver: one control plane, the objects, every scenario, one table.
+//!
+//! ```text
+//! bench [--pairs N] [--only 1,2,3,4,5] [--objects N] [--large-objects N]
+//!       [--payload BYTES] [--large-payload BYTES] [--updates N]
+//!       [--pipeline-objects N] [--pipeline-events N] [--json PATH] [--serve]
+//! ```
+//!
+//! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
+//! once (32 creates in flight) in `bench-small` and `bench-large`, then runs each
+//! scenario's workers (the `bench-worker` binary next to this one) as child processes,
+//! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
+//! stdout holds medians and ratios; the progress and every single run go to stderr,
+//! and every sample to the `--json` file (default `target/bench-results.json`).
+//!
+//! `--serve` only starts the control plane and creates the objects of the chosen
+//! scenarios, prints `KUBECONFIG=<path>` and waits until killed, for running and
+//! profiling workers by hand (e.g. `bench-worker sync ours bench-small`).
+//!
+//! Run through `cargo run`, the driver first builds the worker with the same cargo
+//! (a no-op when it is fresh), so the two binaries never disagree.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use futures::{StreamExt, TryStreamExt};
+use informer::testenv::TestEnv;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Api;
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::objects;
+use crate::report::{
+    Implementation, PipelineSample, QuerySample, Row, SyncSample, Target, WatchSample,
+    WorkerReport, markdown, median,
+};
+
+/// Creates in flight while filling the server.
+const CREATE_CONCURRENCY: usize = 32;
+
+/// The namespace of the first collection (scenarios 1 and 3).
+const SMALL_NAMESPACE: &str = "bench-small";
+
+/// The namespace of the large collection (scenario 2).
+const LARGE_NAMESPACE: &str = "bench-large";
+
+const MIB: f64 = 1024.0;
+
+/// The driver's settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Pairs of runs (ours, kube-runtime) per server scenario.
+    pub pairs: usize,
+    /// Which scenarios to run (1 to 5).
+    pub only: Vec<u8>,
+    /// Objects of scenarios 1, 3 and 4.
+    pub objects: usize,
+    /// Objects of scenario 2.
+    pub large_objects: usize,
+    /// Payload bytes of each object of scenarios 1, 3 and 4.
+    pub payload: usize,
+    /// Payload bytes of each object of scenario 2.
+    pub large_payload: usize,
+    /// Updates of scenario 3.
+    pub updates: usize,
+    /// Objects listed in scenario 5.
+    pub pipeline_objects: usize,
+    /// Watch events of scenario 5.
+    pub pipeline_events: usize,
+    /// Where to write every sample as JSON.
+    pub json: PathBuf,
+    /// Create the objects, print the kubeconfig's path and wait (until killed)
+    /// instead of measuring: for profiling workers by hand.
+    pub serve: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            pairs: 3,
+            only: vec![1, 2, 3, 4, 5],
+            objects: 10_000,
+            large_objects: 50_000,
+            payload: 1024,
+            large_payload: 1024,
+            updates: 5_000,
+            pipeline_objects: 10_000,
+            pipeline_events: 500_000,
+            json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
+            serve: false,
+        }
+    }
+}
+
+impl Options {
+    /// Parses the command line (see the [module docs](self)).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<Self> {
+        let mut options = Self::default();
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--pairs" => options.pairs = value()?.parse()?,
+                "--only" => {
+                    options.only = value()?
+                        .split(',')
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()?;
+                }
+                "--objects" => options.objects = value()?.parse()?,
+                "--large-objects" => options.large_objects = value()?.parse()?,
+                "--payload" => options.payload = value()?.parse()?,
+                "--large-payload" => options.large_payload = value()?.parse()?,
+                "--updates" => options.updates = value()?.parse()?,
+                "--pipeline-objects" => options.pipeline_objects = value()?.parse()?,
+                "--pipeline-events" => options.pipeline_events = value()?.parse()?,
+                "--json" => options.json = value()?.into(),
+                "--serve" => options.serve = true,
+                "-h" | "--help" => {
+                    println!("see the docs of informer_benches::driver for the flags");
+                    std::process::exit(0);
+                }
+                other => bail!("unknown flag {other:?}"),
+            }
+        }
+        if options.pairs == 0 {
+            bail!("--pairs must be at least 1");
+        }
+        if options.updates == 0 || options.updates > options.objects {
+            bail!("--updates must be between 1 and --objects");
+        }
+        Ok(options)
+    }
+
+    fn runs(&self, scenario: u8) -> bool {
+        self.only.contains(&scenario)
+    }
+}
+
+/// Runs the driver with the process's arguments.
+pub fn main() -> anyhow::Result<()> {
+    let options = Options::parse(std::env::args().skip(1))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(options))
+}
+
+/// The machine the run happens on.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Machine {
+    cores: usize,
+    memory: String,
+    cpu: String,
+    kernel: String,
+}
+
+impl Machine {
+    fn read() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let mem_kib: f64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0.0);
+        Self {
+            cores: std::thread::available_parallelism().map_or(0, usize::from),
+            memory: format!("{:.1} GiB", mem_kib / MIB / MIB),
+            cpu: cpuinfo
+                .lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+                .unwrap_or_default(),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+        }
+    }
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The worker binary: `bench-worker` beside this executable, built first when the
+/// driver runs under cargo.
+fn worker_path() -> anyhow::Result<PathBuf> {
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut command = std::process::Command::new(cargo);
+        command.current_dir(&workspace).args([
+            "build",
+            "--quiet",
+            "-p",
+            "informer-benches",
+            "--bin",
+            "bench-worker",
+        ]);
+        if !cfg!(debug_assertions) {
+            command.arg("--release");
+        }
+        let status = command.status().context("building bench-worker")?;
+        if !status.success() {
+            bail!("building bench-worker failed");
+        }
+    }
+    let worker = std::env::current_exe()?.with_file_name("bench-worker");
+    if !worker.exists() {
+        bail!(
+            "{} not found: build it with `cargo build --release -p informer-benches --bins`",
+            worker.display()
+        );
+    }
+    Ok(worker)
+}
+
+/// Everything measured, for the JSON file.
+#[derive(Debug, Default, serde::Serialize)]
+struct Samples {
+    sync_small: Vec<SyncSample>,
+    sync_large: Vec<SyncSample>,
+    watch: Vec<WatchSample>,
+    watch_apply_seconds: Vec<f64>,
+    queries: Vec<QuerySample>,
+    pipeline: Vec<PipelineSample>,
+}
+
+async fn run(options: Options) -> anyhow::Result<()> {
+    let worker = worker_path()?;
+    let machine = Machine::read();
+    let load_before = load_average();
+    let started = Instant::now();
+    eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
+
+    let needs_server = options.runs(1) || options.runs(2) || options.runs(3);
+    let env = if needs_server {
+        eprintln!("[bench] starting the control plane");
+        Some(TestEnv::start().await?)
+    } else {
+        None
+    };
+    let kubeconfig = env.as_ref().map(|env| env.kubeconfig_path().to_path_buf());
+    let client = env.as_ref().map(TestEnv::client).transpose()?;
+    if let Some(client) = &client {
+        if options.runs(1) || options.runs(3) {
+            create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
+        }
+        if options.runs(2) {
+            create_objects(
+                client,
+                LARGE_NAMESPACE,
+                options.large_objects,
+                options.large_payload,
+            )
+            .await?;
+        }
+    }
+
+    if options.serve {
+        if let Some(path) = &kubeconfig {
+            println!("KUBECONFIG={}", path.display());
+        }
+        eprintln!("[bench] serving until killed");
+        return std::future::pending().await;
+    }
+
+    let mut rows = Vec::new();
+    let mut samples = Samples::default();
+    let kubeconfig = kubeconfig.as_deref();
+    if options.runs(1) {
+        let label = format!("1. sync {}", thousands(options.objects));
+        let pairs = sync_pairs(&worker, kubeconfig, SMALL_NAMESPACE, options.pairs, &label).await?;
+        check_count(&pairs, options.objects)?;
+        rows.extend(sync_rows(&label, &pairs));
+        samples.sync_small = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+    }
+    if options.runs(2) {
+        let label = format!("2. sync {}", thousands(options.large_objects));
+        let pairs = sync_pairs(&worker, kubeconfig, LARGE_NAMESPACE, options.pairs, &label).await?;
+        check_count(&pairs, options.large_objects)?;
+        rows.extend(sync_rows(&label, &pairs));
+        samples.sync_large = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+    }
+    if options.runs(3) {
+        let client = client.as_ref().context("no client")?;
+        let label = format!("3. watch {} updates", thousands(options.updates));
+        let mut pairs = Vec::new();
+        for pair in 0..options.pairs {
+            let run = |implementation, round| {
+                watch_run(
+                    &worker,
+                    kubeconfig,
+                    client,
+                    implementation,
+                    round,
+                    options.updates,
+                )
+            };
+            let (ours, ours_apply) = run(Implementation::Ours, pair * 2).await?;
+            log_watch(&label, pair, &ours, ours_apply);
+            let (theirs, theirs_apply) = run(Implementation::KubeRuntime, pair * 2 + 1).await?;
+            log_watch(&label, pair, &theirs, theirs_apply);
+            samples
+                .watch_apply_seconds
+                .extend([ours_apply, theirs_apply]);
+            pairs.push((ours, theirs));
+        }
+        rows.extend(watch_rows(&label, &pairs, options.updates));
+        samples.watch = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+    }
+    if options.runs(4) {
+        let label = format!("4. queries on {}", thousands(options.objects));
+        for run in 0..options.pairs {
+            let objects = options.objects.to_string();
+            let WorkerReport::Queries(sample) =
+                run_worker(&worker, None, &["queries", &objects]).await?
+            else {
+                bail!("the queries worker reported something else");
+            };
+            for q in &sample.queries {
+                eprintln!(
+                    "[{label}] run {}: {}: ours {:.0}/s ({} found), kube-runtime {:.0}/s ({} found)",
+                    run + 1,
+                    q.name,
+                    q.ours_per_second,
+                    q.ours_results,
+                    q.theirs_per_second,
+                    q.theirs_results
+                );
+            }
+            samples.queries.push(sample);
+        }
+        rows.extend(query_rows(&label, &samples.queries));
+    }
+    if options.runs(5) {
+        let label = format!(
+            "5. pipeline ({} listed + {} updates)",
+            thousands(options.pipeline_objects),
+            thousands(options.pipeline_events)
+        );
+        for handlers in [1usize, 8] {
+            let mut runs = Vec::new();
+            for run in 0..options.pairs {
+                let args = [
+                    "pipeline".to_owned(),
+                    handlers.to_string(),
+                    options.pipeline_objects.to_string(),
+                    options.pipeline_events.to_string(),
+                ];
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let WorkerReport::Pipeline(sample) = run_worker(&worker, None, &args).await? else {
+                    bail!("the pipeline worker reported something else");
+                };
+                eprintln!(
+                    "[{label}] {handlers} handler(s), run {}: {:.0} deltas/s, {:.3} s, CPU {:.3} s",
+                    run + 1,
+                    sample.per_second,
+                    sample.seconds,
+                    sample.cpu_seconds
+                );
+                runs.push(sample);
+            }
+            let per_second = median(runs.iter().map(|s| s.per_second));
+            rows.push(Row {
+                scenario: label.clone(),
+                metric: format!(
+                    "deltas/s, {handlers} handler{}",
+                    if handlers == 1 { "" } else { "s" }
+                ),
+                ours: per_second,
+                theirs: None,
+                target: (handlers == 1).then_some(Target::AtLeast(1_000_000.0)),
+            });
+            rows.push(Row {
+                scenario: label.clone(),
+                metric: format!("CPU per delta, {handlers} handler(s) (µs)"),
+                ours: median(runs.iter().map(|s| s.cpu_seconds * 1e6 / s.deltas as f64)),
+                theirs: None,
+                target: None,
+            });
+            samples.pipeline.extend(runs);
+        }
+    }
+    drop(env);
+
+    let load_after = load_average();
+    let elapsed = started.elapsed();
+    println!(
+        "Machine: {} cores, {} RAM, {}, Linux {}",
+        machine.cores, machine.memory, machine.cpu, machine.kernel
+    );
+    println!(
+        "Load average (1, 5, 15 min): {load_before} before, {load_after} after; \
+         suite took {:.0} s; {} pair(s) per server scenario; medians.",
+        elapsed.as_secs_f64(),
+        options.pairs
+    );
+    if !samples.watch_apply_seconds.is_empty() {
+        println!(
+            "Scenario 3: the driver applied the {} updates in {:.2} s (median), 32 in flight.",
+            thousands(options.updates),
+            median(samples.watch_apply_seconds.iter().copied())
+        );
+    }
+    println!();
+    print!("{}", markdown(&rows));
+
+    if let Some(dir) = options.json.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let json = serde_json::json!({
+        "machine": machine,
+        "load_before": load_before,
+        "load_after": load_after,
+        "seconds": elapsed.as_secs_f64(),
+        "samples": samples,
+    });
+    std::fs::write(&options.json, serde_json::to_string_pretty(&json)?)?;
+    eprintln!("[bench] samples written to {}", options.json.display());
+    Ok(())
+}
+
+fn thousands(n: usize) -> String {
+    crate::report::human(n as f64)
+}
+
+/// Creates `namespace` and `count` ConfigMaps in it.
+async fn create_objects(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+    payload: usize,
+) -> anyhow::Result<()> {
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    namespaces.create(&PostParams::default(), &ns).await?;
+    let api = Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    let started = Instant::now();
+    let mut created = 0usize;
+    let mut creates = futures::stream::iter(0..count)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let cm = objects::config_map(i, payload, None);
+                api.create(&PostParams::default(), &cm).await
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY);
+    while let Some(result) = creates.next().await {
+        result.with_context(|| format!("creating ConfigMaps in {namespace}"))?;
+        created += 1;
+        if created.is_multiple_of(10_000) || created == count {
+            let seconds = started.elapsed().as_secs_f64();
+            eprintln!(
+                "[bench] {namespace}: {created}/{count} ConfigMaps created in {seconds:.1} s ({:.0}/s)",
+                created as f64 / seconds
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs one worker to completion and returns its report.
+async fn run_worker(
+    worker: &Path,
+    kubeconfig: Option<&Path>,
+    args: &[&str],
+) -> anyhow::Result<WorkerReport> {
+    let mut command = tokio::process::Command::new(worker);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(kubeconfig) = kubeconfig {
+        command.env("KUBECONFIG", kubeconfig);
+    }
+    let output = command.output().await?;
+    if !output.status.success() {
+        bail!("worker {args:?} failed: {}", output.status);
+    }
+    parse_report(&String::from_utf8_lossy(&output.stdout))
+}
+
+fn parse_report(stdout: &str) -> anyhow::Result<WorkerReport> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .context("the worker printed nothing")?;
+    serde_json::from_str(line).with_context(|| format!("reading the worker's report {line:?}"))
+}
+
+async fn sync_pairs(
+    worker: &Path,
+    kubeconfig: Option<&Path>,
+    namespace: &str,
+    pairs: usize,
+    label: &str,
+) -> anyhow::Result<Vec<(SyncSample, SyncSample)>> {
+    let mut out = Vec::new();
+    for pair in 0..pairs {
+        let mut both = Vec::new();
+        for implementation in [Implementation::Ours, Implementation::KubeRuntime] {
+            let report = run_worker(
+                worker,
+                kubeconfig,
+                &["sync", implementation.as_str(), namespace],
+            )
+            .await?;
+            let WorkerReport::Sync(sample) = report else {
+                bail!("the sync worker reported something else");
+            };
+            eprintln!(
+                "[{label}] pair {}: {:<12} synced {:.3} s, CPU {:.3} s (user {:.2}, sys {:.2}), \
+                 RSS {:.1} -> peak {:.1}, after {:.1} MiB, {} objects",
+                pair + 1,
+                implementation.as_str(),
+                sample.synced_seconds,
+                sample.cpu_seconds,
+                sample.user_seconds,
+                sample.sys_seconds,
+                sample.baseline_rss_kib as f64 / MIB,
+                sample.peak_rss_kib as f64 / MIB,
+                sample.rss_after_sync_kib as f64 / MIB,
+                sample.objects
+            );
+            both.push(sample);
+        }
+        let theirs = both.pop().context("two samples")?;
+        let ours = both.pop().context("two samples")?;
+        out.push((ours, theirs));
+    }
+    Ok(out)
+}
+
+fn check_count(pairs: &[(SyncSample, SyncSample)], expected: usize) -> anyhow::Result<()> {
+    for sample in pairs.iter().flat_map(|(a, b)| [a, b]) {
+        if sample.objects != expected {
+            bail!(
+                "{} synced {} objects, expected {expected}",
+                sample.implementation.as_str(),
+                sample.objects
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Medians of `f` over our samples and over theirs.
+fn medians<T>(pairs: &[(T, T)], f: impl Fn(&T) -> f64) -> (f64, f64) {
+    (
+        median(pairs.iter().map(|(ours, _)| f(ours))),
+        median(pairs.iter().map(|(_, theirs)| f(theirs))),
+    )
+}
+
+fn sync_rows(label: &str, pairs: &[(SyncSample, SyncSample)]) -> Vec<Row> {
+    let row = |metric: &str, f: &dyn Fn(&SyncSample) -> f64, target| {
+        let (ours, theirs) = medians(pairs, f);
+        Row {
+            scenario: label.to_owned(),
+            metric: metric.to_owned(),
+            ours,
+            theirs: Some(theirs),
+            target,
+        }
+    };
+    let mib = |kib: u64| kib as f64 / MIB;
+    vec![
+        row(
+            "time to synced (s)",
+            &|s| s.synced_seconds,
+            Some(Target::RatioAtMost(1.0)),
+        ),
+        row(
+            "CPU to sync, user+sys (s)",
+            &|s| s.cpu_seconds,
+            Some(Target::RatioAtMost(0.8)),
+        ),
+        row(
+            "peak RSS (MiB)",
+            &|s| mib(s.peak_rss_kib),
+            Some(Target::RatioAtMost(0.6)),
+        ),
+        row("RSS after sync (MiB)", &|s| mib(s.rss_after_sync_kib), None),
+        row("RSS before start (MiB)", &|s| mib(s.baseline_rss_kib), None),
+        row(
+            "CPU per object (µs)",
+            &|s| s.cpu_seconds * 1e6 / s.objects as f64,
+            None,
+        ),
+        row(
+            "peak RSS above start, per object (bytes)",
+            &|s| {
+                (s.peak_rss_kib.saturating_sub(s.baseline_rss_kib) * 1024) as f64 / s.objects as f64
+            },
+            None,
+        ),
+        row(
+            "RSS after sync above start, per object (bytes)",
+            &|s| {
+                (s.rss_after_sync_kib.saturating_sub(s.baseline_rss_kib) * 1024) as f64
+                    / s.objects as f64
+            },
+            None,
+        ),
+    ]
+}
+
+/// One watch-throughput run: starts the worker, waits for its sync, applies the
+/// updates and the marker, and returns its report and the seconds the updates took.
+async fn watch_run(
+    worker: &Path,
+    kubeconfig: Option<&Path>,
+    client: &kube::Client,
+    implementation: Implementation,
+    round: usize,
+    updates: usize,
+) -> anyhow::Result<(WatchSample, f64)> {
+    let mut command = tokio::process::Command::new(worker);
+    command
+        .args(["watch", implementation.as_str(), SMALL_NAMESPACE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(kubeconfig) = kubeconfig {
+        command.env("KUBECONFIG", kubeconfig);
+    }
+    let mut child = command.spawn()?;
+    let mut stdin = child.stdin.take().context("worker stdin")?;
+    let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
+    loop {
+        let line = lines
+            .next_line()
+            .await?
+            .context("the watch worker exited before syncing")?;
+        if line.trim() == "synced" {
+            break;
+        }
+    }
+
+    let api = Api::<ConfigMap>::namespaced(client.clone(), SMALL_NAMESPACE);
+    let tag = format!("r{round}");
+    let marker = objects::name(updates - 1);
+    let final_value = format!("{tag}-final");
+    stdin
+        .write_all(format!("go {marker} {final_value}\n").as_bytes())
+        .await?;
+    stdin.flush().await?;
+    let started = Instant::now();
+    let patch = |i: usize, value: String| {
+        let api = api.clone();
+        async move {
+            let body = serde_json::json!({ "data": { "rev": value } });
+            api.patch(
+                &objects::name(i),
+                &PatchParams::default(),
+                &Patch::Merge(&body),
+            )
+            .await
+        }
+    };
+    futures::stream::iter(0..updates - 1)
+        .map(|i| patch(i, format!("{tag}-{i}")))
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_for_each(|_| futures::future::ready(Ok(())))
+        .await?;
+    // The marker goes last, after every other update was acknowledged.
+    patch(updates - 1, final_value).await?;
+    let applied = started.elapsed().as_secs_f64();
+
+    let mut last = String::new();
+    while let Some(line) = lines.next_line().await? {
+        if !line.trim().is_empty() {
+            last = line;
+        }
+    }
+    let status = child.wait().await?;
+    if !status.success() {
+        bail!("the watch worker failed: {status}");
+    }
+    match parse_report(&last)? {
+        WorkerReport::Watch(sample) => Ok((sample, applied)),
+        _ => bail!("the watch worker reported something else"),
+    }
+}
+
+fn log_watch(label: &str, pair: usize, sample: &WatchSample, applied: f64) {
+    eprintln!(
+        "[{label}] pair {}: {:<12} last update cached after {:.3} s (driver applied in {:.3} s), \
+         CPU {:.3} s, peak RSS {:.1} MiB",
+        pair + 1,
+        sample.implementation.as_str(),
+        sample.seconds,
+        applied,
+        sample.cpu_seconds,
+        sample.peak_rss_kib as f64 / MIB
+    );
+}
+
+fn watch_rows(label: &str, pairs: &[(WatchSample, WatchSample)], updates: usize) -> Vec<Row> {
+    let row = |metric: &str, f: &dyn Fn(&WatchSample) -> f64| {
+        let (ours, theirs) = medians(pairs, f);
+        Row {
+            scenario: label.to_owned(),
+            metric: metric.to_owned(),
+            ours,
+            theirs: Some(theirs),
+            target: None,
+        }
+    };
+    vec![
+        row("time until the last update is cached (s)", &|s| s.seconds),
+        row("client CPU, user+sys (s)", &|s| s.cpu_seconds),
+        row("CPU per update (µs)", &|s| {
+            s.cpu_seconds * 1e6 / updates as f64
+        }),
+        row("peak RSS (MiB)", &|s| s.peak_rss_kib as f64 / MIB),
+    ]
+}
+
+fn query_rows(label: &str, samples: &[QuerySample]) -> Vec<Row> {
+    let Some(first) = samples.first() else {
+        return Vec::new();
+    };
+    first
+        .queries
+        .iter()
+        .enumerate()
+        .map(|(i, query)| {
+            let ours = median(samples.iter().map(|s| s.queries[i].ours_per_second));
+            let theirs = median(samples.iter().map(|s| s.queries[i].theirs_per_second));
+            let indexed = query.name.starts_with("list by");
+            Row {
+                scenario: label.to_owned(),
+                metric: format!("{} (ops/s)", query.name),
+                ours,
+                theirs: Some(theirs),
+                target: indexed.then_some(Target::RatioAtLeast(100.0)),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,111 @@
+//! What a worker measures about itself: CPU time and resident memory.
+//!
+//! - CPU: `getrusage(RUSAGE_SELF)`, the user and system time of every thread of the
+//!   process, alive or exited, in microseconds.
+//! - Memory: `VmRSS` (resident now) and `VmHWM` (the peak resident size so far) from
+//!   `/proc/self/status`.
+
+use std::time::Duration;
+
+use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::time::TimeVal;
+
+/// User and system CPU time used by this process so far.
+pub fn user_sys() -> (Duration, Duration) {
+    let to_duration = |t: TimeVal| {
+        Duration::from_secs(u64::try_from(t.tv_sec()).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec()).unwrap_or(0))
+    };
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(usage) => (
+            to_duration(usage.user_time()),
+            to_duration(usage.system_time()),
+        ),
+        Err(_) => (Duration::ZERO, Duration::ZERO),
+    }
+}
+
+/// User + system CPU time used by this process so far.
+pub fn cpu_time() -> Duration {
+    let (user, sys) = user_sys();
+    user + sys
+}
+
+/// Resident memory, in KiB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// `VmRSS`: resident now.
+    pub rss_kib: u64,
+    /// `VmHWM`: the peak resident size so far.
+    pub peak_kib: u64,
+}
+
+/// Reads [`Memory`] from `/proc/self/status`.
+pub fn memory() -> Memory {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Memory {
+        rss_kib: field("VmRSS:"),
+        peak_kib: field("VmHWM:"),
+    }
+}
+
+/// A moment in a worker's life: wall clock and CPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    wall: std::time::Instant,
+    user_sys: (Duration, Duration),
+}
+
+impl Mark {
+    /// Now.
+    pub fn now() -> Self {
+        Self {
+            wall: std::time::Instant::now(),
+            user_sys: user_sys(),
+        }
+    }
+
+    /// Wall-clock seconds since this mark.
+    pub fn wall_seconds(&self) -> f64 {
+        self.wall.elapsed().as_secs_f64()
+    }
+
+    /// CPU seconds (user + system) since this mark.
+    pub fn cpu_seconds(&self) -> f64 {
+        let (user, sys) = self.user_sys_seconds();
+        user + sys
+    }
+
+    /// User and system CPU seconds since this mark.
+    pub fn user_sys_seconds(&self) -> (f64, f64) {
+        let (user, sys) = user_sys();
+        (
+            user.saturating_sub(self.user_sys.0).as_secs_f64(),
+            sys.saturating_sub(self.user_sys.1).as_secs_f64(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_its_own_figures() {
+        let mark = Mark::now();
+        let mut x = 0u64;
+        for i in 0..1_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        assert!(mark.cpu_seconds() > 0.0);
+        let memory = memory();
+        assert!(memory.rss_kib > 0 && memory.peak_kib >= memory.rss_kib);
+    }
+}

@@ -1,0 +1,290 @@
+//! What workers report (one JSON line each) and the table the driver prints.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// The implementation a run measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Implementation {
+    /// This project's `SharedIndexInformer`.
+    Ours,
+    /// kube-runtime's `reflector` + `watcher`.
+    KubeRuntime,
+}
+
+impl Implementation {
+    /// The name used on worker command lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Implementation::Ours => "ours",
+            Implementation::KubeRuntime => "kube-runtime",
+        }
+    }
+
+    /// Parses [`Implementation::as_str`].
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ours" => Some(Implementation::Ours),
+            "kube-runtime" => Some(Implementation::KubeRuntime),
+            _ => None,
+        }
+    }
+}
+
+/// One initial sync (scenarios 1 and 2).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncSample {
+    /// Which implementation ran.
+    pub implementation: Implementation,
+    /// Objects in the cache once synced.
+    pub objects: usize,
+    /// Seconds from start to synced.
+    pub synced_seconds: f64,
+    /// CPU seconds (user + system) from start to synced.
+    pub cpu_seconds: f64,
+    /// User CPU seconds.
+    pub user_seconds: f64,
+    /// System CPU seconds.
+    pub sys_seconds: f64,
+    /// RSS before starting (runtime and client built), KiB.
+    pub baseline_rss_kib: u64,
+    /// Peak RSS (`VmHWM`) once synced, KiB.
+    pub peak_rss_kib: u64,
+    /// RSS (`VmRSS`) once synced, KiB.
+    pub rss_after_sync_kib: u64,
+}
+
+/// One watch-throughput run (scenario 3).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WatchSample {
+    /// Which implementation ran.
+    pub implementation: Implementation,
+    /// Seconds from "go" until the cache held the last update.
+    pub seconds: f64,
+    /// CPU seconds (user + system) in that time.
+    pub cpu_seconds: f64,
+    /// Peak RSS (`VmHWM`) at the end, KiB.
+    pub peak_rss_kib: u64,
+    /// RSS (`VmRSS`) at the end, KiB.
+    pub rss_kib: u64,
+}
+
+/// One query measured on both caches (scenario 4).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QueryResult {
+    /// What the query does.
+    pub name: String,
+    /// Our operations per second (median of the rounds).
+    pub ours_per_second: f64,
+    /// kube-runtime's operations per second (median of the rounds).
+    pub theirs_per_second: f64,
+    /// Objects one of our queries returns.
+    pub ours_results: usize,
+    /// Objects one of kube-runtime's queries returns.
+    pub theirs_results: usize,
+}
+
+/// One queries run (scenario 4).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QuerySample {
+    /// Objects in each cache.
+    pub objects: usize,
+    /// Each query.
+    pub queries: Vec<QueryResult>,
+}
+
+/// One pipeline run (scenario 5).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PipelineSample {
+    /// Handlers registered.
+    pub handlers: usize,
+    /// Deltas pushed through (list + watch events); each reaches every handler.
+    pub deltas: usize,
+    /// Seconds from the list request until every handler had every notification.
+    pub seconds: f64,
+    /// Deltas per second.
+    pub per_second: f64,
+    /// CPU seconds in that time.
+    pub cpu_seconds: f64,
+    /// Peak RSS, KiB (includes the prebuilt events).
+    pub peak_rss_kib: u64,
+}
+
+/// What a worker prints as its last stdout line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum WorkerReport {
+    /// See [`SyncSample`].
+    Sync(SyncSample),
+    /// See [`WatchSample`].
+    Watch(WatchSample),
+    /// See [`QuerySample`].
+    Queries(QuerySample),
+    /// See [`PipelineSample`].
+    Pipeline(PipelineSample),
+}
+
+/// The median (the mean of the two middle values for an even count); NaN when empty.
+pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.into_iter().collect();
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    }
+}
+
+/// A target on a row: the ratio ours/theirs (or our value alone, without a
+/// kube-runtime column) must be at most or at least this.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    /// The ratio must be at most this.
+    RatioAtMost(f64),
+    /// The ratio must be at least this.
+    RatioAtLeast(f64),
+    /// Our value must be at least this.
+    AtLeast(f64),
+}
+
+impl Target {
+    fn describe(self) -> String {
+        match self {
+            Target::RatioAtMost(x) => format!("<= {x}x"),
+            Target::RatioAtLeast(x) => format!(">= {x}x"),
+            Target::AtLeast(x) => format!(">= {}", human(x)),
+        }
+    }
+
+    fn met(self, ours: f64, ratio: Option<f64>) -> bool {
+        match self {
+            Target::RatioAtMost(x) => ratio.is_some_and(|r| r <= x),
+            Target::RatioAtLeast(x) => ratio.is_some_and(|r| r >= x),
+            Target::AtLeast(x) => ours >= x,
+        }
+    }
+}
+
+/// One row of the result table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The scenario, e.g. `1. sync 10k`.
+    pub scenario: String,
+    /// What is measured, with its unit.
+    pub metric: String,
+    /// Our median.
+    pub ours: f64,
+    /// kube-runtime's median, when compared.
+    pub theirs: Option<f64>,
+    /// The target, if the issue sets one.
+    pub target: Option<Target>,
+}
+
+impl Row {
+    /// ours / theirs.
+    pub fn ratio(&self) -> Option<f64> {
+        self.theirs.map(|t| self.ours / t)
+    }
+
+    /// Whether the target is met (`None` without a target).
+    pub fn met(&self) -> Option<bool> {
+        self.target.map(|t| t.met(self.ours, self.ratio()))
+    }
+}
+
+/// Formats a figure with three significant digits (and thousands separators above).
+pub fn human(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".to_owned();
+    }
+    let abs = x.abs();
+    if abs >= 1000.0 {
+        let rounded = x.round() as i64;
+        let digits = rounded.unsigned_abs().to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if rounded < 0 {
+            out.insert(0, '-');
+        }
+        out
+    } else if abs >= 100.0 {
+        format!("{x:.0}")
+    } else if abs >= 10.0 {
+        format!("{x:.1}")
+    } else if abs >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn ratio_text(ratio: f64) -> String {
+    if ratio >= 100.0 {
+        format!("{}x", human(ratio))
+    } else {
+        format!("{ratio:.2}x")
+    }
+}
+
+/// The rows as a Markdown table.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "| scenario | metric | ours | kube-runtime | ours/kube-runtime | target | met |\n",
+    );
+    out.push_str("|---|---|---:|---:|---:|---|---|\n");
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            row.scenario,
+            row.metric,
+            human(row.ours),
+            row.theirs.map(human).unwrap_or_else(|| "-".to_owned()),
+            row.ratio()
+                .map(ratio_text)
+                .unwrap_or_else(|| "-".to_owned()),
+            row.target.map(Target::describe).unwrap_or_default(),
+            match row.met() {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "",
+            },
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_formatting() {
+        assert_eq!(median([3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median([]).is_nan());
+        assert_eq!(human(1_234_567.0), "1,234,567");
+        assert_eq!(human(0.1234), "0.123");
+        let row = Row {
+            scenario: "x".into(),
+            metric: "m".into(),
+            ours: 1.0,
+            theirs: Some(2.0),
+            target: Some(Target::RatioAtMost(0.6)),
+        };
+        assert_eq!(row.met(), Some(true));
+        assert!(markdown(&[row]).contains("| 0.50x |"));
+    }
+}

@@ -1,0 +1,455 @@
+//! The measured side of every scenario: one child process per run.
+//!
+//! ```text
+//! bench-worker sync     <ours|kube-runtime> <namespace>
+//! bench-worker watch    <ours|kube-runtime> <namespace>
+//! bench-worker queries  <objects>
+//! bench-worker pipeline <handlers> <objects> <events>
+//! ```
+//!
+//! A worker prints one JSON [`WorkerReport`] as its last line on stdout and exits.
+//! The server modes build their client from `KUBECONFIG` (`kube::Client::try_default`)
+//! and measure from the moment the informer (or the watcher) starts; the baseline RSS is
+//! read just before, with the runtime and the client already built.
+//!
+//! `watch` first syncs, prints `synced`, then waits for a line `go <name> <value>` on
+//! stdin: from then on it measures until its cache shows `data.rev == value` on object
+//! `name`, polling the cache every 5 ms (the same lookup on both sides).
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use futures::StreamExt;
+use informer::informer::{
+    InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
+};
+use informer::store::{Indexers, Selector};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube_runtime::reflector::{self, ObjectRef, Store};
+use kube_runtime::watcher;
+
+use crate::measure::{Mark, memory};
+use crate::objects;
+use crate::report::{
+    Implementation, PipelineSample, QueryResult, QuerySample, SyncSample, WatchSample,
+    WorkerReport, median,
+};
+use crate::synthetic::SyntheticListerWatcher;
+
+/// Namespaces the query scenario spreads its objects over.
+pub const QUERY_NAMESPACES: usize = 10;
+
+/// Runs the worker with the process's arguments.
+pub fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(run(&args))?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
+    stdout.flush()?;
+    // Skip tearing down caches of tens of thousands of objects: nothing is measured
+    // after this point.
+    std::process::exit(0);
+}
+
+async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
+    let arg = |i: usize| -> anyhow::Result<&str> {
+        args.get(i)
+            .map(String::as_str)
+            .with_context(|| format!("missing argument {i}; usage in the worker's docs"))
+    };
+    let implementation = |i: usize| -> anyhow::Result<Implementation> {
+        let s = arg(i)?;
+        Implementation::parse(s).with_context(|| format!("unknown implementation {s:?}"))
+    };
+    match arg(0)? {
+        "sync" => Ok(WorkerReport::Sync(sync(implementation(1)?, arg(2)?).await?)),
+        "watch" => Ok(WorkerReport::Watch(
+            watch(implementation(1)?, arg(2)?).await?,
+        )),
+        "queries" => Ok(WorkerReport::Queries(queries(arg(1)?.parse()?).await?)),
+        "pipeline" => Ok(WorkerReport::Pipeline(
+            pipeline(arg(1)?.parse()?, arg(2)?.parse()?, arg(3)?.parse()?).await?,
+        )),
+        other => bail!("unknown mode {other:?}"),
+    }
+}
+
+/// A synced cache of either implementation, readable by key.
+enum Cache {
+    Ours(SharedIndexInformer<ConfigMap>),
+    KubeRuntime(Store<ConfigMap>),
+}
+
+impl Cache {
+    fn len(&self) -> usize {
+        match self {
+            Cache::Ours(informer) => informer.indexer().len(),
+            Cache::KubeRuntime(store) => store.len(),
+        }
+    }
+
+    fn get(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
+        match self {
+            Cache::Ours(informer) => informer.lister().namespaced(namespace).get(name).ok(),
+            Cache::KubeRuntime(store) => store.get(&ObjectRef::new(name).within(namespace)),
+        }
+    }
+}
+
+/// Starts `implementation` on `namespace` and returns once it has synced.
+async fn start_and_sync(
+    implementation: Implementation,
+    api: Api<ConfigMap>,
+) -> anyhow::Result<Cache> {
+    match implementation {
+        Implementation::Ours => {
+            let informer = SharedIndexInformer::new(api);
+            tokio::spawn({
+                let informer = informer.clone();
+                async move { informer.run(std::future::pending()).await }
+            });
+            wait_for_cache_sync(&[&informer]).await;
+            Ok(Cache::Ours(informer))
+        }
+        Implementation::KubeRuntime => {
+            let (reader, writer) = reflector::store::<ConfigMap>();
+            let stream =
+                reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()));
+            tokio::spawn(stream.for_each(|_| futures::future::ready(())));
+            reader.wait_until_ready().await?;
+            Ok(Cache::KubeRuntime(reader))
+        }
+    }
+}
+
+/// Scenarios 1 and 2: one initial sync.
+async fn sync(implementation: Implementation, namespace: &str) -> anyhow::Result<SyncSample> {
+    let client = kube::Client::try_default().await?;
+    let api = Api::<ConfigMap>::namespaced(client, namespace);
+    let baseline = memory();
+    let mark = Mark::now();
+    let cache = start_and_sync(implementation, api).await?;
+    let synced_seconds = mark.wall_seconds();
+    let cpu_seconds = mark.cpu_seconds();
+    let (user_seconds, sys_seconds) = mark.user_sys_seconds();
+    let after = memory();
+    Ok(SyncSample {
+        implementation,
+        objects: cache.len(),
+        synced_seconds,
+        cpu_seconds,
+        user_seconds,
+        sys_seconds,
+        baseline_rss_kib: baseline.rss_kib,
+        peak_rss_kib: after.peak_kib,
+        rss_after_sync_kib: after.rss_kib,
+    })
+}
+
+/// How often the watch scenario looks for the last update in the cache: the lookup is
+/// the same on both sides, and rare enough to cost next to nothing.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Scenario 3: sync, then follow the driver's updates until the last one shows.
+async fn watch(implementation: Implementation, namespace: &str) -> anyhow::Result<WatchSample> {
+    let client = kube::Client::try_default().await?;
+    let api = Api::<ConfigMap>::namespaced(client, namespace);
+    let cache = start_and_sync(implementation, api).await?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "synced")?;
+        stdout.flush()?;
+    }
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await??;
+    let mark = Mark::now();
+    let mut words = line.split_whitespace();
+    let (Some("go"), Some(name), Some(value)) = (words.next(), words.next(), words.next()) else {
+        bail!("expected `go <name> <value>`, got {line:?}");
+    };
+    loop {
+        let seen = cache.get(namespace, name).is_some_and(|cm| {
+            cm.data
+                .as_ref()
+                .and_then(|d| d.get("rev"))
+                .is_some_and(|rev| rev == value)
+        });
+        if seen {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let seconds = mark.wall_seconds();
+    let cpu_seconds = mark.cpu_seconds();
+    let after = memory();
+    Ok(WatchSample {
+        implementation,
+        seconds,
+        cpu_seconds,
+        peak_rss_kib: after.peak_kib,
+        rss_kib: after.rss_kib,
+    })
+}
+
+/// Calls `op` with 0, 1, 2... for about `budget`; returns calls per second and what
+/// the last call returned.
+fn rate(budget: Duration, mut op: impl FnMut(usize) -> usize) -> (f64, usize) {
+    let started = Instant::now();
+    let mut calls = 0usize;
+    let mut batch = 1usize;
+    let mut last = 0;
+    loop {
+        for _ in 0..batch {
+            last = std::hint::black_box(op(calls));
+            calls += 1;
+        }
+        let elapsed = started.elapsed();
+        if elapsed >= budget {
+            return (calls as f64 / elapsed.as_secs_f64(), last);
+        }
+        batch = (batch * 2).min(1 << 16);
+    }
+}
+
+/// Scenario 4: the same queries on both caches, in alternating rounds.
+async fn queries(count: usize) -> anyhow::Result<QuerySample> {
+    const ROUNDS: usize = 5;
+    const BUDGET: Duration = Duration::from_millis(150);
+    let namespaces: Vec<String> = (0..QUERY_NAMESPACES).map(|n| format!("ns-{n}")).collect();
+    let build = |i: usize| {
+        let mut cm = objects::config_map(i, 1024, Some(&namespaces[i % QUERY_NAMESPACES]));
+        cm.metadata.resource_version = Some("1".to_owned());
+        cm
+    };
+    let list: Vec<ConfigMap> = (0..count).map(build).collect();
+
+    // Ours: an informer with the namespace index, a label index on `app` and a custom
+    // index on `owner`.
+    let options = InformerOptions::default().indexers(
+        Indexers::new()
+            .with_namespace_index()
+            .with_label_index("app")
+            .with_fn("owner", |cm: &ConfigMap| {
+                cm.data.as_ref().and_then(|d| d.get("owner")).cloned()
+            }),
+    );
+    let informer = SharedIndexInformer::with_options(
+        SyntheticListerWatcher::new(list.clone(), Vec::new(), 1),
+        options,
+    )?;
+    tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.run(std::future::pending()).await }
+    });
+    wait_for_cache_sync(&[&informer]).await;
+
+    // kube-runtime: its reflector fed the same objects as one initial list.
+    let (store, writer) = reflector::store::<ConfigMap>();
+    let events = std::iter::once(watcher::Event::Init)
+        .chain(list.into_iter().map(watcher::Event::InitApply))
+        .chain(std::iter::once(watcher::Event::InitDone))
+        .map(Ok::<_, watcher::Error>);
+    reflector::reflector(writer, futures::stream::iter(events))
+        .for_each(|_| futures::future::ready(()))
+        .await;
+    store.wait_until_ready().await?;
+    if informer.indexer().len() != count || store.len() != count {
+        bail!(
+            "caches hold {} and {} objects, expected {count}",
+            informer.indexer().len(),
+            store.len()
+        );
+    }
+
+    let names: Vec<String> = (0..count).map(objects::name).collect();
+    let lister = informer.lister();
+    let indexer = informer.indexer();
+    let ns_listers: Vec<_> = namespaces.iter().map(|ns| lister.namespaced(ns)).collect();
+    let apps: Vec<String> = (0..objects::APPS).map(objects::app).collect();
+    let our_selectors: Vec<Selector> = apps
+        .iter()
+        .map(|app| format!("app={app}").parse())
+        .collect::<Result<_, _>>()?;
+    let their_selectors: Vec<kube::core::Selector> = apps
+        .iter()
+        .map(|app| kube::core::Expression::Equal("app".into(), app.clone()).into())
+        .collect();
+    let owners: Vec<String> = (0..objects::OWNERS).map(objects::owner).collect();
+    // Walk the keys in a scattered order, not slot order.
+    let pick = |call: usize, n: usize| call.wrapping_mul(7919) % n;
+
+    type Op<'a> = Box<dyn FnMut(usize) -> usize + 'a>;
+    let mut cases: Vec<(String, Op<'_>, Op<'_>)> = vec![
+        (
+            "get by key".to_owned(),
+            Box::new(|call| {
+                let i = pick(call, count);
+                ns_listers[i % QUERY_NAMESPACES]
+                    .get(&names[i])
+                    .map_or(0, |_| 1)
+            }),
+            Box::new(|call| {
+                let i = pick(call, count);
+                let key = ObjectRef::new(&names[i]).within(&namespaces[i % QUERY_NAMESPACES]);
+                store.get(&key).map_or(0, |_| 1)
+            }),
+        ),
+        (
+            format!("list a namespace ({} objects)", count / QUERY_NAMESPACES),
+            Box::new(|call| ns_listers[call % QUERY_NAMESPACES].list_all().len()),
+            Box::new(|call| {
+                let ns = namespaces[call % QUERY_NAMESPACES].as_str();
+                store
+                    .state_filter(|cm| cm.metadata.namespace.as_deref() == Some(ns))
+                    .len()
+            }),
+        ),
+        (
+            format!(
+                "list by label selector app=.. ({} objects)",
+                count / objects::APPS
+            ),
+            Box::new(|call| lister.list(&our_selectors[pick(call, objects::APPS)]).len()),
+            Box::new(|call| {
+                store
+                    .state_filter_selector(&their_selectors[pick(call, objects::APPS)])
+                    .len()
+            }),
+        ),
+        (
+            format!(
+                "list by secondary index owner (data field, {} objects)",
+                count / objects::OWNERS
+            ),
+            Box::new(|call| {
+                indexer
+                    .by_index("owner", &owners[pick(call, objects::OWNERS)])
+                    .map_or(0, |found| found.len())
+            }),
+            Box::new(|call| {
+                let owner = owners[pick(call, objects::OWNERS)].as_str();
+                store
+                    .state_filter(|cm| {
+                        cm.data
+                            .as_ref()
+                            .and_then(|d| d.get("owner"))
+                            .is_some_and(|o| o == owner)
+                    })
+                    .len()
+            }),
+        ),
+    ];
+
+    let mut queries = Vec::new();
+    for (name, ours, theirs) in &mut cases {
+        let (mut our_rates, mut their_rates) = (Vec::new(), Vec::new());
+        let (mut our_results, mut their_results) = (0, 0);
+        for _ in 0..ROUNDS {
+            let (r, n) = rate(BUDGET, &mut *ours);
+            our_rates.push(r);
+            our_results = n;
+            let (r, n) = rate(BUDGET, &mut *theirs);
+            their_rates.push(r);
+            their_results = n;
+        }
+        queries.push(QueryResult {
+            name: name.clone(),
+            ours_per_second: median(our_rates),
+            theirs_per_second: median(their_rates),
+            ours_results: our_results,
+            theirs_results: their_results,
+        });
+    }
+    drop(cases);
+    Ok(QuerySample {
+        objects: count,
+        queries,
+    })
+}
+
+/// Counts notifications and reports the moment it has seen `target` of them.
+struct Counter {
+    seen: usize,
+    target: usize,
+    done: tokio::sync::mpsc::UnboundedSender<Instant>,
+}
+
+impl Counter {
+    fn count(&mut self) {
+        self.seen += 1;
+        if self.seen == self.target {
+            let _ = self.done.send(Instant::now());
+        }
+    }
+}
+
+impl ResourceEventHandler<ConfigMap> for Counter {
+    fn on_add(&mut self, _object: &Arc<ConfigMap>, _is_initial_list: bool) {
+        self.count();
+    }
+
+    fn on_update(&mut self, _old: &Arc<ConfigMap>, _new: &Arc<ConfigMap>) {
+        self.count();
+    }
+}
+
+/// Scenario 5: `objects` listed, then `events` updates, through the informer to
+/// `handlers` handlers.
+async fn pipeline(handlers: usize, count: usize, events: usize) -> anyhow::Result<PipelineSample> {
+    /// Events handed out before the synthetic watch returns `Pending` once (a busy
+    /// watch connection delivers many events per read).
+    const YIELD_EVERY: usize = 512;
+    let object = |i: usize, version: usize| {
+        let mut cm = objects::config_map(i, 0, Some("bench"));
+        cm.metadata.resource_version = Some(version.to_string());
+        cm
+    };
+    let list: Vec<ConfigMap> = (0..count).map(|i| object(i, 1)).collect();
+    let updates: Vec<ConfigMap> = (0..events).map(|e| object(e % count, e + 2)).collect();
+    let synthetic = SyntheticListerWatcher::new(list, updates, YIELD_EVERY);
+    let listed_at = synthetic.listed_at();
+    let informer = SharedIndexInformer::with_options(synthetic, InformerOptions::default())?;
+    let (done, mut finished) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..handlers {
+        informer.add_event_handler(Counter {
+            seen: 0,
+            target: count + events,
+            done: done.clone(),
+        })?;
+    }
+    drop(done);
+    let mark = Mark::now();
+    tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.run(std::future::pending()).await }
+    });
+    let mut last = None;
+    for _ in 0..handlers {
+        let at = finished.recv().await.context("a handler stopped early")?;
+        last = last.max(Some(at));
+    }
+    let cpu_seconds = mark.cpu_seconds();
+    let started = *listed_at.get().context("the informer never listed")?;
+    let seconds = last
+        .context("no handler")?
+        .duration_since(started)
+        .as_secs_f64();
+    let deltas = count + events;
+    Ok(PipelineSample {
+        handlers,
+        deltas,
+        seconds,
+        per_second: deltas as f64 / seconds,
+        cpu_seconds,
+        peak_rss_kib: memory().peak_kib,
+    })
+}
