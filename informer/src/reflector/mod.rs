@@ -244,10 +244,7 @@ where
         self.set_resource_version(progress, resource_version);
         let elapsed = started.elapsed();
         tracing::debug!(items = count, resource_version = %progress.last_resource_version, ?elapsed, "listed");
-        self.stats.list_completed(count, elapsed);
-        if let Some(m) = &self.config.metrics {
-            m.list_completed(count, elapsed);
-        }
+        self.record(|metrics| metrics.list_completed(count, elapsed));
         Ok(())
     }
 
@@ -260,7 +257,7 @@ where
             _ => None,
         };
         let mut items = Vec::new();
-        let mut request = crate::reflector::ListRequest {
+        let mut request = ListRequest {
             resource_version: resource_version.to_owned(),
             limit,
             continue_token: None,
@@ -317,10 +314,7 @@ where
                 Err(e) => return Err(ReflectorError::Watch(e)),
             };
             connect_backoff.reset();
-            self.stats.watch_started();
-            if let Some(m) = &self.config.metrics {
-                m.watch_started();
-            }
+            self.record(|metrics| metrics.watch_started());
             tracing::debug!(resource_version = %progress.last_resource_version, ?timeout, "watching");
 
             let mut events = 0usize;
@@ -344,10 +338,7 @@ where
             }
             let elapsed = started.elapsed();
             if events == 0 && elapsed < SHORT_WATCH {
-                self.stats.short_watch();
-                if let Some(m) = &self.config.metrics {
-                    m.short_watch();
-                }
+                self.record(|metrics| metrics.short_watch());
                 return Err(ReflectorError::ShortWatch(elapsed));
             }
             tracing::debug!(events, ?elapsed, "watch ended; resuming");
@@ -364,10 +355,7 @@ where
     }
 
     fn apply(&self, event: WatchEvent<K>, progress: &mut Progress) {
-        self.stats.watch_event();
-        if let Some(m) = &self.config.metrics {
-            m.watch_event();
-        }
+        self.record(|metrics| metrics.watch_event());
         // The object's resourceVersion is copied into a reused buffer before the object
         // moves into the store (and recorded after it), so events allocate nothing here.
         let mut rv = std::mem::take(&mut progress.event_resource_version);
@@ -396,21 +384,23 @@ where
             }
         }
         if !rv.is_empty() {
-            self.stats.resource_version(&rv);
-            if let Some(m) = &self.config.metrics {
-                m.resource_version(&rv);
-            }
+            self.record(|metrics| metrics.resource_version(&rv));
             progress.last_resource_version.clone_from(&rv);
         }
         progress.event_resource_version = rv;
     }
 
     fn set_resource_version(&self, progress: &mut Progress, resource_version: String) {
-        self.stats.resource_version(&resource_version);
-        if let Some(m) = &self.config.metrics {
-            m.resource_version(&resource_version);
-        }
+        self.record(|metrics| metrics.resource_version(&resource_version));
         progress.last_resource_version = resource_version;
+    }
+
+    /// Feeds an observation to the built-in counters and to the configured hooks.
+    fn record(&self, observe: impl Fn(&dyn ReflectorMetrics)) {
+        observe(self.stats.as_ref());
+        if let Some(metrics) = &self.config.metrics {
+            observe(metrics.as_ref());
+        }
     }
 
     /// Logs an error and tells the metrics and the error handler.
@@ -424,10 +414,7 @@ where
     }
 
     fn notify(&self, error: &ReflectorError) {
-        self.stats.error(error);
-        if let Some(m) = &self.config.metrics {
-            m.error(error);
-        }
+        self.record(|metrics| metrics.error(error));
         if let Some(handler) = &self.config.error_handler {
             handler(error);
         }
