@@ -23,8 +23,13 @@
 //!     FactoryOptions::default()
 //!         .namespace("default")
 //!         .default_resync(Duration::from_secs(600))
-//!         // Every type: drop managedFields before caching.
-//!         .transform_metadata(|meta| meta.managed_fields = None),
+//!         // Every type: drop kubectl's copy of the last applied object before
+//!         // caching (managedFields are already left out by default).
+//!         .transform_metadata(|meta| {
+//!             if let Some(annotations) = &mut meta.annotations {
+//!                 annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+//!             }
+//!         }),
 //! );
 //! let deployments = factory.informer::<Deployment>();
 //! factory.start();
@@ -50,7 +55,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::informer::{HasSynced, InformerOptions, SharedIndexInformer, short_type_name};
-use crate::reflector::{self, ApiListerWatcher, ListOptions};
+use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
 
 /// Where an informer looks: a namespace (or all) and selectors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -98,6 +103,8 @@ pub struct FactoryOptions {
     resync_per_type: HashMap<TypeId, Duration>,
     transform_metadata: Option<MetadataTransform>,
     transform_per_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    managed_fields: ManagedFields,
+    managed_fields_per_type: HashMap<TypeId, ManagedFields>,
     reflector: reflector::Config,
 }
 
@@ -110,6 +117,11 @@ impl std::fmt::Debug for FactoryOptions {
             .field("resync_per_type", &self.resync_per_type.len())
             .field("transform_metadata", &self.transform_metadata.is_some())
             .field("transform_per_type", &self.transform_per_type.len())
+            .field("managed_fields", &self.managed_fields)
+            .field(
+                "managed_fields_per_type",
+                &self.managed_fields_per_type.len(),
+            )
             .finish()
     }
 }
@@ -145,7 +157,7 @@ impl FactoryOptions {
     }
 
     /// Changes every object's metadata before it is cached, whatever its type
-    /// (e.g. drop `managedFields`).
+    /// (e.g. drop annotations nobody reads).
     pub fn transform_metadata(
         mut self,
         transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static,
@@ -163,6 +175,21 @@ impl FactoryOptions {
         let transform: Arc<dyn Fn(K) -> K + Send + Sync> = Arc::new(transform);
         self.transform_per_type
             .insert(TypeId::of::<K>(), Arc::new(transform));
+        self
+    }
+
+    /// Whether every informer's objects keep `metadata.managedFields`; by default they
+    /// are dropped while decoding (see [`ManagedFields`]).
+    pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
+        self.managed_fields = managed_fields;
+        self
+    }
+
+    /// Whether `K`'s objects keep `metadata.managedFields` (over
+    /// [`managed_fields`](Self::managed_fields)).
+    pub fn managed_fields_for<K: 'static>(mut self, managed_fields: ManagedFields) -> Self {
+        self.managed_fields_per_type
+            .insert(TypeId::of::<K>(), managed_fields);
         self
     }
 
@@ -352,7 +379,14 @@ impl SharedInformerFactory {
                     if let Some(tweak) = &options.tweak {
                         tweak(list);
                     }
-                });
+                })
+                .managed_fields(
+                    options
+                        .managed_fields_per_type
+                        .get(&TypeId::of::<K>())
+                        .copied()
+                        .unwrap_or(options.managed_fields),
+                );
         let mut informer_options = base.reflector(options.reflector.clone());
         let resync = options
             .resync_per_type

@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::{config_map, eventually};
 use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
 use informer::informer::{HasSynced, ResourceEventHandlerFns};
+use informer::reflector::ManagedFields;
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, PostParams};
@@ -90,7 +91,11 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
         env.client().unwrap(),
         FactoryOptions::default()
             .namespace(ns.clone())
-            .transform_metadata(|meta| meta.managed_fields = None)
+            .transform_metadata(|meta| {
+                let annotations = meta.annotations.get_or_insert_default();
+                annotations.insert("seen-by".into(), "every type".into());
+            })
+            .managed_fields_for::<ConfigMap>(ManagedFields::Keep)
             .transform_for::<ConfigMap>(|mut cm| {
                 cm.labels_mut().insert("seen-by".into(), "factory".into());
                 cm
@@ -128,10 +133,13 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
 
     let widget = widgets.lister().namespaced(&ns).get("w").unwrap();
     assert_eq!(widget.spec.size, 3);
+    assert_eq!(widget.annotations()["seen-by"], "every type");
+    // Left out by default, kept for the one type that asked.
     assert!(widget.metadata.managed_fields.is_none());
     let cm = cms.lister().namespaced(&ns).get("cm").unwrap();
     assert_eq!(cm.labels()["seen-by"], "factory");
-    assert!(cm.metadata.managed_fields.is_none());
+    assert_eq!(cm.annotations()["seen-by"], "every type");
+    assert!(!cm.metadata.managed_fields.as_ref().unwrap().is_empty());
     eventually("per-type resync", WAIT, || {
         resyncs.load(std::sync::atomic::Ordering::SeqCst) >= 2
     })

@@ -13,10 +13,11 @@ use informer::informer::{
     InformerError, InformerOptions, Notification, ResourceEventHandler, SharedIndexInformer,
     wait_for_cache_sync,
 };
-use informer::reflector::ApiListerWatcher;
+use informer::reflector::{ApiListerWatcher, ManagedFields};
 use informer::store::{Indexers, Selector};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
@@ -326,6 +327,81 @@ async fn deletion_missed_while_disconnected_arrives_as_a_tombstone() {
 
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn managed_fields_are_left_out_by_default_and_an_update_keeps_them_on_the_server() {
+    let env = TestEnv::shared().await.unwrap();
+    let (ns, api) = namespace_api(env, "informer-managed-fields").await;
+    let as_manager = |manager: &str| PostParams {
+        field_manager: Some(manager.to_owned()),
+        ..PostParams::default()
+    };
+    api.create(&as_manager("creator"), &config_map("x", "1", &[]))
+        .await
+        .unwrap();
+    common::wait_for_watch_cache(&api, 1).await;
+    let on_server = api.get("x").await.unwrap().metadata.managed_fields;
+    let managers = |fields: &[ManagedFieldsEntry]| -> Vec<String> {
+        fields.iter().filter_map(|e| e.manager.clone()).collect()
+    };
+    assert_eq!(managers(on_server.as_ref().unwrap()), ["creator"]);
+
+    let dropping = SharedIndexInformer::new(api.clone());
+    let keeping = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(api.clone()).managed_fields(ManagedFields::Keep),
+        InformerOptions::default(),
+    )
+    .unwrap();
+    let (stop_dropping, dropping_task) = start(&dropping);
+    let (stop_keeping, keeping_task) = start(&keeping);
+    wait_for_cache_sync(&[&dropping, &keeping]).await;
+
+    let cached = dropping.lister().namespaced(&ns).get("x").unwrap();
+    assert!(cached.metadata.managed_fields.is_none());
+    assert_eq!(cached.data.as_ref().unwrap()["key"], "1");
+    let kept = keeping.lister().namespaced(&ns).get("x").unwrap();
+    assert_eq!(kept.metadata.managed_fields, on_server);
+
+    // A controller updates from its cache: the object it sends has no managedFields,
+    // and the server keeps the creator's record (and adds the controller's).
+    let mut changed = (*cached).clone();
+    changed
+        .data
+        .get_or_insert_default()
+        .insert("other".into(), "2".into());
+    let updated = api
+        .replace("x", &as_manager("controller"), &changed)
+        .await
+        .unwrap();
+    let after = updated.metadata.managed_fields.unwrap();
+    let mut after_managers = managers(&after);
+    after_managers.sort();
+    assert_eq!(after_managers, ["controller", "creator"]);
+    let creator = on_server.unwrap().remove(0);
+    assert!(
+        after.contains(&creator),
+        "{creator:?} is still on the server"
+    );
+    eventually("both caches see the update", WAIT, || {
+        [&dropping, &keeping].iter().all(|informer| {
+            informer
+                .lister()
+                .namespaced(&ns)
+                .get("x")
+                .is_ok_and(|cm| cm.data.as_ref().is_some_and(|d| d.contains_key("other")))
+        })
+    })
+    .await;
+    let cached = dropping.lister().namespaced(&ns).get("x").unwrap();
+    assert!(cached.metadata.managed_fields.is_none());
+    let kept = keeping.lister().namespaced(&ns).get("x").unwrap();
+    assert_eq!(kept.metadata.managed_fields.as_ref(), Some(&after));
+
+    stop_dropping.send(()).unwrap();
+    stop_keeping.send(()).unwrap();
+    dropping_task.await.unwrap().unwrap();
+    keeping_task.await.unwrap().unwrap();
 }
 
 #[tokio::test]

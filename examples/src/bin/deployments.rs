@@ -33,8 +33,9 @@ async fn main() -> anyhow::Result<()> {
         cluster.client.clone(),
         FactoryOptions::default()
             .namespace(namespace.clone())
-            // Cache less: nobody here reads managedFields.
-            .transform_metadata(|meta| meta.managed_fields = None),
+            // Cache less: nobody here reads annotations (managedFields are left out
+            // by default).
+            .transform_metadata(|meta| meta.annotations = None),
     );
     let deployments = factory.informer::<Deployment>();
     let deletions = Arc::new(Semaphore::new(0));

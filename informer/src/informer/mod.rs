@@ -83,8 +83,9 @@ use processor::Processor;
 /// stays busy.
 const WAKE_EVERY: usize = 256;
 
-/// Changes an object before it is stored, e.g. to drop `managedFields` (client-go's
-/// `TransformFunc`). It runs once per object, on the decoded value, before anything
+/// Changes an object before it is stored, e.g. to drop fields nobody reads (client-go's
+/// `TransformFunc`; `managedFields` are already left out while decoding, see
+/// [`ManagedFields`](crate::reflector::ManagedFields)). It runs once per object, on the decoded value, before anything
 /// else sees it. A transform that panics is contained: that object is logged and
 /// skipped (as if the server had not sent it), and the informer goes on.
 pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;

@@ -28,6 +28,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use super::decode::{self, Decoded, ManagedFields};
 use super::error::{DecodeError, ReflectorError};
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
@@ -118,6 +119,7 @@ pub struct ApiListerWatcher<K> {
     url: String,
     kind: String,
     options: ListOptions,
+    managed_fields: ManagedFields,
     _type: PhantomData<fn() -> K>,
 }
 
@@ -128,6 +130,7 @@ impl<K> Clone for ApiListerWatcher<K> {
             url: self.url.clone(),
             kind: self.kind.clone(),
             options: self.options.clone(),
+            managed_fields: self.managed_fields,
             _type: PhantomData,
         }
     }
@@ -139,6 +142,7 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
             .field("url", &self.url)
             .field("kind", &self.kind)
             .field("options", &self.options)
+            .field("managed_fields", &self.managed_fields)
             .finish()
     }
 }
@@ -163,6 +167,7 @@ where
             url: K::url_path(&dynamic_type, namespace),
             kind: K::kind(&dynamic_type).into_owned(),
             options: ListOptions::default(),
+            managed_fields: ManagedFields::default(),
             _type: PhantomData,
         }
     }
@@ -177,6 +182,7 @@ impl<K: Resource> ApiListerWatcher<K> {
             url,
             kind: K::kind(dynamic_type).into_owned(),
             options: ListOptions::default(),
+            managed_fields: ManagedFields::default(),
             _type: PhantomData,
         }
     }
@@ -206,6 +212,14 @@ impl<K: Resource> ApiListerWatcher<K> {
     /// The options sent with every list and watch.
     pub fn options(&self) -> &ListOptions {
         &self.options
+    }
+
+    /// Whether decoded objects keep `metadata.managedFields`; by default they are
+    /// dropped while decoding (see [`ManagedFields`]).
+    #[must_use]
+    pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
+        self.managed_fields = managed_fields;
+        self
     }
 
     fn url(&self, params: &[(&str, &str)]) -> String {
@@ -244,7 +258,7 @@ where
                 .body(Vec::new())
                 .map_err(kube::Error::HttpError)?;
             let body = self.client.request_stream(http).await?;
-            decode_list_stream(body, &self.kind).await
+            decode_list_stream(body, &self.kind, self.managed_fields).await
         })
     }
 
@@ -266,16 +280,17 @@ where
                 .map_err(kube::Error::HttpError)?;
             let body = self.client.request_stream(http).await?;
             let kind = self.kind.clone();
+            let managed_fields = self.managed_fields;
             // One event per line, read into a buffer reused from line to line.
             let events = futures::stream::unfold(
                 (body, Vec::new(), kind),
-                |(mut body, mut line, kind)| async move {
+                move |(mut body, mut line, kind)| async move {
                     loop {
                         line.clear();
                         let event = match body.read_until(b'\n', &mut line).await {
                             Ok(0) => return None,
                             Ok(_) if line.trim_ascii().is_empty() => continue,
-                            Ok(_) => decode_event(&line, &kind),
+                            Ok(_) => decode_event(&line, &kind, managed_fields),
                             // A cut or timed-out connection ends the watch like a server
                             // close: the reflector resumes from the last resourceVersion
                             // it saw.
@@ -370,9 +385,13 @@ impl RawHeader {
     }
 }
 
-fn decode_object<K: DeserializeOwned>(raw: &RawValue, kind: &str) -> Result<K, DecodeError> {
-    match serde_json::from_str::<size_hinted::Hinted<K>>(raw.get()) {
-        Ok(size_hinted::Hinted(object)) => Ok(object),
+fn decode_object<K: DeserializeOwned>(
+    raw: &RawValue,
+    kind: &str,
+    managed_fields: ManagedFields,
+) -> Result<K, DecodeError> {
+    match decode::from_str::<K>(raw.get(), managed_fields) {
+        Ok(object) => Ok(object),
         Err(source) => {
             let header = RawHeader::read(raw);
             Err(DecodeError {
@@ -386,12 +405,16 @@ fn decode_object<K: DeserializeOwned>(raw: &RawValue, kind: &str) -> Result<K, D
 }
 
 /// Decodes a list response from `body` as it arrives; see [`ListDecoder`].
-async fn decode_list_stream<K, B>(mut body: B, kind: &str) -> Result<ListPage<K>, kube::Error>
+async fn decode_list_stream<K, B>(
+    mut body: B,
+    kind: &str,
+    managed_fields: ManagedFields,
+) -> Result<ListPage<K>, kube::Error>
 where
     K: DeserializeOwned,
     B: futures::AsyncBufRead + Unpin,
 {
-    let mut decoder = ListDecoder::new(kind);
+    let mut decoder = ListDecoder::new(kind, managed_fields);
     // The unparsed tail of what arrived: at most about one item plus one chunk.
     let mut pending: Vec<u8> = Vec::new();
     loop {
@@ -417,8 +440,12 @@ where
 
 /// Decodes a whole list response held in memory.
 #[cfg(test)]
-fn decode_list<K: DeserializeOwned>(text: &str, kind: &str) -> Result<ListPage<K>, kube::Error> {
-    let mut decoder = ListDecoder::new(kind);
+fn decode_list<K: DeserializeOwned>(
+    text: &str,
+    kind: &str,
+    managed_fields: ManagedFields,
+) -> Result<ListPage<K>, kube::Error> {
+    let mut decoder = ListDecoder::new(kind, managed_fields);
     let used = decoder.advance(text.as_bytes(), true)?;
     decoder.finish(&text.as_bytes()[used..])
 }
@@ -485,6 +512,27 @@ fn parse_one<'de, T: Deserialize<'de>>(
     }
 }
 
+/// [`parse_one`] of an object, decoded through [`decode`]'s adapter.
+fn parse_object<K: DeserializeOwned>(
+    input: &[u8],
+    eof: bool,
+    managed_fields: ManagedFields,
+) -> Result<Parsed<K>, serde_json::Error> {
+    fn parse<K: DeserializeOwned, const DROP: bool>(
+        input: &[u8],
+        eof: bool,
+    ) -> Result<Parsed<K>, serde_json::Error> {
+        Ok(match parse_one::<Decoded<K, DROP>>(input, eof)? {
+            Parsed::Value(Decoded(object), used) => Parsed::Value(object, used),
+            Parsed::More => Parsed::More,
+        })
+    }
+    match managed_fields {
+        ManagedFields::Drop => parse::<K, true>(input, eof),
+        ManagedFields::Keep => parse::<K, false>(input, eof),
+    }
+}
+
 fn malformed(what: &str) -> kube::Error {
     kube::Error::SerdeError(<serde_json::Error as serde::de::Error>::custom(format!(
         "malformed list response: {what}"
@@ -502,6 +550,7 @@ fn malformed(what: &str) -> kube::Error {
 /// time linear in its size however finely the response is chunked.
 struct ListDecoder<'k, K> {
     kind: &'k str,
+    managed_fields: ManagedFields,
     state: ListState,
     /// The current item did not decode, with this error: only its end is sought.
     skipping: Option<serde_json::Error>,
@@ -515,9 +564,10 @@ struct ListDecoder<'k, K> {
 }
 
 impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
-    fn new(kind: &'k str) -> Self {
+    fn new(kind: &'k str, managed_fields: ManagedFields) -> Self {
         Self {
             kind,
+            managed_fields,
             state: ListState::Start,
             skipping: None,
             retry_len: 0,
@@ -641,8 +691,8 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
         }
         self.attempts += 1;
         if self.skipping.is_none() {
-            match parse_one::<size_hinted::Hinted<K>>(input, eof) {
-                Ok(Parsed::Value(size_hinted::Hinted(object), used)) => {
+            match parse_object::<K>(input, eof, self.managed_fields) {
+                Ok(Parsed::Value(object, used)) => {
                     self.items.push(object);
                     self.retry_len = 0;
                     return Ok(Some(used));
@@ -693,6 +743,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
 fn decode_event<K: DeserializeOwned>(
     line: &[u8],
     kind: &str,
+    managed_fields: ManagedFields,
 ) -> Result<WatchEvent<K>, kube::Error> {
     let event: RawEvent<'_> = serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
     let wrap: fn(K) -> WatchEvent<K> = match event.kind {
@@ -733,7 +784,7 @@ fn decode_event<K: DeserializeOwned>(
             key: header.key(),
         }));
     }
-    Ok(match decode_object(event.object, kind) {
+    Ok(match decode_object(event.object, kind, managed_fields) {
         Ok(object) => wrap(object),
         Err(e) => WatchEvent::Undecodable(e.into()),
     })
@@ -762,254 +813,6 @@ fn kind_of(raw: &RawValue) -> Option<String> {
         .map(|k| k.into_owned())
 }
 
-/// A serde adapter that tells every sequence visitor to expect one element when the
-/// format cannot say how many there are (JSON never can).
-///
-/// `Vec`'s deserializer sizes its first allocation from that hint; without one it
-/// starts at zero and grows to four elements on the first push, so every one-element
-/// list in an object (a `managedFields` entry, an owner reference, a finalizer, a
-/// container...) would keep room for three more. With a hint of one, a one-element list
-/// is allocated exactly and longer ones grow as before. Decoded values are the same;
-/// only the capacity of their vectors changes.
-mod size_hinted {
-    use std::fmt;
-
-    use serde::de::{
-        self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess,
-        Visitor,
-    };
-
-    /// Deserializes `T` through the adapter.
-    pub(super) struct Hinted<T>(pub(super) T);
-
-    impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Hinted<T> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            T::deserialize(Wrap(deserializer)).map(Hinted)
-        }
-    }
-
-    /// Wraps a deserializer, visitor, seed or access so that everything nested is wrapped.
-    struct Wrap<T>(T);
-
-    macro_rules! forward_deserialize {
-        ($($method:ident)*) => {$(
-            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-                self.0.$method(Wrap(visitor))
-            }
-        )*};
-    }
-
-    impl<'de, D: Deserializer<'de>> Deserializer<'de> for Wrap<D> {
-        type Error = D::Error;
-
-        forward_deserialize! {
-            deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
-            deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
-            deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
-            deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-            deserialize_option deserialize_unit deserialize_seq deserialize_map
-            deserialize_identifier deserialize_ignored_any
-        }
-
-        fn deserialize_unit_struct<V: Visitor<'de>>(
-            self,
-            name: &'static str,
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_unit_struct(name, Wrap(visitor))
-        }
-
-        fn deserialize_newtype_struct<V: Visitor<'de>>(
-            self,
-            name: &'static str,
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_newtype_struct(name, Wrap(visitor))
-        }
-
-        fn deserialize_tuple<V: Visitor<'de>>(
-            self,
-            len: usize,
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_tuple(len, Wrap(visitor))
-        }
-
-        fn deserialize_tuple_struct<V: Visitor<'de>>(
-            self,
-            name: &'static str,
-            len: usize,
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_tuple_struct(name, len, Wrap(visitor))
-        }
-
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            name: &'static str,
-            fields: &'static [&'static str],
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_struct(name, fields, Wrap(visitor))
-        }
-
-        fn deserialize_enum<V: Visitor<'de>>(
-            self,
-            name: &'static str,
-            variants: &'static [&'static str],
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_enum(name, variants, Wrap(visitor))
-        }
-
-        fn is_human_readable(&self) -> bool {
-            self.0.is_human_readable()
-        }
-    }
-
-    macro_rules! forward_visit {
-        ($($method:ident: $ty:ty)*) => {$(
-            fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
-                self.0.$method(v)
-            }
-        )*};
-    }
-
-    impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
-        type Value = V::Value;
-
-        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-            self.0.expecting(formatter)
-        }
-
-        forward_visit! {
-            visit_bool: bool visit_i8: i8 visit_i16: i16 visit_i32: i32 visit_i64: i64
-            visit_i128: i128 visit_u8: u8 visit_u16: u16 visit_u32: u32 visit_u64: u64
-            visit_u128: u128 visit_f32: f32 visit_f64: f64 visit_char: char
-            visit_str: &str visit_borrowed_str: &'de str visit_string: String
-            visit_bytes: &[u8] visit_borrowed_bytes: &'de [u8] visit_byte_buf: Vec<u8>
-        }
-
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            self.0.visit_none()
-        }
-
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            self.0.visit_unit()
-        }
-
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            self.0.visit_some(Wrap(d))
-        }
-
-        fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            self.0.visit_newtype_struct(Wrap(d))
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            self.0.visit_seq(Wrap(seq))
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            self.0.visit_map(Wrap(map))
-        }
-
-        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
-            self.0.visit_enum(Wrap(data))
-        }
-    }
-
-    impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Wrap<S> {
-        type Value = S::Value;
-
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            self.0.deserialize(Wrap(d))
-        }
-    }
-
-    impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Wrap<A> {
-        type Error = A::Error;
-
-        fn next_element_seed<T: DeserializeSeed<'de>>(
-            &mut self,
-            seed: T,
-        ) -> Result<Option<T::Value>, Self::Error> {
-            self.0.next_element_seed(Wrap(seed))
-        }
-
-        fn size_hint(&self) -> Option<usize> {
-            Some(self.0.size_hint().unwrap_or(1))
-        }
-    }
-
-    impl<'de, A: MapAccess<'de>> MapAccess<'de> for Wrap<A> {
-        type Error = A::Error;
-
-        fn next_key_seed<K: DeserializeSeed<'de>>(
-            &mut self,
-            seed: K,
-        ) -> Result<Option<K::Value>, Self::Error> {
-            self.0.next_key_seed(Wrap(seed))
-        }
-
-        fn next_value_seed<V: DeserializeSeed<'de>>(
-            &mut self,
-            seed: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.next_value_seed(Wrap(seed))
-        }
-
-        fn size_hint(&self) -> Option<usize> {
-            self.0.size_hint()
-        }
-    }
-
-    impl<'de, A: EnumAccess<'de>> EnumAccess<'de> for Wrap<A> {
-        type Error = A::Error;
-        type Variant = Wrap<A::Variant>;
-
-        fn variant_seed<V: DeserializeSeed<'de>>(
-            self,
-            seed: V,
-        ) -> Result<(V::Value, Self::Variant), Self::Error> {
-            self.0
-                .variant_seed(Wrap(seed))
-                .map(|(value, variant)| (value, Wrap(variant)))
-        }
-    }
-
-    impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Wrap<A> {
-        type Error = A::Error;
-
-        fn unit_variant(self) -> Result<(), Self::Error> {
-            self.0.unit_variant()
-        }
-
-        fn newtype_variant_seed<T: DeserializeSeed<'de>>(
-            self,
-            seed: T,
-        ) -> Result<T::Value, Self::Error> {
-            self.0.newtype_variant_seed(Wrap(seed))
-        }
-
-        fn tuple_variant<V: Visitor<'de>>(
-            self,
-            len: usize,
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.tuple_variant(len, Wrap(visitor))
-        }
-
-        fn struct_variant<V: Visitor<'de>>(
-            self,
-            fields: &'static [&'static str],
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0.struct_variant(fields, Wrap(visitor))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1023,7 +826,8 @@ mod tests {
               {"metadata":{"name":"good","namespace":"ns","resourceVersion":"40"},"data":{"a":"b"}},
               {"metadata":{"name":"bad","namespace":"ns","resourceVersion":"41"},"data":{"a":7}}
             ]}"#;
-        let page: ListPage<ConfigMap> = decode_list(text, "ConfigMap").unwrap();
+        let page: ListPage<ConfigMap> =
+            decode_list(text, "ConfigMap", ManagedFields::Drop).unwrap();
         assert_eq!(page.items.len(), 1);
         assert_eq!(page.items[0].metadata.name.as_deref(), Some("good"));
         assert_eq!(page.resource_version, "42");
@@ -1040,7 +844,7 @@ mod tests {
         tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
-            .block_on(decode_list_stream(body, "ConfigMap"))
+            .block_on(decode_list_stream(body, "ConfigMap", ManagedFields::Drop))
     }
 
     fn summary(
@@ -1068,7 +872,7 @@ mod tests {
 
     #[test]
     fn streamed_list_decodes_the_same_however_it_is_cut() {
-        let whole = decode_list::<ConfigMap>(CHUNKED, "ConfigMap").unwrap();
+        let whole = decode_list::<ConfigMap>(CHUNKED, "ConfigMap", ManagedFields::Drop).unwrap();
         let expected = summary(&whole);
         assert_eq!(
             expected,
@@ -1113,7 +917,7 @@ mod tests {
         let text = format!(
             r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{{"metadata":{{"name":"big"}},"data":{{"k":"{big}"}}}}]}}"#
         );
-        let mut decoder = ListDecoder::<ConfigMap>::new("ConfigMap");
+        let mut decoder = ListDecoder::<ConfigMap>::new("ConfigMap", ManagedFields::Drop);
         let mut pending = Vec::new();
         for chunk in text.as_bytes().chunks(1024) {
             pending.extend_from_slice(chunk);
@@ -1143,7 +947,7 @@ mod tests {
             "podIP":"10.0.0.1","startTime":"2024-01-01T00:00:00Z"}}"#;
         let plain: Pod = serde_json::from_str(pod).unwrap();
         let raw: Box<RawValue> = serde_json::from_str(pod).unwrap();
-        let hinted: Pod = decode_object(&raw, "Pod").unwrap();
+        let hinted: Pod = decode_object(&raw, "Pod", ManagedFields::Keep).unwrap();
         assert_eq!(hinted, plain);
         assert_eq!(
             hinted.metadata.managed_fields.as_ref().unwrap().capacity(),
@@ -1151,7 +955,7 @@ mod tests {
         );
         assert_eq!(hinted.metadata.finalizers.as_ref().unwrap().capacity(), 1);
         let list = format!(r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{pod},{pod}]}}"#);
-        let page: ListPage<Pod> = decode_list(&list, "Pod").unwrap();
+        let page: ListPage<Pod> = decode_list(&list, "Pod", ManagedFields::Keep).unwrap();
         assert_eq!(page.items, vec![plain.clone(), plain]);
         assert_eq!(
             page.items[1]
@@ -1182,6 +986,7 @@ mod tests {
         let listed: WatchEvent<ConfigMap> = decode_event(
             br#"{"type":"ADDED","object":{"kind":"ConfigMapList","metadata":{"name":"s"}}}"#,
             "ConfigMap",
+            ManagedFields::Drop,
         )
         .unwrap();
         assert!(matches!(
@@ -1195,6 +1000,7 @@ mod tests {
         let page: ListPage<ConfigMap> = decode_list(
             r#"{"metadata":{"resourceVersion":"1"},"items":null}"#,
             "ConfigMap",
+            ManagedFields::Drop,
         )
         .unwrap();
         assert!(page.items.is_empty());
@@ -1206,6 +1012,7 @@ mod tests {
         let added: WatchEvent<ConfigMap> = decode_event(
             br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#,
             "ConfigMap",
+            ManagedFields::Drop,
         )
         .unwrap();
         assert!(matches!(added, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
@@ -1213,6 +1020,7 @@ mod tests {
         let bookmark: WatchEvent<ConfigMap> = decode_event(
             br#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"9"}}}"#,
             "ConfigMap",
+            ManagedFields::Drop,
         )
         .unwrap();
         assert!(
@@ -1225,6 +1033,7 @@ mod tests {
         let err = decode_event::<ConfigMap>(
             br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
             "ConfigMap",
+            ManagedFields::Drop,
         )
         .unwrap_err();
         assert!(super::super::error::is_expired(&err), "{err:?}");
@@ -1235,6 +1044,7 @@ mod tests {
         let bad: WatchEvent<ConfigMap> = decode_event(
             br#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":[]}}"#,
             "ConfigMap",
+            ManagedFields::Drop,
         )
         .unwrap();
         assert!(
@@ -1245,6 +1055,7 @@ mod tests {
         let foreign: WatchEvent<ConfigMap> = decode_event(
             br#"{"type":"ADDED","object":{"kind":"Secret","metadata":{"name":"s","namespace":"n"}}}"#,
             "ConfigMap",
+            ManagedFields::Drop,
         )
         .unwrap();
         assert!(

@@ -18,6 +18,8 @@
 //!   quiet minutes). A refused connection retries the watch, not the list. A watch
 //!   that closes at once without events counts as an error.
 //! - An object that does not decode is reported (with its key) and skipped.
+//!   `metadata.managedFields` are dropped while decoding unless asked for
+//!   ([`ManagedFields`]).
 //! - A resync timer asks the store to resync (re-deliver what it knows).
 //!
 //! [`Reflector::run`] runs until its shutdown future completes; everything it does
@@ -25,6 +27,7 @@
 
 mod backoff;
 mod config;
+mod decode;
 mod error;
 mod lister_watcher;
 mod metrics;
@@ -43,6 +46,7 @@ use tracing::Instrument;
 
 pub use backoff::BackoffConfig;
 pub use config::{Config, ShouldResync, WatchErrorHandler};
+pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError};
 pub use lister_watcher::{
     ApiListerWatcher, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions,
