@@ -228,6 +228,7 @@ fn worker_path() -> anyhow::Result<PathBuf> {
 #[derive(Debug, Default, serde::Serialize)]
 struct Samples {
     sync_small: Vec<SyncSample>,
+    sync_small_like_for_like: Vec<SyncSample>,
     sync_large: Vec<SyncSample>,
     watch: Vec<WatchSample>,
     watch_apply_seconds: Vec<f64>,
@@ -279,16 +280,53 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let kubeconfig = kubeconfig.as_deref();
     if options.runs(1) {
         let label = format!("1. sync {}", thousands(options.objects));
-        let pairs = sync_pairs(&worker, kubeconfig, SMALL_NAMESPACE, options.pairs, &label).await?;
+        let pairs = sync_pairs(
+            &worker,
+            kubeconfig,
+            SMALL_NAMESPACE,
+            DEFAULTS,
+            options.pairs,
+            &label,
+        )
+        .await?;
         check_count(&pairs, options.objects)?;
-        rows.extend(sync_rows(&label, &pairs));
+        rows.extend(sync_rows(&label, &pairs, true));
         samples.sync_small = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+        // Like for like: both keep managedFields, then both drop them.
+        for (implementations, what) in [
+            (KEEP_BOTH, "managedFields kept on both sides"),
+            (STRIP_BOTH, "managedFields dropped on both sides"),
+        ] {
+            let label = format!("{label}, {what}");
+            let pairs = sync_pairs(
+                &worker,
+                kubeconfig,
+                SMALL_NAMESPACE,
+                implementations,
+                options.pairs,
+                &label,
+            )
+            .await?;
+            check_count(&pairs, options.objects)?;
+            rows.extend(sync_rows(&label, &pairs, false).into_iter().take(3));
+            samples
+                .sync_small_like_for_like
+                .extend(pairs.into_iter().flat_map(|(a, b)| [a, b]));
+        }
     }
     if options.runs(2) {
         let label = format!("2. sync {}", thousands(options.large_objects));
-        let pairs = sync_pairs(&worker, kubeconfig, LARGE_NAMESPACE, options.pairs, &label).await?;
+        let pairs = sync_pairs(
+            &worker,
+            kubeconfig,
+            LARGE_NAMESPACE,
+            DEFAULTS,
+            options.pairs,
+            &label,
+        )
+        .await?;
         check_count(&pairs, options.large_objects)?;
-        rows.extend(sync_rows(&label, &pairs));
+        rows.extend(sync_rows(&label, &pairs, true));
         samples.sync_large = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
     }
     if options.runs(3) {
@@ -508,17 +546,32 @@ fn parse_report(stdout: &str) -> anyhow::Result<WorkerReport> {
     serde_json::from_str(line).with_context(|| format!("reading the worker's report {line:?}"))
 }
 
+/// Both sides with default options: the comparison the targets are about.
+const DEFAULTS: [Implementation; 2] = [Implementation::Ours, Implementation::KubeRuntime];
+/// Both sides keeping `managedFields`.
+const KEEP_BOTH: [Implementation; 2] = [
+    Implementation::OursKeepManagedFields,
+    Implementation::KubeRuntime,
+];
+/// Both sides dropping `managedFields`.
+const STRIP_BOTH: [Implementation; 2] = [
+    Implementation::Ours,
+    Implementation::KubeRuntimeStripManagedFields,
+];
+
+/// `pairs` alternating runs of `implementations` (ours first, then theirs).
 async fn sync_pairs(
     worker: &Path,
     kubeconfig: Option<&Path>,
     namespace: &str,
+    implementations: [Implementation; 2],
     pairs: usize,
     label: &str,
 ) -> anyhow::Result<Vec<(SyncSample, SyncSample)>> {
     let mut out = Vec::new();
     for pair in 0..pairs {
         let mut both = Vec::new();
-        for implementation in [Implementation::Ours, Implementation::KubeRuntime] {
+        for implementation in implementations {
             let report = run_worker(
                 worker,
                 kubeconfig,
@@ -529,7 +582,7 @@ async fn sync_pairs(
                 bail!("the sync worker reported something else");
             };
             eprintln!(
-                "[{label}] pair {}: {:<12} synced {:.3} s, CPU {:.3} s (user {:.2}, sys {:.2}), \
+                "[{label}] pair {}: {:<21} synced {:.3} s, CPU {:.3} s (user {:.2}, sys {:.2}), \
                  RSS {:.1} -> peak {:.1}, after {:.1} MiB, {} objects",
                 pair + 1,
                 implementation.as_str(),
@@ -572,15 +625,17 @@ fn medians<T>(pairs: &[(T, T)], f: impl Fn(&T) -> f64) -> (f64, f64) {
     )
 }
 
-fn sync_rows(label: &str, pairs: &[(SyncSample, SyncSample)]) -> Vec<Row> {
-    let row = |metric: &str, f: &dyn Fn(&SyncSample) -> f64, target| {
+/// The rows of a sync scenario, time, CPU and peak RSS first; with the issue's targets
+/// when `targets` (the default-options comparison).
+fn sync_rows(label: &str, pairs: &[(SyncSample, SyncSample)], targets: bool) -> Vec<Row> {
+    let row = |metric: &str, f: &dyn Fn(&SyncSample) -> f64, target: Option<Target>| {
         let (ours, theirs) = medians(pairs, f);
         Row {
             scenario: label.to_owned(),
             metric: metric.to_owned(),
             ours,
             theirs: Some(theirs),
-            target,
+            target: target.filter(|_| targets),
         }
     };
     let mib = |kib: u64| kib as f64 / MIB;

@@ -8,10 +8,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Implementation {
-    /// This project's `SharedIndexInformer`.
+    /// This project's `SharedIndexInformer`, default options (`managedFields` dropped
+    /// while decoding).
     Ours,
-    /// kube-runtime's `reflector` + `watcher`.
+    /// kube-runtime's `reflector` + `watcher`, default options.
     KubeRuntime,
+    /// Ours keeping `managedFields` (`ManagedFields::Keep`), like kube-runtime's default.
+    OursKeepManagedFields,
+    /// kube-runtime clearing `managedFields` before its store (`.modify(..)`, as its
+    /// optimisation guide advises), like our default.
+    KubeRuntimeStripManagedFields,
 }
 
 impl Implementation {
@@ -20,6 +26,8 @@ impl Implementation {
         match self {
             Implementation::Ours => "ours",
             Implementation::KubeRuntime => "kube-runtime",
+            Implementation::OursKeepManagedFields => "ours-keep-mf",
+            Implementation::KubeRuntimeStripManagedFields => "kube-runtime-strip-mf",
         }
     }
 
@@ -28,6 +36,8 @@ impl Implementation {
         match s {
             "ours" => Some(Implementation::Ours),
             "kube-runtime" => Some(Implementation::KubeRuntime),
+            "ours-keep-mf" => Some(Implementation::OursKeepManagedFields),
+            "kube-runtime-strip-mf" => Some(Implementation::KubeRuntimeStripManagedFields),
             _ => None,
         }
     }

@@ -1,7 +1,7 @@
 //! The measured side of every scenario: one child process per run.
 //!
 //! ```text
-//! bench-worker sync     <ours|kube-runtime> <namespace>
+//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events>
@@ -25,11 +25,12 @@ use futures::StreamExt;
 use informer::informer::{
     InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
+use informer::reflector::{ApiListerWatcher, ManagedFields};
 use informer::store::{Indexers, Selector};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
+use kube::{Api, ResourceExt as _};
 use kube_runtime::reflector::{self, ObjectRef, Store};
-use kube_runtime::watcher;
+use kube_runtime::{WatchStreamExt as _, watcher};
 
 use crate::measure::{Mark, memory};
 use crate::objects;
@@ -108,8 +109,16 @@ async fn start_and_sync(
     api: Api<ConfigMap>,
 ) -> anyhow::Result<Cache> {
     match implementation {
-        Implementation::Ours => {
-            let informer = SharedIndexInformer::new(api);
+        Implementation::Ours | Implementation::OursKeepManagedFields => {
+            let managed_fields = if implementation == Implementation::Ours {
+                ManagedFields::Drop
+            } else {
+                ManagedFields::Keep
+            };
+            let informer = SharedIndexInformer::with_options(
+                ApiListerWatcher::new(api).managed_fields(managed_fields),
+                InformerOptions::default(),
+            )?;
             tokio::spawn({
                 let informer = informer.clone();
                 async move { informer.run(std::future::pending()).await }
@@ -121,6 +130,15 @@ async fn start_and_sync(
             let (reader, writer) = reflector::store::<ConfigMap>();
             let stream =
                 reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()));
+            tokio::spawn(stream.for_each(|_| futures::future::ready(())));
+            reader.wait_until_ready().await?;
+            Ok(Cache::KubeRuntime(reader))
+        }
+        Implementation::KubeRuntimeStripManagedFields => {
+            let (reader, writer) = reflector::store::<ConfigMap>();
+            let watcher = watcher::watcher(api, watcher::Config::default())
+                .modify(|cm| cm.managed_fields_mut().clear());
+            let stream = reflector::reflector(writer, watcher);
             tokio::spawn(stream.for_each(|_| futures::future::ready(())));
             reader.wait_until_ready().await?;
             Ok(Cache::KubeRuntime(reader))
