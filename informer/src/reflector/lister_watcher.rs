@@ -114,6 +114,9 @@ pub struct ListOptions {
 
 /// A [`ListerWatcher`] backed by the API server, built from a [`kube::Api`] (which
 /// decides namespaced or all namespaces).
+///
+/// Objects are decoded without `metadata.managedFields` unless
+/// [`managed_fields`](Self::managed_fields) says [`ManagedFields::Keep`].
 pub struct ApiListerWatcher<K> {
     client: kube::Client,
     url: String,
