@@ -98,7 +98,7 @@ mod known;
 mod tests;
 
 use std::{
-    collections::{HashMap, VecDeque, hash_map::Entry},
+    collections::{VecDeque, hash_map::Entry},
     fmt,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
@@ -110,6 +110,7 @@ pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Delta
 pub use known::KnownObjects;
 
 use crate::key::{KeyCandidate, KeyFn, ObjectKey, SharedKey, query};
+use crate::store::FastMap;
 
 /// Why [`DeltaFifo::pop`] returned without a successful result.
 #[derive(Debug, thiserror::Error)]
@@ -212,7 +213,7 @@ struct Shared<K> {
 
 struct State<K> {
     /// Pending deltas by key; a key is here if and only if it is in `queue`.
-    items: HashMap<SharedKey, Deltas<K>>,
+    items: FastMap<SharedKey, Deltas<K>>,
     /// Keys in pop order, each once.
     queue: VecDeque<SharedKey>,
     /// Some operation (other than `resync`) has happened.
@@ -341,7 +342,7 @@ impl<K: 'static> DeltaFifo<K> {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    items: HashMap::new(),
+                    items: FastMap::default(),
                     queue: VecDeque::new(),
                     populated: false,
                     initial_pending: 0,

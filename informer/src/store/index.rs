@@ -12,13 +12,15 @@
 //! [`NamespaceIndex`] and [`LabelIndex`] do so.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     fmt,
     hash::{BuildHasherDefault, Hasher},
     sync::Arc,
 };
 
 use kube::Resource;
+
+use super::FastMap;
 
 /// The name of the built-in namespace index (client-go's `cache.NamespaceIndex`).
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -271,7 +273,7 @@ pub(crate) type IdSet = HashSet<u32, BuildHasherDefault<IdHasher>>;
 pub(crate) struct Index<K> {
     pub(crate) name: String,
     func: Arc<dyn IndexFunc<K>>,
-    values: HashMap<Arc<str>, IdSet>,
+    values: FastMap<Arc<str>, IdSet>,
 }
 
 impl<K: 'static> Index<K> {
@@ -279,7 +281,7 @@ impl<K: 'static> Index<K> {
         Self {
             name,
             func,
-            values: HashMap::new(),
+            values: FastMap::default(),
         }
     }
 
@@ -339,7 +341,7 @@ impl<K: 'static> Index<K> {
     }
 }
 
-fn insert(values: &mut HashMap<Arc<str>, IdSet>, value: &str, id: u32) {
+fn insert(values: &mut FastMap<Arc<str>, IdSet>, value: &str, id: u32) {
     match values.get_mut(value) {
         Some(ids) => {
             ids.insert(id);
@@ -352,7 +354,7 @@ fn insert(values: &mut HashMap<Arc<str>, IdSet>, value: &str, id: u32) {
     }
 }
 
-fn remove(values: &mut HashMap<Arc<str>, IdSet>, value: &str, id: u32) {
+fn remove(values: &mut FastMap<Arc<str>, IdSet>, value: &str, id: u32) {
     if let Some(ids) = values.get_mut(value) {
         ids.remove(&id);
         if ids.is_empty() {

@@ -7,7 +7,7 @@
 //! a contiguous vector.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     fmt,
     sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
@@ -15,7 +15,7 @@ use std::{
 use kube::Resource;
 
 use super::{
-    StoreError,
+    FastMap, StoreError,
     index::{IdSet, Index, IndexedField, Indexers, NAMESPACE_INDEX, NamespaceIndex, Scratch},
     selector::{Operator, Requirement, Selector},
 };
@@ -30,7 +30,7 @@ struct Slot<K> {
 /// What the lock protects.
 struct State<K> {
     /// Key -> slot id.
-    ids: HashMap<SharedKey, u32>,
+    ids: FastMap<SharedKey, u32>,
     /// The objects; `None` for a free slot.
     slots: Vec<Option<Slot<K>>>,
     /// Free slot ids, reused first.
@@ -58,7 +58,7 @@ impl<K> Shared<K> {
 impl<K: 'static> State<K> {
     fn new(indexes: Vec<Index<K>>) -> Self {
         Self {
-            ids: HashMap::new(),
+            ids: FastMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             indexes,
