@@ -98,19 +98,21 @@ mod known;
 mod tests;
 
 use std::{
-    collections::{VecDeque, hash_map::Entry},
+    collections::VecDeque,
     fmt,
+    hash::BuildHasher,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
+use hashbrown::{HashTable, hash_table::Entry};
 use kube::Resource;
 use tokio::sync::Notify;
 
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Deltas};
 pub use known::KnownObjects;
 
-use crate::key::{KeyCandidate, KeyFn, ObjectKey, SharedKey, query};
-use crate::store::FastMap;
+use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef, SharedKey};
+use crate::store::FastState;
 
 /// Why [`DeltaFifo::pop`] returned without a successful result.
 #[derive(Debug, thiserror::Error)]
@@ -212,10 +214,12 @@ struct Shared<K> {
 }
 
 struct State<K> {
-    /// Pending deltas by key; a key is here if and only if it is in `queue`.
-    items: FastMap<SharedKey, Deltas<K>>,
-    /// Keys in pop order, each once.
-    queue: VecDeque<SharedKey>,
+    /// Pending deltas, found by the hash of their key; a key is here if and only if it
+    /// is in `queue`.
+    items: HashTable<Deltas<K>>,
+    hasher: FastState,
+    /// Keys in pop order, each once, with their hash.
+    queue: VecDeque<Queued>,
     /// Some operation (other than `resync`) has happened.
     populated: bool,
     /// Keys of the first `replace` not yet processed.
@@ -228,7 +232,26 @@ struct State<K> {
     replaces: u64,
 }
 
+/// A queued key and its hash (the same allocation as the key of its [`Deltas`]).
+struct Queued {
+    hash: u64,
+    key: Arc<ObjectKey>,
+}
+
 impl<K> State<K> {
+    fn hash(&self, key: ObjectKeyRef<'_>) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The deltas queued for `key`, whose hash is `hash`.
+    fn find(&self, hash: u64, key: ObjectKeyRef<'_>) -> Option<&Deltas<K>> {
+        self.items.find(hash, |d| d.key.as_key_ref() == key)
+    }
+
+    fn find_mut(&mut self, hash: u64, key: ObjectKeyRef<'_>) -> Option<&mut Deltas<K>> {
+        self.items.find_mut(hash, |d| d.key.as_key_ref() == key)
+    }
+
     /// The key the known objects hold for `candidate` (whose key is not queued), or a
     /// new one.
     fn new_key(candidate: KeyCandidate<'_>, known: Option<&dyn KnownObjects<K>>) -> SharedKey {
@@ -238,19 +261,34 @@ impl<K> State<K> {
         }
     }
 
-    /// Appends `delta` to the deltas of `key`, queueing the key if it is new. With
-    /// `initial`, the key joins the initial list. Returns the key's deltas.
-    fn push(&mut self, key: SharedKey, delta: Delta<K>, initial: bool) -> &mut Deltas<K> {
-        let deltas = match self.items.entry(key) {
+    /// Appends `delta` to the deltas of `key` (whose hash is `hash`), queueing the key
+    /// if it is new. With `initial`, the key joins the initial list. Returns the key's
+    /// deltas.
+    fn push(
+        &mut self,
+        hash: u64,
+        key: SharedKey,
+        delta: Delta<K>,
+        initial: bool,
+    ) -> &mut Deltas<K> {
+        let key = key.0;
+        let entry = self.items.entry(
+            hash,
+            |d| Arc::ptr_eq(&d.key, &key) || *d.key == *key,
+            |d| d.hash,
+        );
+        let deltas = match entry {
             Entry::Occupied(entry) => {
                 let deltas = entry.into_mut();
                 deltas.push(delta);
                 deltas
             }
             Entry::Vacant(entry) => {
-                self.queue.push_back(entry.key().clone());
-                let deltas = Deltas::new(Arc::clone(&entry.key().0), delta);
-                entry.insert(deltas)
+                self.queue.push_back(Queued {
+                    hash,
+                    key: Arc::clone(&key),
+                });
+                entry.insert(Deltas::new(key, hash, delta)).into_mut()
             }
         };
         if initial && !deltas.initial {
@@ -261,15 +299,21 @@ impl<K> State<K> {
     }
 
     /// Appends a delta made from `obj`, allocating a key only if neither the queue nor the
-    /// known objects hold one.
+    /// known objects hold one. The key is hashed once.
     fn push_object(&mut self, shared: &Shared<K>, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) {
         let candidate = shared.key_fn.candidate(&obj);
-        if let Some(deltas) = self.items.get_mut(query(&candidate.key_ref())) {
+        let hash = self.hash(candidate.key_ref());
+        if let Some(deltas) = self.find_mut(hash, candidate.key_ref()) {
             deltas.push(make(Arc::clone(&obj)));
             return;
         }
-        let key = Self::new_key(candidate, shared.known.as_deref());
-        self.push(key, make(obj), false);
+        let key = Self::new_key(candidate, shared.known.as_deref()).0;
+        self.queue.push_back(Queued {
+            hash,
+            key: Arc::clone(&key),
+        });
+        self.items
+            .insert_unique(hash, Deltas::new(key, hash, make(obj)), |d| d.hash);
     }
 
     /// Whether a producer should wake a waiting pop.
@@ -342,7 +386,8 @@ impl<K: 'static> DeltaFifo<K> {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    items: FastMap::default(),
+                    items: HashTable::new(),
+                    hasher: FastState::default(),
                     queue: VecDeque::new(),
                     populated: false,
                     initial_pending: 0,
@@ -398,15 +443,17 @@ impl<K: 'static> DeltaFifo<K> {
         let key = {
             let candidate = self.shared.key_fn.candidate(&obj);
             let key = candidate.key_ref();
-            match state.items.get_key_value(query(&key)) {
-                Some((queued, _)) => queued.clone(),
+            let hash = state.hash(key);
+            match state.find(hash, key) {
+                Some(queued) => (hash, SharedKey(Arc::clone(&queued.key))),
                 None => match self.shared.known.as_ref().and_then(|k| k.get_key(key)) {
-                    Some(known) => SharedKey(known),
+                    Some(known) => (hash, SharedKey(known)),
                     None => return,
                 },
             }
         };
-        state.push(key, Delta::Deleted(DeletedObject::Final(obj)), false);
+        let (hash, key) = key;
+        state.push(hash, key, Delta::Deleted(DeletedObject::Final(obj)), false);
         self.wake(state);
     }
 
@@ -438,11 +485,16 @@ impl<K: 'static> DeltaFifo<K> {
         let this_replace = state.replaces;
         // Distinct keys of the list: each gets `listed_by = this_replace`.
         let mut listed = 0usize;
-        state.items.reserve(list.size_hint().0);
+        state.items.reserve(list.size_hint().0, |d| d.hash);
         for obj in list {
             let obj = obj.into();
             let candidate = self.shared.key_fn.candidate(&obj);
-            let deltas = match state.items.get_mut(query(&candidate.key_ref())) {
+            let hash = state.hash(candidate.key_ref());
+            let key_ref = candidate.key_ref();
+            let queued = state
+                .items
+                .find_mut(hash, |d| d.key.as_key_ref() == key_ref);
+            let deltas = match queued {
                 Some(deltas) => {
                     deltas.push(listed_kind(Arc::clone(&obj)));
                     if initial && !deltas.initial {
@@ -453,7 +505,7 @@ impl<K: 'static> DeltaFifo<K> {
                 }
                 None => {
                     let key = State::new_key(candidate, known);
-                    state.push(key, listed_kind(obj), initial)
+                    state.push(hash, key, listed_kind(obj), initial)
                 }
             };
             if deltas.listed_by != this_replace {
@@ -464,19 +516,23 @@ impl<K: 'static> DeltaFifo<K> {
 
         // Queued keys missing from the list: tombstone with the newest queued state.
         if state.items.len() > listed {
-            let missing: Vec<(SharedKey, Arc<K>)> = state
+            let missing: Vec<(u64, Arc<ObjectKey>, Arc<K>)> = state
                 .items
                 .iter()
-                .filter(|(_, deltas)| deltas.listed_by != this_replace)
-                .map(|(key, deltas)| (key.clone(), Arc::clone(deltas.newest().object())))
+                .filter(|deltas| deltas.listed_by != this_replace)
+                .map(|deltas| {
+                    let last_known = Arc::clone(deltas.newest().object());
+                    (deltas.hash, Arc::clone(&deltas.key), last_known)
+                })
                 .collect();
-            for (key, last_known) in missing {
+            for (hash, key, last_known) in missing {
                 let tombstone = DeletedFinalStateUnknown {
-                    key: Arc::clone(&key.0),
+                    key: Arc::clone(&key),
                     last_known,
                 };
                 state.push(
-                    key,
+                    hash,
+                    SharedKey(key),
                     Delta::Deleted(DeletedObject::Unknown(tombstone)),
                     initial,
                 );
@@ -487,7 +543,8 @@ impl<K: 'static> DeltaFifo<K> {
         // state. (Every listed key is queued now.)
         if let Some(known) = known {
             known.for_each_known(&mut |key, obj| {
-                if state.items.contains_key(query(key.as_ref())) {
+                let hash = state.hash(key.as_key_ref());
+                if state.find(hash, key.as_key_ref()).is_some() {
                     return;
                 }
                 let tombstone = DeletedFinalStateUnknown {
@@ -495,7 +552,7 @@ impl<K: 'static> DeltaFifo<K> {
                     last_known: Arc::clone(obj),
                 };
                 let delta = Delta::Deleted(DeletedObject::Unknown(tombstone));
-                state.push(SharedKey(Arc::clone(key)), delta, initial);
+                state.push(hash, SharedKey(Arc::clone(key)), delta, initial);
             });
         }
         self.wake(guard);
@@ -509,8 +566,10 @@ impl<K: 'static> DeltaFifo<K> {
         };
         let mut state = self.lock();
         known.for_each_known(&mut |key, obj| {
-            if !state.items.contains_key(query(key.as_ref())) {
+            let hash = state.hash(key.as_key_ref());
+            if state.find(hash, key.as_key_ref()).is_none() {
                 state.push(
+                    hash,
                     SharedKey(Arc::clone(key)),
                     Delta::Sync(Arc::clone(obj)),
                     false,
@@ -543,11 +602,15 @@ impl<K: 'static> DeltaFifo<K> {
                 if state.closed {
                     return Err(PopError::Closed);
                 }
-                if let Some(key) = state.queue.pop_front() {
-                    let Some(deltas) = state.items.remove(query(key.0.as_ref())) else {
-                        tracing::error!(key = %key.0, "DeltaFIFO invariant broken: queued key without deltas");
+                if let Some(Queued { hash, key }) = state.queue.pop_front() {
+                    let found = state
+                        .items
+                        .find_entry(hash, |d| Arc::ptr_eq(&d.key, &key) || *d.key == *key);
+                    let Ok(found) = found else {
+                        tracing::error!(%key, "DeltaFIFO invariant broken: queued key without deltas");
                         continue;
                     };
+                    let (deltas, _) = found.remove();
                     if deltas.initial {
                         state.initial_pending -= 1;
                     }
@@ -562,8 +625,8 @@ impl<K: 'static> DeltaFifo<K> {
                             if deltas.initial {
                                 state.initial_pending += 1;
                             }
-                            state.queue.push_back(key.clone());
-                            state.items.insert(key, deltas);
+                            state.queue.push_back(Queued { hash, key });
+                            state.items.insert_unique(hash, deltas, |d| d.hash);
                             self.wake(state);
                             Err(PopError::Requeued(e))
                         }
@@ -613,11 +676,17 @@ impl<K: 'static> DeltaFifo<K> {
 
     /// The queued keys, in pop order.
     pub fn list_keys(&self) -> Vec<Arc<ObjectKey>> {
-        self.lock().queue.iter().map(|k| Arc::clone(&k.0)).collect()
+        self.lock()
+            .queue
+            .iter()
+            .map(|queued| Arc::clone(&queued.key))
+            .collect()
     }
 
     /// A copy of the deltas queued for `key` (the objects are shared, not copied).
     pub fn get(&self, key: &ObjectKey) -> Option<Deltas<K>> {
-        self.lock().items.get(query(key)).cloned()
+        let state = self.lock();
+        let key = key.as_key_ref();
+        state.find(state.hash(key), key).cloned()
     }
 }
