@@ -316,9 +316,73 @@ impl<K> State<K> {
             .insert_unique(hash, Deltas::new(key, hash, make(obj)), |d| d.hash);
     }
 
+    /// Removes the deltas of the queued key `key` (just taken from `queue`).
+    fn take(&mut self, hash: u64, key: &Arc<ObjectKey>) -> Option<Deltas<K>> {
+        let found = self
+            .items
+            .find_entry(hash, |d| Arc::ptr_eq(&d.key, key) || *d.key == **key);
+        let Ok(found) = found else {
+            tracing::error!(%key, "DeltaFIFO invariant broken: queued key without deltas");
+            return None;
+        };
+        let (deltas, _) = found.remove();
+        if deltas.initial {
+            self.initial_pending -= 1;
+        }
+        Some(deltas)
+    }
+
+    /// Puts taken deltas back at the end of the queue.
+    fn requeue(&mut self, hash: u64, key: Arc<ObjectKey>, deltas: Deltas<K>) {
+        if deltas.initial {
+            self.initial_pending += 1;
+        }
+        self.queue.push_back(Queued { hash, key });
+        self.items.insert_unique(hash, deltas, |d| d.hash);
+    }
+
     /// Whether a producer should wake a waiting pop.
     fn wake_needed(&self) -> bool {
         self.waiters > 0 && !self.queue.is_empty()
+    }
+}
+
+/// The keys of one [`DeltaFifo::pop_batch`], handed out under the queue's lock.
+pub(crate) struct PopBatch<'a, K> {
+    fifo: &'a DeltaFifo<K>,
+    state: &'a mut State<K>,
+    /// Keys the batch may still take.
+    left: usize,
+}
+
+impl<K> PopBatch<'_, K> {
+    /// Takes the next queued key, if the batch has room left, and calls `process` with
+    /// its deltas, as [`DeltaFifo::pop`] does (a requeue puts them back at the end);
+    /// `None` when the batch is full or the queue empty.
+    pub(crate) fn next<E>(
+        &mut self,
+        process: impl FnOnce(&Deltas<K>) -> Result<(), ProcessError<E>>,
+    ) -> Option<Result<(), PopError<E>>> {
+        while self.left > 0 {
+            let Queued { hash, key } = self.state.queue.pop_front()?;
+            let Some(deltas) = self.state.take(hash, &key) else {
+                continue;
+            };
+            self.left -= 1;
+            if self.state.wake_needed() {
+                // Pass the wake-up on to another waiting pop.
+                self.fifo.shared.notify.notify_one();
+            }
+            return Some(match process(&deltas) {
+                Ok(()) => Ok(()),
+                Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
+                Err(ProcessError::Requeue(e)) => {
+                    self.state.requeue(hash, key, deltas);
+                    Err(PopError::Requeued(e))
+                }
+            });
+        }
+        None
     }
 }
 
@@ -603,17 +667,9 @@ impl<K: 'static> DeltaFifo<K> {
                     return Err(PopError::Closed);
                 }
                 if let Some(Queued { hash, key }) = state.queue.pop_front() {
-                    let found = state
-                        .items
-                        .find_entry(hash, |d| Arc::ptr_eq(&d.key, &key) || *d.key == *key);
-                    let Ok(found) = found else {
-                        tracing::error!(%key, "DeltaFIFO invariant broken: queued key without deltas");
+                    let Some(deltas) = state.take(hash, &key) else {
                         continue;
                     };
-                    let (deltas, _) = found.remove();
-                    if deltas.initial {
-                        state.initial_pending -= 1;
-                    }
                     if state.wake_needed() {
                         // Pass the wake-up on to another waiting pop.
                         self.shared.notify.notify_one();
@@ -622,11 +678,7 @@ impl<K: 'static> DeltaFifo<K> {
                         Ok(value) => Ok(value),
                         Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
                         Err(ProcessError::Requeue(e)) => {
-                            if deltas.initial {
-                                state.initial_pending += 1;
-                            }
-                            state.queue.push_back(Queued { hash, key });
-                            state.items.insert_unique(hash, deltas, |d| d.hash);
+                            state.requeue(hash, key, deltas);
                             self.wake(state);
                             Err(PopError::Requeued(e))
                         }
@@ -635,6 +687,49 @@ impl<K: 'static> DeltaFifo<K> {
                 // Register while holding the lock: a producer that queues a key after
                 // this sees the waiter and calls `notify_one`, whose permit this future
                 // takes even if it has not been polled yet.
+                state.waiters += 1;
+                waiting.registered = true;
+                self.shared.notify.notified()
+            };
+            notified.await;
+        }
+    }
+
+    /// Like [`pop`](Self::pop) for several keys under one lock: waits for a queued key,
+    /// then calls `run` once, under the queue's lock, with a [`PopBatch`] that hands out
+    /// the deltas of up to `max` queued keys, one key at a time, in queue order, each
+    /// exactly as `pop` would. Lets the consumer take its own locks once per batch rather
+    /// than once per key. Returns what `run` returns and whether the queue is empty now;
+    /// `None` once the queue is closed.
+    pub(crate) async fn pop_batch<T>(
+        &self,
+        max: usize,
+        run: impl FnOnce(&mut PopBatch<'_, K>) -> T,
+    ) -> Option<(T, bool)> {
+        let mut waiting = Waiting {
+            fifo: self,
+            registered: false,
+        };
+        loop {
+            let notified = {
+                let mut state = self.lock();
+                if std::mem::take(&mut waiting.registered) {
+                    state.waiters -= 1;
+                }
+                if state.closed {
+                    return None;
+                }
+                if !state.queue.is_empty() {
+                    let mut batch = PopBatch {
+                        fifo: self,
+                        state: &mut state,
+                        left: max.max(1),
+                    };
+                    let value = run(&mut batch);
+                    let drained = state.queue.is_empty();
+                    self.wake(state);
+                    return Some((value, drained));
+                }
                 state.waiters += 1;
                 waiting.registered = true;
                 self.shared.notify.notified()

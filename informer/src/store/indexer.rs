@@ -290,8 +290,17 @@ impl<K: 'static> Writer<K> {
     /// Like [`upsert`](Self::upsert) with the key already known (e.g. the key of the
     /// [`Deltas`](crate::fifo::Deltas) being processed), sharing that key allocation.
     pub fn upsert_keyed(&mut self, key: &Arc<ObjectKey>, obj: Arc<K>) -> Option<Arc<K>> {
-        let key = KeyCandidate::Shared(Arc::clone(key));
-        self.shared.write().upsert(key, &obj, &mut self.scratch).1
+        self.batch().upsert_keyed(key, obj)
+    }
+
+    /// Several writes under one acquisition of the store's lock (readers wait until the
+    /// batch is dropped).
+    pub(crate) fn batch(&mut self) -> WriteBatch<'_, K> {
+        let Self { shared, scratch } = self;
+        WriteBatch {
+            state: shared.write(),
+            scratch,
+        }
     }
 
     /// Removes the object stored under the key of `obj`; returns it.
@@ -302,7 +311,7 @@ impl<K: 'static> Writer<K> {
 
     /// Removes the object stored under `key`; returns it.
     pub fn delete_key(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.shared.write().remove(key)
+        self.batch().delete_key(key)
     }
 
     /// Replaces the whole content with `objects` (client-go's `Replace`), atomically for
@@ -351,6 +360,25 @@ impl<K: 'static> Writer<K> {
         for index in &mut state.indexes {
             index.clear();
         }
+    }
+}
+
+/// Writes under one acquisition of the store's write lock, from [`Writer::batch`].
+pub(crate) struct WriteBatch<'a, K> {
+    state: RwLockWriteGuard<'a, State<K>>,
+    scratch: &'a mut Scratch,
+}
+
+impl<K: 'static> WriteBatch<'_, K> {
+    /// [`Writer::upsert_keyed`].
+    pub(crate) fn upsert_keyed(&mut self, key: &Arc<ObjectKey>, obj: Arc<K>) -> Option<Arc<K>> {
+        let key = KeyCandidate::Shared(Arc::clone(key));
+        self.state.upsert(key, &obj, self.scratch).1
+    }
+
+    /// [`Writer::delete_key`].
+    pub(crate) fn delete_key(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.state.remove(key)
     }
 }
 

@@ -86,6 +86,7 @@ pub use index::{
     IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex,
     label_index_name,
 };
+pub(crate) use indexer::WriteBatch;
 pub use indexer::{Indexer, Writer};
 pub use selector::{Operator, Requirement, Selector, SelectorError};
 
