@@ -161,7 +161,9 @@ impl<K> Clone for Delta<K> {
 /// extra allocation.
 #[derive(Debug)]
 pub struct Deltas<K> {
-    key: Arc<ObjectKey>,
+    pub(super) key: Arc<ObjectKey>,
+    /// The hash of `key` in the queue's map.
+    pub(super) hash: u64,
     oldest: Delta<K>,
     rest: Vec<Delta<K>>,
     /// Queued by the first `replace`: part of the initial list.
@@ -183,9 +185,10 @@ impl<K: PartialEq> PartialEq for Deltas<K> {
 }
 
 impl<K> Deltas<K> {
-    pub(super) fn new(key: Arc<ObjectKey>, delta: Delta<K>) -> Self {
+    pub(super) fn new(key: Arc<ObjectKey>, hash: u64, delta: Delta<K>) -> Self {
         Self {
             key,
+            hash,
             oldest: delta,
             rest: Vec::new(),
             initial: false,
@@ -262,6 +265,7 @@ impl<K> Clone for Deltas<K> {
     fn clone(&self) -> Self {
         Self {
             key: Arc::clone(&self.key),
+            hash: self.hash,
             oldest: self.oldest.clone(),
             rest: self.rest.clone(),
             initial: self.initial,

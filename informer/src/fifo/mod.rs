@@ -98,18 +98,21 @@ mod known;
 mod tests;
 
 use std::{
-    collections::{HashMap, VecDeque, hash_map::Entry},
+    collections::VecDeque,
     fmt,
+    hash::BuildHasher,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
+use hashbrown::{HashTable, hash_table::Entry};
 use kube::Resource;
 use tokio::sync::Notify;
 
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Deltas};
 pub use known::KnownObjects;
 
-use crate::key::{KeyCandidate, KeyFn, ObjectKey, SharedKey, query};
+use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef, SharedKey};
+use crate::store::FastState;
 
 /// Why [`DeltaFifo::pop`] returned without a successful result.
 #[derive(Debug, thiserror::Error)]
@@ -211,10 +214,12 @@ struct Shared<K> {
 }
 
 struct State<K> {
-    /// Pending deltas by key; a key is here if and only if it is in `queue`.
-    items: HashMap<SharedKey, Deltas<K>>,
-    /// Keys in pop order, each once.
-    queue: VecDeque<SharedKey>,
+    /// Pending deltas, found by the hash of their key; a key is here if and only if it
+    /// is in `queue`.
+    items: HashTable<Deltas<K>>,
+    hasher: FastState,
+    /// Keys in pop order, each once, with their hash.
+    queue: VecDeque<Queued>,
     /// Some operation (other than `resync`) has happened.
     populated: bool,
     /// Keys of the first `replace` not yet processed.
@@ -227,7 +232,26 @@ struct State<K> {
     replaces: u64,
 }
 
+/// A queued key and its hash (the same allocation as the key of its [`Deltas`]).
+struct Queued {
+    hash: u64,
+    key: Arc<ObjectKey>,
+}
+
 impl<K> State<K> {
+    fn hash(&self, key: ObjectKeyRef<'_>) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The deltas queued for `key`, whose hash is `hash`.
+    fn find(&self, hash: u64, key: ObjectKeyRef<'_>) -> Option<&Deltas<K>> {
+        self.items.find(hash, |d| d.key.as_key_ref() == key)
+    }
+
+    fn find_mut(&mut self, hash: u64, key: ObjectKeyRef<'_>) -> Option<&mut Deltas<K>> {
+        self.items.find_mut(hash, |d| d.key.as_key_ref() == key)
+    }
+
     /// The key the known objects hold for `candidate` (whose key is not queued), or a
     /// new one.
     fn new_key(candidate: KeyCandidate<'_>, known: Option<&dyn KnownObjects<K>>) -> SharedKey {
@@ -237,19 +261,34 @@ impl<K> State<K> {
         }
     }
 
-    /// Appends `delta` to the deltas of `key`, queueing the key if it is new. With
-    /// `initial`, the key joins the initial list. Returns the key's deltas.
-    fn push(&mut self, key: SharedKey, delta: Delta<K>, initial: bool) -> &mut Deltas<K> {
-        let deltas = match self.items.entry(key) {
+    /// Appends `delta` to the deltas of `key` (whose hash is `hash`), queueing the key
+    /// if it is new. With `initial`, the key joins the initial list. Returns the key's
+    /// deltas.
+    fn push(
+        &mut self,
+        hash: u64,
+        key: SharedKey,
+        delta: Delta<K>,
+        initial: bool,
+    ) -> &mut Deltas<K> {
+        let key = key.0;
+        let entry = self.items.entry(
+            hash,
+            |d| Arc::ptr_eq(&d.key, &key) || *d.key == *key,
+            |d| d.hash,
+        );
+        let deltas = match entry {
             Entry::Occupied(entry) => {
                 let deltas = entry.into_mut();
                 deltas.push(delta);
                 deltas
             }
             Entry::Vacant(entry) => {
-                self.queue.push_back(entry.key().clone());
-                let deltas = Deltas::new(Arc::clone(&entry.key().0), delta);
-                entry.insert(deltas)
+                self.queue.push_back(Queued {
+                    hash,
+                    key: Arc::clone(&key),
+                });
+                entry.insert(Deltas::new(key, hash, delta)).into_mut()
             }
         };
         if initial && !deltas.initial {
@@ -260,20 +299,90 @@ impl<K> State<K> {
     }
 
     /// Appends a delta made from `obj`, allocating a key only if neither the queue nor the
-    /// known objects hold one.
+    /// known objects hold one. The key is hashed once.
     fn push_object(&mut self, shared: &Shared<K>, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) {
         let candidate = shared.key_fn.candidate(&obj);
-        if let Some(deltas) = self.items.get_mut(query(&candidate.key_ref())) {
+        let hash = self.hash(candidate.key_ref());
+        if let Some(deltas) = self.find_mut(hash, candidate.key_ref()) {
             deltas.push(make(Arc::clone(&obj)));
             return;
         }
-        let key = Self::new_key(candidate, shared.known.as_deref());
-        self.push(key, make(obj), false);
+        let key = Self::new_key(candidate, shared.known.as_deref()).0;
+        self.queue.push_back(Queued {
+            hash,
+            key: Arc::clone(&key),
+        });
+        self.items
+            .insert_unique(hash, Deltas::new(key, hash, make(obj)), |d| d.hash);
+    }
+
+    /// Removes the deltas of the queued key `key` (just taken from `queue`).
+    fn take(&mut self, hash: u64, key: &Arc<ObjectKey>) -> Option<Deltas<K>> {
+        let found = self
+            .items
+            .find_entry(hash, |d| Arc::ptr_eq(&d.key, key) || *d.key == **key);
+        let Ok(found) = found else {
+            tracing::error!(%key, "DeltaFIFO invariant broken: queued key without deltas");
+            return None;
+        };
+        let (deltas, _) = found.remove();
+        if deltas.initial {
+            self.initial_pending -= 1;
+        }
+        Some(deltas)
+    }
+
+    /// Puts taken deltas back at the end of the queue.
+    fn requeue(&mut self, hash: u64, key: Arc<ObjectKey>, deltas: Deltas<K>) {
+        if deltas.initial {
+            self.initial_pending += 1;
+        }
+        self.queue.push_back(Queued { hash, key });
+        self.items.insert_unique(hash, deltas, |d| d.hash);
     }
 
     /// Whether a producer should wake a waiting pop.
     fn wake_needed(&self) -> bool {
         self.waiters > 0 && !self.queue.is_empty()
+    }
+}
+
+/// The keys of one [`DeltaFifo::pop_batch`], handed out under the queue's lock.
+pub(crate) struct PopBatch<'a, K> {
+    fifo: &'a DeltaFifo<K>,
+    state: &'a mut State<K>,
+    /// Keys the batch may still take.
+    left: usize,
+}
+
+impl<K> PopBatch<'_, K> {
+    /// Takes the next queued key, if the batch has room left, and calls `process` with
+    /// its deltas, as [`DeltaFifo::pop`] does (a requeue puts them back at the end);
+    /// `None` when the batch is full or the queue empty.
+    pub(crate) fn next<E>(
+        &mut self,
+        process: impl FnOnce(&Deltas<K>) -> Result<(), ProcessError<E>>,
+    ) -> Option<Result<(), PopError<E>>> {
+        while self.left > 0 {
+            let Queued { hash, key } = self.state.queue.pop_front()?;
+            let Some(deltas) = self.state.take(hash, &key) else {
+                continue;
+            };
+            self.left -= 1;
+            if self.state.wake_needed() {
+                // Pass the wake-up on to another waiting pop.
+                self.fifo.shared.notify.notify_one();
+            }
+            return Some(match process(&deltas) {
+                Ok(()) => Ok(()),
+                Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
+                Err(ProcessError::Requeue(e)) => {
+                    self.state.requeue(hash, key, deltas);
+                    Err(PopError::Requeued(e))
+                }
+            });
+        }
+        None
     }
 }
 
@@ -341,7 +450,8 @@ impl<K: 'static> DeltaFifo<K> {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    items: HashMap::new(),
+                    items: HashTable::new(),
+                    hasher: FastState::default(),
                     queue: VecDeque::new(),
                     populated: false,
                     initial_pending: 0,
@@ -397,15 +507,17 @@ impl<K: 'static> DeltaFifo<K> {
         let key = {
             let candidate = self.shared.key_fn.candidate(&obj);
             let key = candidate.key_ref();
-            match state.items.get_key_value(query(&key)) {
-                Some((queued, _)) => queued.clone(),
+            let hash = state.hash(key);
+            match state.find(hash, key) {
+                Some(queued) => (hash, SharedKey(Arc::clone(&queued.key))),
                 None => match self.shared.known.as_ref().and_then(|k| k.get_key(key)) {
-                    Some(known) => SharedKey(known),
+                    Some(known) => (hash, SharedKey(known)),
                     None => return,
                 },
             }
         };
-        state.push(key, Delta::Deleted(DeletedObject::Final(obj)), false);
+        let (hash, key) = key;
+        state.push(hash, key, Delta::Deleted(DeletedObject::Final(obj)), false);
         self.wake(state);
     }
 
@@ -437,11 +549,16 @@ impl<K: 'static> DeltaFifo<K> {
         let this_replace = state.replaces;
         // Distinct keys of the list: each gets `listed_by = this_replace`.
         let mut listed = 0usize;
-        state.items.reserve(list.size_hint().0);
+        state.items.reserve(list.size_hint().0, |d| d.hash);
         for obj in list {
             let obj = obj.into();
             let candidate = self.shared.key_fn.candidate(&obj);
-            let deltas = match state.items.get_mut(query(&candidate.key_ref())) {
+            let hash = state.hash(candidate.key_ref());
+            let key_ref = candidate.key_ref();
+            let queued = state
+                .items
+                .find_mut(hash, |d| d.key.as_key_ref() == key_ref);
+            let deltas = match queued {
                 Some(deltas) => {
                     deltas.push(listed_kind(Arc::clone(&obj)));
                     if initial && !deltas.initial {
@@ -452,7 +569,7 @@ impl<K: 'static> DeltaFifo<K> {
                 }
                 None => {
                     let key = State::new_key(candidate, known);
-                    state.push(key, listed_kind(obj), initial)
+                    state.push(hash, key, listed_kind(obj), initial)
                 }
             };
             if deltas.listed_by != this_replace {
@@ -463,19 +580,23 @@ impl<K: 'static> DeltaFifo<K> {
 
         // Queued keys missing from the list: tombstone with the newest queued state.
         if state.items.len() > listed {
-            let missing: Vec<(SharedKey, Arc<K>)> = state
+            let missing: Vec<(u64, Arc<ObjectKey>, Arc<K>)> = state
                 .items
                 .iter()
-                .filter(|(_, deltas)| deltas.listed_by != this_replace)
-                .map(|(key, deltas)| (key.clone(), Arc::clone(deltas.newest().object())))
+                .filter(|deltas| deltas.listed_by != this_replace)
+                .map(|deltas| {
+                    let last_known = Arc::clone(deltas.newest().object());
+                    (deltas.hash, Arc::clone(&deltas.key), last_known)
+                })
                 .collect();
-            for (key, last_known) in missing {
+            for (hash, key, last_known) in missing {
                 let tombstone = DeletedFinalStateUnknown {
-                    key: Arc::clone(&key.0),
+                    key: Arc::clone(&key),
                     last_known,
                 };
                 state.push(
-                    key,
+                    hash,
+                    SharedKey(key),
                     Delta::Deleted(DeletedObject::Unknown(tombstone)),
                     initial,
                 );
@@ -486,7 +607,8 @@ impl<K: 'static> DeltaFifo<K> {
         // state. (Every listed key is queued now.)
         if let Some(known) = known {
             known.for_each_known(&mut |key, obj| {
-                if state.items.contains_key(query(key.as_ref())) {
+                let hash = state.hash(key.as_key_ref());
+                if state.find(hash, key.as_key_ref()).is_some() {
                     return;
                 }
                 let tombstone = DeletedFinalStateUnknown {
@@ -494,7 +616,7 @@ impl<K: 'static> DeltaFifo<K> {
                     last_known: Arc::clone(obj),
                 };
                 let delta = Delta::Deleted(DeletedObject::Unknown(tombstone));
-                state.push(SharedKey(Arc::clone(key)), delta, initial);
+                state.push(hash, SharedKey(Arc::clone(key)), delta, initial);
             });
         }
         self.wake(guard);
@@ -508,8 +630,10 @@ impl<K: 'static> DeltaFifo<K> {
         };
         let mut state = self.lock();
         known.for_each_known(&mut |key, obj| {
-            if !state.items.contains_key(query(key.as_ref())) {
+            let hash = state.hash(key.as_key_ref());
+            if state.find(hash, key.as_key_ref()).is_none() {
                 state.push(
+                    hash,
                     SharedKey(Arc::clone(key)),
                     Delta::Sync(Arc::clone(obj)),
                     false,
@@ -542,14 +666,10 @@ impl<K: 'static> DeltaFifo<K> {
                 if state.closed {
                     return Err(PopError::Closed);
                 }
-                if let Some(key) = state.queue.pop_front() {
-                    let Some(deltas) = state.items.remove(query(key.0.as_ref())) else {
-                        tracing::error!(key = %key.0, "DeltaFIFO invariant broken: queued key without deltas");
+                if let Some(Queued { hash, key }) = state.queue.pop_front() {
+                    let Some(deltas) = state.take(hash, &key) else {
                         continue;
                     };
-                    if deltas.initial {
-                        state.initial_pending -= 1;
-                    }
                     if state.wake_needed() {
                         // Pass the wake-up on to another waiting pop.
                         self.shared.notify.notify_one();
@@ -558,11 +678,7 @@ impl<K: 'static> DeltaFifo<K> {
                         Ok(value) => Ok(value),
                         Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
                         Err(ProcessError::Requeue(e)) => {
-                            if deltas.initial {
-                                state.initial_pending += 1;
-                            }
-                            state.queue.push_back(key.clone());
-                            state.items.insert(key, deltas);
+                            state.requeue(hash, key, deltas);
                             self.wake(state);
                             Err(PopError::Requeued(e))
                         }
@@ -571,6 +687,49 @@ impl<K: 'static> DeltaFifo<K> {
                 // Register while holding the lock: a producer that queues a key after
                 // this sees the waiter and calls `notify_one`, whose permit this future
                 // takes even if it has not been polled yet.
+                state.waiters += 1;
+                waiting.registered = true;
+                self.shared.notify.notified()
+            };
+            notified.await;
+        }
+    }
+
+    /// Like [`pop`](Self::pop) for several keys under one lock: waits for a queued key,
+    /// then calls `run` once, under the queue's lock, with a [`PopBatch`] that hands out
+    /// the deltas of up to `max` queued keys, one key at a time, in queue order, each
+    /// exactly as `pop` would. Lets the consumer take its own locks once per batch rather
+    /// than once per key. Returns what `run` returns and whether the queue is empty now;
+    /// `None` once the queue is closed.
+    pub(crate) async fn pop_batch<T>(
+        &self,
+        max: usize,
+        run: impl FnOnce(&mut PopBatch<'_, K>) -> T,
+    ) -> Option<(T, bool)> {
+        let mut waiting = Waiting {
+            fifo: self,
+            registered: false,
+        };
+        loop {
+            let notified = {
+                let mut state = self.lock();
+                if std::mem::take(&mut waiting.registered) {
+                    state.waiters -= 1;
+                }
+                if state.closed {
+                    return None;
+                }
+                if !state.queue.is_empty() {
+                    let mut batch = PopBatch {
+                        fifo: self,
+                        state: &mut state,
+                        left: max.max(1),
+                    };
+                    let value = run(&mut batch);
+                    let drained = state.queue.is_empty();
+                    self.wake(state);
+                    return Some((value, drained));
+                }
                 state.waiters += 1;
                 waiting.registered = true;
                 self.shared.notify.notified()
@@ -612,11 +771,17 @@ impl<K: 'static> DeltaFifo<K> {
 
     /// The queued keys, in pop order.
     pub fn list_keys(&self) -> Vec<Arc<ObjectKey>> {
-        self.lock().queue.iter().map(|k| Arc::clone(&k.0)).collect()
+        self.lock()
+            .queue
+            .iter()
+            .map(|queued| Arc::clone(&queued.key))
+            .collect()
     }
 
     /// A copy of the deltas queued for `key` (the objects are shared, not copied).
     pub fn get(&self, key: &ObjectKey) -> Option<Deltas<K>> {
-        self.lock().items.get(query(key)).cloned()
+        let state = self.lock();
+        let key = key.as_key_ref();
+        state.find(state.hash(key), key).cloned()
     }
 }

@@ -492,6 +492,90 @@ async fn has_synced_waits_for_requeued_initial_items() {
     assert!(fifo.has_synced(), "a dropped item is done with");
 }
 
+/// `pop_batch` hands out keys in queue order, at most `max` per batch, each with all its
+/// deltas as `pop` would, requeues and drops as `pop` does, and says when the queue ran dry.
+#[tokio::test]
+async fn pop_batch_hands_out_keys_in_order_as_pop_would() {
+    let fifo = DeltaFifo::<ConfigMap>::default();
+    fifo.replace([cm("ns/a", 1), cm("ns/b", 1), cm("ns/c", 1)], "1");
+    fifo.update(cm("ns/a", 2));
+    fifo.add(cm("ns/d", 1));
+    let take = |batch: &mut PopBatch<'_, ConfigMap>| {
+        let mut seen = Vec::new();
+        while let Some(result) = batch.next(|deltas| {
+            seen.push((deltas.key().to_string(), summary(deltas)));
+            Ok::<_, ProcessError<()>>(())
+        }) {
+            result.unwrap();
+        }
+        seen
+    };
+    let (seen, drained) = fifo.pop_batch(2, take).await.unwrap();
+    assert_eq!(
+        seen,
+        [
+            (
+                "ns/a".to_owned(),
+                vec![
+                    (DeltaType::Replaced, 1, false),
+                    (DeltaType::Updated, 2, false)
+                ]
+            ),
+            ("ns/b".to_owned(), vec![(DeltaType::Replaced, 1, false)]),
+        ]
+    );
+    assert!(!drained);
+    assert!(
+        !fifo.has_synced(),
+        "ns/c of the initial list is still queued"
+    );
+
+    // A requeue puts the key back at the end; a failure drops it.
+    let (results, drained) = fifo
+        .pop_batch(10, |batch| {
+            let mut results = Vec::new();
+            while let Some(result) = batch.next(|deltas| {
+                if deltas.key().name == "c" {
+                    Err(ProcessError::Requeue("again"))
+                } else {
+                    Err(ProcessError::Fail("dropped"))
+                }
+            }) {
+                results.push(result);
+                if results.len() == 2 {
+                    break;
+                }
+            }
+            results
+        })
+        .await
+        .unwrap();
+    assert!(matches!(results[0], Err(PopError::Requeued("again"))));
+    assert!(matches!(results[1], Err(PopError::Failed("dropped"))));
+    assert!(!drained);
+    assert_eq!(fifo.list_keys().len(), 1);
+    assert!(
+        !fifo.has_synced(),
+        "the requeued initial key is pending again"
+    );
+    let (seen, drained) = fifo.pop_batch(10, take).await.unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, "ns/c");
+    assert!(drained);
+    assert!(fifo.has_synced());
+
+    // Waits for a key; returns `None` once closed.
+    let waiter = {
+        let fifo = fifo.clone();
+        tokio::spawn(async move { fifo.pop_batch(10, take).await.map(|(seen, _)| seen.len()) })
+    };
+    tokio::task::yield_now().await;
+    fifo.add(cm("ns/e", 1));
+    assert_eq!(waiter.await.unwrap(), Some(1));
+    fifo.close();
+    assert!(fifo.pop_batch(10, take).await.is_none());
+}
+
 // ---------------------------------------------------------------------------------------
 // Bounded work
 

@@ -69,25 +69,30 @@ pub use listener::ListenerStats;
 pub use registration::{Registration, Subscription};
 pub use sync::{HasSynced, wait_for_cache_sync};
 
-use crate::fifo::{Delta, DeltaFifo, DeltaFifoOptions, Deltas, ProcessError};
+use crate::fifo::{Delta, DeltaFifo, DeltaFifoOptions, Deltas, PopBatch, ProcessError};
 use crate::key::{KeyFn, ObjectKey};
 use crate::lister::Lister;
 use crate::reflector::{
     self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
     ReflectorStore,
 };
-use crate::store::{Indexer, Indexers, NAMESPACE_INDEX, StoreError, Writer};
+use crate::store::{Indexer, Indexers, NAMESPACE_INDEX, StoreError, WriteBatch, Writer};
 use processor::Processor;
 
 /// Keys processed at most between two wake-ups of the handlers while the DeltaFIFO
 /// stays busy.
 const WAKE_EVERY: usize = 256;
 
+/// Keys popped and applied under one acquisition of the DeltaFIFO's, the cache's and the
+/// handler list's locks. Readers of the cache wait for at most this many updates.
+const POP_BATCH: usize = 32;
+
 /// Changes an object before it is stored, e.g. to drop fields nobody reads (client-go's
 /// `TransformFunc`; `managedFields` are already left out while decoding, see
-/// [`ManagedFields`](crate::reflector::ManagedFields)). It runs once per object, on the decoded value, before anything
-/// else sees it. A transform that panics is contained: that object is logged and
-/// skipped (as if the server had not sent it), and the informer goes on.
+/// [`ManagedFields`](crate::reflector::ManagedFields)). It runs once per object, on the
+/// decoded value, before anything else sees it. A transform that panics is contained:
+/// that object is logged and skipped (as if the server had not sent it), and the
+/// informer goes on.
 pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
 /// Errors of informer operations.
@@ -465,15 +470,17 @@ where
         let process = async {
             let mut since_wake = 0usize;
             loop {
-                match inner.fifo.pop(|deltas| inner.handle_deltas(deltas)).await {
-                    Ok(()) => {}
-                    Err(crate::fifo::PopError::Closed) => break,
-                    Err(error) => tracing::error!(%error, "processing deltas failed"),
-                }
+                let popped = inner
+                    .fifo
+                    .pop_batch(POP_BATCH, |batch| inner.handle_batch(batch))
+                    .await;
+                let Some((processed, drained)) = popped else {
+                    break;
+                };
                 // Handlers are woken when the queue runs dry (and at least every
                 // `WAKE_EVERY` keys while it does not), not for every notification.
-                since_wake += 1;
-                if since_wake >= WAKE_EVERY || inner.fifo.is_empty() {
+                since_wake += processed;
+                if since_wake >= WAKE_EVERY || drained {
                     since_wake = 0;
                     inner.processor.wake();
                 }
@@ -562,13 +569,36 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         });
     }
 
+    /// Applies the deltas of the keys of one batch, each as
+    /// [`handle_deltas`](Self::handle_deltas), with the writer, the cache and the
+    /// handler list locked once for the batch; returns how many keys it applied.
+    fn handle_batch(&self, batch: &mut PopBatch<'_, K>) -> usize {
+        let mut writer = self.writer.lock().expect("lock");
+        let mut store = writer.batch();
+        let listeners = self.processor.listeners();
+        let mut processed = 0;
+        while let Some(result) =
+            batch.next(|deltas| self.handle_deltas(&mut store, &listeners, deltas))
+        {
+            processed += 1;
+            if let Err(error) = result {
+                tracing::error!(%error, "processing deltas failed");
+            }
+        }
+        processed
+    }
+
     /// Applies one key's deltas: the cache first, then the handlers (client-go's
     /// `HandleDeltas`).
     fn handle_deltas(
         &self,
+        writer: &mut WriteBatch<'_, K>,
+        listeners: &[Arc<listener::Listener<K>>],
         deltas: &Deltas<K>,
     ) -> Result<(), ProcessError<std::convert::Infallible>> {
-        let mut writer = self.writer.lock().expect("lock");
+        let distribute = |notification, is_resync| {
+            Processor::distribute_to(listeners, notification, is_resync);
+        };
         let is_initial_list = deltas.is_initial_list();
         let key = deltas.key();
         for delta in deltas.iter() {
@@ -581,7 +611,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                         let is_resync = matches!(delta, Delta::Sync(_))
                             || (matches!(delta, Delta::Replaced(_))
                                 && same_version(old.as_ref(), object.as_ref()));
-                        self.processor.distribute(
+                        distribute(
                             Notification::Update {
                                 old,
                                 new: Arc::clone(object),
@@ -589,7 +619,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                             is_resync,
                         );
                     }
-                    None => self.processor.distribute(
+                    None => distribute(
                         Notification::Add {
                             object: Arc::clone(object),
                             is_initial_list,
@@ -599,8 +629,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 },
                 Delta::Deleted(deleted) => {
                     writer.delete_key(key);
-                    self.processor
-                        .distribute(Notification::Delete(deleted.clone()), false);
+                    distribute(Notification::Delete(deleted.clone()), false);
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Fan-out of notifications to every handler (client-go's `sharedProcessor`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -48,11 +48,20 @@ impl<K> Processor<K> {
         }
     }
 
-    /// Hands `notification` to every listener, or, for a resync, to those whose
+    /// The listeners, read-locked, for several [`distribute_to`](Self::distribute_to)
+    /// calls under one lock (the set cannot change meanwhile).
+    pub(crate) fn listeners(&self) -> RwLockReadGuard<'_, Vec<Arc<Listener<K>>>> {
+        self.listeners.read().expect("lock")
+    }
+
+    /// Hands `notification` to every one of `listeners`, or, for a resync, to those whose
     /// resync period is due. A listener's consumer is woken once a batch is queued,
     /// or by [`wake`](Self::wake).
-    pub(crate) fn distribute(&self, notification: Notification<K>, is_resync: bool) {
-        let listeners = self.listeners.read().expect("lock");
+    pub(crate) fn distribute_to(
+        listeners: &[Arc<Listener<K>>],
+        notification: Notification<K>,
+        is_resync: bool,
+    ) {
         let mut targets = listeners
             .iter()
             .filter(|l| !is_resync || l.resync_due())
@@ -67,8 +76,8 @@ impl<K> Processor<K> {
         }
     }
 
-    /// Wakes every listener that has notifications queued by [`distribute`]
-    /// (Self::distribute) and waits for them: the process loop calls this when it has
+    /// Wakes every listener that has notifications queued by [`distribute_to`]
+    /// (Self::distribute_to) and waits for them: the process loop calls this when it has
     /// nothing more to do for now.
     pub(crate) fn wake(&self) {
         for listener in self.listeners.read().expect("lock").iter() {

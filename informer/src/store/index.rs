@@ -12,13 +12,15 @@
 //! [`NamespaceIndex`] and [`LabelIndex`] do so.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     fmt,
     hash::{BuildHasherDefault, Hasher},
     sync::Arc,
 };
 
 use kube::Resource;
+
+use super::FastMap;
 
 /// The name of the built-in namespace index (client-go's `cache.NamespaceIndex`).
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -240,6 +242,15 @@ impl ValueBuf {
     fn contains(&self, value: &str) -> bool {
         self.iter().any(|v| v == value)
     }
+
+    /// Whether the list is exactly `namespace`: one value equal to it, or no value when
+    /// it is `None`.
+    fn is_exactly(&self, namespace: Option<&str>) -> bool {
+        match namespace {
+            Some(ns) => self.ends.len() == 1 && self.text == ns,
+            None => self.ends.is_empty(),
+        }
+    }
 }
 
 /// A hasher for slot ids. Ids are dense integers chosen by the store, never by the API
@@ -268,18 +279,34 @@ pub(crate) type IdSet = HashSet<u32, BuildHasherDefault<IdHasher>>;
 
 /// One named index: value -> ids of the slots of the objects indexed under it. Empty
 /// sets are removed, so churn does not leak.
+///
+/// # Indexed under the key's namespace
+/// A namespace index usually files an object under the namespace of its key, and an
+/// update (same key) rarely moves it. The store therefore remembers, per object, whether
+/// a namespace index's values for it are exactly its key's namespace (nothing for a
+/// key without namespace); `add` and `update` report it. When both the stored object
+/// and its replacement are, `update` has nothing to do and never reads the replaced
+/// object (which is cold in the CPU cache by then), and `remove` needs no object at all.
+/// The fact is checked on the values the function actually emits, so an index function
+/// that breaks the [`IndexedField::Namespace`] contract, or a key function whose
+/// namespace is not the object's, only loses the shortcut.
 pub(crate) struct Index<K> {
     pub(crate) name: String,
     func: Arc<dyn IndexFunc<K>>,
-    values: HashMap<Arc<str>, IdSet>,
+    values: FastMap<Arc<str>, IdSet>,
+    /// The function claims to index the namespace: worth checking the values against
+    /// the key's namespace.
+    by_namespace: bool,
 }
 
 impl<K: 'static> Index<K> {
     pub(crate) fn new(name: String, func: Arc<dyn IndexFunc<K>>) -> Self {
+        let by_namespace = func.indexed_field() == IndexedField::Namespace;
         Self {
             name,
             func,
-            values: HashMap::new(),
+            values: FastMap::default(),
+            by_namespace,
         }
     }
 
@@ -302,24 +329,55 @@ impl<K: 'static> Index<K> {
         self.func.index_values(obj, emit);
     }
 
-    /// Indexes a newly stored object.
-    pub(crate) fn add(&mut self, id: u32, obj: &K) {
+    /// Indexes a newly stored object whose key has namespace `key_ns`; returns whether
+    /// it is indexed exactly under `key_ns` (see the [type docs](Index)).
+    pub(crate) fn add(&mut self, id: u32, obj: &K, key_ns: Option<&str>) -> bool {
         let Self { func, values, .. } = self;
-        func.index_values(obj, &mut |value| insert(values, value, id));
+        let mut emitted = 0usize;
+        let mut all_key_ns = true;
+        func.index_values(obj, &mut |value| {
+            insert(values, value, id);
+            emitted += 1;
+            all_key_ns &= key_ns == Some(value);
+        });
+        self.by_namespace && all_key_ns && emitted == usize::from(key_ns.is_some())
     }
 
-    /// Unindexes a removed object.
-    pub(crate) fn remove(&mut self, id: u32, obj: &K) {
+    /// Unindexes a removed object whose key has namespace `key_ns`. With
+    /// `under_key_ns` (what `add` or `update` last returned for it), the object is not
+    /// read.
+    pub(crate) fn remove(&mut self, id: u32, obj: &K, key_ns: Option<&str>, under_key_ns: bool) {
         let Self { func, values, .. } = self;
+        if under_key_ns {
+            if let Some(ns) = key_ns {
+                remove(values, ns, id);
+            }
+            return;
+        }
         func.index_values(obj, &mut |value| remove(values, value, id));
     }
 
     /// Moves `id` from the values of `old` to those of `new`, touching only what changed.
-    pub(crate) fn update(&mut self, id: u32, old: &K, new: &K, scratch: &mut Scratch) {
-        scratch.old.fill(self.func.as_ref(), old);
+    /// `old_under_key_ns` is what `add` or `update` last returned for `old`; returns
+    /// whether `new` is indexed exactly under `key_ns` (the namespace of their key).
+    pub(crate) fn update(
+        &mut self,
+        id: u32,
+        old: &K,
+        new: &K,
+        key_ns: Option<&str>,
+        old_under_key_ns: bool,
+        scratch: &mut Scratch,
+    ) -> bool {
         scratch.new.fill(self.func.as_ref(), new);
+        let new_under_key_ns = self.by_namespace && scratch.new.is_exactly(key_ns);
+        if old_under_key_ns && new_under_key_ns {
+            // Both are indexed exactly under `key_ns`: nothing moves, `old` is not read.
+            return true;
+        }
+        scratch.old.fill(self.func.as_ref(), old);
         if scratch.old == scratch.new {
-            return;
+            return new_under_key_ns;
         }
         for value in scratch.old.iter() {
             if !scratch.new.contains(value) {
@@ -331,6 +389,7 @@ impl<K: 'static> Index<K> {
                 insert(&mut self.values, value, id);
             }
         }
+        new_under_key_ns
     }
 
     /// Drops every entry, keeping the index function.
@@ -339,7 +398,7 @@ impl<K: 'static> Index<K> {
     }
 }
 
-fn insert(values: &mut HashMap<Arc<str>, IdSet>, value: &str, id: u32) {
+fn insert(values: &mut FastMap<Arc<str>, IdSet>, value: &str, id: u32) {
     match values.get_mut(value) {
         Some(ids) => {
             ids.insert(id);
@@ -352,7 +411,7 @@ fn insert(values: &mut HashMap<Arc<str>, IdSet>, value: &str, id: u32) {
     }
 }
 
-fn remove(values: &mut HashMap<Arc<str>, IdSet>, value: &str, id: u32) {
+fn remove(values: &mut FastMap<Arc<str>, IdSet>, value: &str, id: u32) {
     if let Some(ids) = values.get_mut(value) {
         ids.remove(&id);
         if ids.is_empty() {

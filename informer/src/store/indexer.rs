@@ -7,7 +7,7 @@
 //! a contiguous vector.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     fmt,
     sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
@@ -15,7 +15,7 @@ use std::{
 use kube::Resource;
 
 use super::{
-    StoreError,
+    FastMap, StoreError,
     index::{IdSet, Index, IndexedField, Indexers, NAMESPACE_INDEX, NamespaceIndex, Scratch},
     selector::{Operator, Requirement, Selector},
 };
@@ -25,12 +25,20 @@ use crate::key::{KeyCandidate, KeyFn, KeyLike, ObjectKey, ObjectKeyRef, SharedKe
 struct Slot<K> {
     key: SharedKey,
     obj: Arc<K>,
+    /// Bit `i`: index `i` files the object exactly under the key's namespace (see
+    /// [`Index`]). Indexes from the 65th on never use the shortcut.
+    under_key_ns: u64,
+}
+
+/// The bit of index number `i` in [`Slot::under_key_ns`] (none past 64 indexes).
+fn index_bit(i: usize) -> u64 {
+    1u64.checked_shl(i as u32).unwrap_or(0)
 }
 
 /// What the lock protects.
 struct State<K> {
     /// Key -> slot id.
-    ids: HashMap<SharedKey, u32>,
+    ids: FastMap<SharedKey, u32>,
     /// The objects; `None` for a free slot.
     slots: Vec<Option<Slot<K>>>,
     /// Free slot ids, reused first.
@@ -58,11 +66,15 @@ impl<K> Shared<K> {
 impl<K: 'static> State<K> {
     fn new(indexes: Vec<Index<K>>) -> Self {
         Self {
-            ids: HashMap::new(),
+            ids: FastMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             indexes,
         }
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
     }
 
     fn index(&self, name: &str) -> Result<&Index<K>, StoreError> {
@@ -83,14 +95,20 @@ impl<K: 'static> State<K> {
             .filter_map(|(id, slot)| Some((id as u32, slot.as_ref()?)))
     }
 
-    fn get(&self, key: &dyn KeyLike) -> Option<&Arc<K>> {
-        let id = *self.ids.get(query(key))?;
+    fn get(&self, key: ObjectKeyRef<'_>) -> Option<&Arc<K>> {
+        let id = *self.ids.get(query(&key))?;
         self.slot(id).map(|s| &s.obj)
     }
 
+    fn contains_key(&self, key: ObjectKeyRef<'_>) -> bool {
+        self.ids.contains_key(query(&key))
+    }
+
     /// The key the store holds for `key`, if any.
-    fn stored_key(&self, key: &dyn KeyLike) -> Option<SharedKey> {
-        self.ids.get_key_value(query(key)).map(|(k, _)| k.clone())
+    fn stored_key(&self, key: ObjectKeyRef<'_>) -> Option<Arc<ObjectKey>> {
+        self.ids
+            .get_key_value(query(&key))
+            .map(|(k, _)| Arc::clone(&k.0))
     }
 
     /// Stores `obj` (updating its slot if the key is stored, allocating the key only if
@@ -101,16 +119,38 @@ impl<K: 'static> State<K> {
         obj: &Arc<K>,
         scratch: &mut Scratch,
     ) -> (u32, Option<Arc<K>>) {
-        if let Some(&id) = self.ids.get(query(&key.key_ref()))
+        // A key shared with the DeltaFIFO is normally the stored allocation itself:
+        // looked up as a `SharedKey`, it compares by address first.
+        let key = match key {
+            KeyCandidate::Shared(key) => Ok(SharedKey(key)),
+            other => Err(other),
+        };
+        let found = match &key {
+            Ok(shared) => self.ids.get(shared),
+            Err(candidate) => self.ids.get(query(&candidate.key_ref())),
+        };
+        if let Some(&id) = found
             && let Some(slot) = self.slots.get_mut(id as usize).and_then(Option::as_mut)
         {
             let old = std::mem::replace(&mut slot.obj, Arc::clone(obj));
-            for index in &mut self.indexes {
-                index.update(id, &old, obj, scratch);
+            // The key equals the stored key: same namespace.
+            let key_ns = match &key {
+                Ok(shared) => shared.0.namespace.as_deref(),
+                Err(candidate) => candidate.key_ref().namespace,
+            };
+            let mut under_key_ns = 0;
+            for (i, index) in self.indexes.iter_mut().enumerate() {
+                let bit = index_bit(i);
+                let old_under = slot.under_key_ns & bit != 0;
+                if index.update(id, &old, obj, key_ns, old_under, scratch) {
+                    under_key_ns |= bit;
+                }
             }
+            slot.under_key_ns = under_key_ns;
             return (id, Some(old));
         }
-        (self.insert(key.into_shared(), Arc::clone(obj)), None)
+        let key = key.unwrap_or_else(KeyCandidate::into_shared);
+        (self.insert(key, Arc::clone(obj)), None)
     }
 
     /// Stores `obj` under `key`, which is not stored yet.
@@ -122,14 +162,19 @@ impl<K: 'static> State<K> {
                 (self.slots.len() - 1) as u32
             }
         };
-        for index in &mut self.indexes {
-            index.add(id, &obj);
+        let key_ns = key.0.namespace.as_deref();
+        let mut under_key_ns = 0;
+        for (i, index) in self.indexes.iter_mut().enumerate() {
+            if index.add(id, &obj, key_ns) {
+                under_key_ns |= index_bit(i);
+            }
         }
+        self.ids.insert(key.clone(), id);
         self.slots[id as usize] = Some(Slot {
-            key: key.clone(),
+            key,
             obj,
+            under_key_ns,
         });
-        self.ids.insert(key, id);
         id
     }
 
@@ -141,8 +186,10 @@ impl<K: 'static> State<K> {
     /// Empties slot `id` (whose key is already out of `ids`), unindexing its object.
     fn free_slot(&mut self, id: u32) -> Option<Arc<K>> {
         let slot = self.slots.get_mut(id as usize)?.take()?;
-        for index in &mut self.indexes {
-            index.remove(id, &slot.obj);
+        let key_ns = slot.key.0.namespace.as_deref();
+        for (i, index) in self.indexes.iter_mut().enumerate() {
+            let under_key_ns = slot.under_key_ns & index_bit(i) != 0;
+            index.remove(id, &slot.obj, key_ns, under_key_ns);
         }
         self.free.push(id);
         Some(slot.obj)
@@ -157,8 +204,12 @@ impl<K: 'static> State<K> {
         }
         for (name, func) in indexers.entries {
             let mut index = Index::new(name, func);
-            for (id, slot) in self.occupied() {
-                index.add(id, &slot.obj);
+            let bit = index_bit(self.indexes.len());
+            for (id, slot) in self.slots.iter_mut().enumerate() {
+                let Some(slot) = slot else { continue };
+                if index.add(id as u32, &slot.obj, slot.key.0.namespace.as_deref()) {
+                    slot.under_key_ns |= bit;
+                }
             }
             self.indexes.push(index);
         }
@@ -239,8 +290,17 @@ impl<K: 'static> Writer<K> {
     /// Like [`upsert`](Self::upsert) with the key already known (e.g. the key of the
     /// [`Deltas`](crate::fifo::Deltas) being processed), sharing that key allocation.
     pub fn upsert_keyed(&mut self, key: &Arc<ObjectKey>, obj: Arc<K>) -> Option<Arc<K>> {
-        let key = KeyCandidate::Shared(Arc::clone(key));
-        self.shared.write().upsert(key, &obj, &mut self.scratch).1
+        self.batch().upsert_keyed(key, obj)
+    }
+
+    /// Several writes under one acquisition of the store's lock (readers wait until the
+    /// batch is dropped).
+    pub(crate) fn batch(&mut self) -> WriteBatch<'_, K> {
+        let Self { shared, scratch } = self;
+        WriteBatch {
+            state: shared.write(),
+            scratch,
+        }
     }
 
     /// Removes the object stored under the key of `obj`; returns it.
@@ -251,7 +311,7 @@ impl<K: 'static> Writer<K> {
 
     /// Removes the object stored under `key`; returns it.
     pub fn delete_key(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.shared.write().remove(key)
+        self.batch().delete_key(key)
     }
 
     /// Replaces the whole content with `objects` (client-go's `Replace`), atomically for
@@ -303,6 +363,25 @@ impl<K: 'static> Writer<K> {
     }
 }
 
+/// Writes under one acquisition of the store's write lock, from [`Writer::batch`].
+pub(crate) struct WriteBatch<'a, K> {
+    state: RwLockWriteGuard<'a, State<K>>,
+    scratch: &'a mut Scratch,
+}
+
+impl<K: 'static> WriteBatch<'_, K> {
+    /// [`Writer::upsert_keyed`].
+    pub(crate) fn upsert_keyed(&mut self, key: &Arc<ObjectKey>, obj: Arc<K>) -> Option<Arc<K>> {
+        let key = KeyCandidate::Shared(Arc::clone(key));
+        self.state.upsert(key, &obj, self.scratch).1
+    }
+
+    /// [`Writer::delete_key`].
+    pub(crate) fn delete_key(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.state.remove(key)
+    }
+}
+
 impl<K> fmt::Debug for Writer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Writer")
@@ -339,12 +418,12 @@ impl<K> fmt::Debug for Indexer<K> {
 impl<K: 'static> Indexer<K> {
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.shared.read().get(key).cloned()
+        self.shared.read().get(key.as_key_ref()).cloned()
     }
 
     /// The object stored under a borrowed key (no allocation).
     pub fn get_ref(&self, key: ObjectKeyRef<'_>) -> Option<Arc<K>> {
-        self.shared.read().get(&key).cloned()
+        self.shared.read().get(key).cloned()
     }
 
     /// The object stored under client-go's string key (`ns/name` or `name`); `None` for
@@ -355,19 +434,19 @@ impl<K: 'static> Indexer<K> {
 
     /// Whether an object is stored under `key`.
     pub fn contains_key(&self, key: ObjectKeyRef<'_>) -> bool {
-        self.shared.read().ids.contains_key(query(&key))
+        self.shared.read().contains_key(key)
     }
 
     /// The stored key equal to `key` (one allocation shared by the store and the
     /// DeltaFIFO), if an object is stored under it.
     pub fn stored_key(&self, key: ObjectKeyRef<'_>) -> Option<Arc<ObjectKey>> {
-        self.shared.read().stored_key(&key).map(|k| k.0)
+        self.shared.read().stored_key(key)
     }
 
     /// Every object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
         let state = self.shared.read();
-        let mut list = Vec::with_capacity(state.ids.len());
+        let mut list = Vec::with_capacity(state.len());
         list.extend(state.occupied().map(|(_, s)| Arc::clone(&s.obj)));
         list
     }
@@ -375,14 +454,14 @@ impl<K: 'static> Indexer<K> {
     /// Every key, in no particular order.
     pub fn list_keys(&self) -> Vec<Arc<ObjectKey>> {
         let state = self.shared.read();
-        let mut keys = Vec::with_capacity(state.ids.len());
+        let mut keys = Vec::with_capacity(state.len());
         keys.extend(state.occupied().map(|(_, s)| Arc::clone(&s.key.0)));
         keys
     }
 
     /// How many objects are stored.
     pub fn len(&self) -> usize {
-        self.shared.read().ids.len()
+        self.shared.read().len()
     }
 
     /// Whether the store is empty.

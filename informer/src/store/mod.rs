@@ -86,8 +86,18 @@ pub use index::{
     IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex,
     label_index_name,
 };
+pub(crate) use indexer::WriteBatch;
 pub use indexer::{Indexer, Writer};
 pub use selector::{Operator, Requirement, Selector, SelectorError};
+
+/// The hasher of the maps keyed by object keys (the store's and the DeltaFIFO's) and
+/// by index values: foldhash, seeded per process, several times cheaper than SipHash on
+/// short keys and still resistant to the simple collision floods a client of the API
+/// server could stage through object names.
+pub(crate) type FastState = foldhash::fast::RandomState;
+
+/// A hash map with [`FastState`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, FastState>;
 
 /// Errors of the store's index operations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -176,6 +176,91 @@ fn indexes_are_updated_incrementally_on_update_and_delete() {
     assert_eq!(names(&by_a), set(&["ns/a"]));
 }
 
+/// The namespace index skips updates (and reads no old object) while an object stays
+/// filed under its key's namespace; it must still move objects whose namespace is not
+/// their key's, in either direction, and remove them from the right set.
+#[test]
+fn the_namespace_index_stays_exact_when_the_key_namespace_is_not_the_objects() {
+    // Keys in namespace "k" whatever the object's namespace.
+    let key_fn = KeyFn::owned(|cm: &ConfigMap| {
+        ObjectKey::namespaced("k", cm.metadata.name.clone().unwrap_or_default())
+    });
+    let indexers = Indexers::new().with_namespace_index();
+    let mut writer = Writer::with_indexers(key_fn, indexers).unwrap();
+    let indexer = writer.indexer();
+    let ids = |ns: &str| names(&indexer.by_index(NAMESPACE_INDEX, ns).unwrap());
+
+    writer.upsert(cm("k/a", &[], 1)); // under its key's namespace
+    writer.upsert(cm("x/b", &[], 1)); // not
+    assert_eq!(ids("k"), set(&["k/a"]));
+    assert_eq!(ids("x"), set(&["x/b"]));
+    // Unchanged namespaces, both kinds.
+    writer.upsert(cm("k/a", &[], 2));
+    writer.upsert(cm("x/b", &[], 2));
+    assert_eq!(ids("k"), set(&["k/a"]));
+    assert_eq!(ids("x"), set(&["x/b"]));
+    // Away from the key's namespace, and back to it.
+    writer.upsert(cm("y/a", &[], 3));
+    writer.upsert(cm("k/b", &[], 3));
+    assert_eq!(ids("k"), set(&["k/b"]));
+    assert_eq!(ids("y"), set(&["y/a"]));
+    assert_eq!(values(&indexer, NAMESPACE_INDEX), set(&["k", "y"]));
+    writer.upsert(cm("k/a", &[], 4));
+    assert_eq!(ids("k"), set(&["k/a", "k/b"]));
+    assert_eq!(values(&indexer, NAMESPACE_INDEX), set(&["k"]));
+    // Deleting uses what is known about each object.
+    writer.upsert(cm("z/b", &[], 5));
+    writer.delete_key(&ObjectKey::namespaced("k", "a"));
+    assert_eq!(ids("k"), BTreeSet::new());
+    writer.delete_key(&ObjectKey::namespaced("k", "b"));
+    assert!(values(&indexer, NAMESPACE_INDEX).is_empty());
+}
+
+/// A cluster-scoped key files nothing in the namespace index; a namespaced object under
+/// such a key must still be indexed, moved and removed.
+#[test]
+fn the_namespace_index_handles_namespaced_objects_under_cluster_scoped_keys() {
+    let key_fn =
+        KeyFn::owned(|cm: &ConfigMap| ObjectKey::cluster_scoped(cm.metadata.name.clone().unwrap()));
+    let mut writer = Writer::with_indexers(key_fn, Indexers::new().with_namespace_index()).unwrap();
+    let indexer = writer.indexer();
+    let ids = |ns: &str| indexer.index_keys(NAMESPACE_INDEX, ns).unwrap().len();
+    writer.upsert(cm("a/x", &[], 1));
+    assert_eq!(ids("a"), 1);
+    writer.upsert(cm("b/x", &[], 2));
+    assert_eq!((ids("a"), ids("b")), (0, 1));
+    writer.delete_key(&ObjectKey::cluster_scoped("x"));
+    assert!(values(&indexer, NAMESPACE_INDEX).is_empty());
+}
+
+/// An index function that claims to index the namespace but does not: the store must
+/// not trust the claim.
+#[test]
+fn a_namespace_index_that_breaks_its_contract_is_still_kept_exact() {
+    struct Liar;
+    impl IndexFunc<ConfigMap> for Liar {
+        fn index_values(&self, obj: &ConfigMap, emit: &mut dyn FnMut(&str)) {
+            if let Some(app) = obj.metadata.labels.as_ref().and_then(|l| l.get("app")) {
+                emit(app);
+            }
+        }
+        fn indexed_field(&self) -> IndexedField<'_> {
+            IndexedField::Namespace
+        }
+    }
+    let mut writer =
+        Writer::with_indexers(KeyFn::meta_namespace(), Indexers::new().with("liar", Liar)).unwrap();
+    let indexer = writer.indexer();
+    writer.upsert(cm("ns/a", &[("app", "ns")], 1)); // happens to equal the namespace
+    writer.upsert(cm("ns/a", &[("app", "web")], 2));
+    assert_eq!(values(&indexer, "liar"), set(&["web"]));
+    writer.upsert(cm("ns/a", &[("app", "ns")], 3));
+    writer.upsert(cm("ns/a", &[("app", "ns")], 4));
+    assert_eq!(values(&indexer, "liar"), set(&["ns"]));
+    writer.delete_key(&ObjectKey::namespaced("ns", "a"));
+    assert!(values(&indexer, "liar").is_empty());
+}
+
 #[test]
 fn empty_index_sets_are_removed_so_churn_does_not_leak() {
     let mut writer = Writer::with_indexers(
