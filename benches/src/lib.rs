@@ -6,7 +6,7 @@
 //! embedded control plane ([`informer::testenv`]): one etcd and one kube-apiserver on
 //! loopback, started once by the driver.
 //!
-//! Two binaries:
+//! Two binaries (three, counting the worker's mimalloc build):
 //! - `bench` (the driver, [`driver`]) starts the control plane, creates the objects,
 //!   runs every scenario and prints one table of medians and ratios;
 //! - `bench-worker` ([`worker`]) is what the driver starts as a child process for each
@@ -43,7 +43,11 @@
 //!    `state().into_iter().filter(..)`).
 //! 5. **In-process pipeline**, no server: synthetic deltas through our reflector ->
 //!    DeltaFIFO -> indexer -> 1 and 8 handlers, in deltas per second, to find our own
-//!    ceiling ([`synthetic`] serves the list and the watch events from memory).
+//!    ceiling ([`synthetic`] serves the list and the watch events from memory). Each
+//!    run is made twice, alternately: with the system allocator (glibc, as every other
+//!    scenario) and with `bench-worker-mimalloc`, the same worker with mimalloc as its
+//!    global allocator, since the handler thread's work is mostly freeing the objects
+//!    that updates replace.
 //!
 //! The figures are printed, never asserted: there are no timed assertions in tests.
 

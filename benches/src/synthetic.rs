@@ -12,11 +12,13 @@
 //! whole stream before the informer's process loop (which shares its task) ran once.
 //! When its events are used up, the stream stays open and idle, like a quiet watch.
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use informer::reflector::{
     ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
@@ -66,18 +68,45 @@ impl<K: Send + 'static> ListerWatcher<K> for SyntheticListerWatcher<K> {
         let Some(events) = self.events.lock().expect("lock").take() else {
             return futures::future::ready(Ok(futures::stream::pending().boxed())).boxed();
         };
-        let yield_every = self.yield_every;
-        let stream = futures::stream::unfold(
-            (events.into_iter(), 0usize),
-            move |(mut events, served)| async move {
-                if served % yield_every == yield_every - 1 {
-                    tokio::task::yield_now().await;
-                }
-                let object = events.next()?;
-                Some((Ok(WatchEvent::Modified(object)), (events, served + 1)))
-            },
-        )
-        .chain(futures::stream::pending());
+        let stream = SyntheticWatch {
+            events: events.into_iter(),
+            served: 0,
+            yield_every: self.yield_every,
+        };
         futures::future::ready(Ok(stream.boxed())).boxed()
+    }
+}
+
+/// The synthetic watch: hands out `events` as `MODIFIED`, returning `Pending` (after
+/// waking itself) once every `yield_every` events, then stays open and idle. A plain
+/// `Stream` rather than `stream::unfold`, whose state and item would be moved a few
+/// times per event: the harness should cost the pipeline as little as it can.
+struct SyntheticWatch<K> {
+    events: std::vec::IntoIter<K>,
+    served: usize,
+    yield_every: usize,
+}
+
+impl<K> Unpin for SyntheticWatch<K> {}
+
+impl<K> Stream for SyntheticWatch<K> {
+    type Item = Result<WatchEvent<K>, kube::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.events.len() == 0 {
+            // Used up: a quiet watch, never woken.
+            return Poll::Pending;
+        }
+        this.served += 1;
+        if this.served.is_multiple_of(this.yield_every) {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Ready(
+            this.events
+                .next()
+                .map(|object| Ok(WatchEvent::Modified(object))),
+        )
     }
 }
