@@ -4,7 +4,9 @@
 //! dropped, so `Drop` alone cannot promise that etcd and kube-apiserver stop. Each
 //! server therefore runs under a tiny `sh` supervisor whose stdin is a pipe from us:
 //! when the pipe closes (an explicit stop, or our process ending for any reason, even
-//! a crash) the supervisor terminates the server, waits for it, and exits.
+//! a crash) the supervisor terminates the server, waits for it, and exits. A server
+//! that ignores SIGTERM (kube-apiserver can hang in its shutdown once etcd is gone,
+//! as when both lose their parent at once) is killed after a grace period.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -14,16 +16,22 @@ use std::time::{Duration, Instant};
 
 use super::TestEnvError;
 
-/// `$1` log file, `$2` directory to remove once the server has exited (or empty),
-/// the rest is the server's command line.
+/// `$1` log file, `$2` directory to remove once the server has exited (or empty), `$3`
+/// tenths of a second the server may take to exit after SIGTERM, the rest is the
+/// server's command line. The server counts as exited once it is a zombie: it is only
+/// reaped by the final `wait`, so its pid cannot be reused before the `kill -KILL`.
 const SUPERVISOR: &str = r#"
-log=$1; cleanup=$2; shift 2
+log=$1; cleanup=$2; grace=$3; shift 3
 exec 2>>"$log"
 "$@" </dev/null >>"$log" 2>&1 &
 child=$!
 echo "$child"
 while read -r _; do :; done
 kill -TERM "$child" 2>/dev/null
+alive() { [ -r "/proc/$1/stat" ] && ! grep -q ') Z' "/proc/$1/stat" 2>/dev/null; }
+ticks=0
+while alive "$child" && [ "$ticks" -lt "$grace" ]; do sleep 0.1; ticks=$((ticks + 1)); done
+kill -KILL "$child" 2>/dev/null
 wait "$child"
 [ -n "$cleanup" ] && rm -rf "$cleanup"
 exit 0
@@ -40,6 +48,7 @@ pub(crate) struct Supervised {
     stdin: Option<ChildStdin>,
     pid: u32,
     log: PathBuf,
+    stop_grace: Duration,
 }
 
 impl Supervised {
@@ -52,6 +61,18 @@ impl Supervised {
         log: &Path,
         cleanup: Option<&Path>,
     ) -> Result<Self, TestEnvError> {
+        Self::spawn_with_grace(name, program, args, log, cleanup, STOP_GRACE)
+    }
+
+    /// [`spawn`](Self::spawn), with the time the server may take to exit after SIGTERM.
+    fn spawn_with_grace(
+        name: &'static str,
+        program: &Path,
+        args: &[String],
+        log: &Path,
+        cleanup: Option<&Path>,
+        stop_grace: Duration,
+    ) -> Result<Self, TestEnvError> {
         let spawn_error = |source| TestEnvError::Spawn {
             program: program.to_path_buf(),
             source,
@@ -62,6 +83,7 @@ impl Supervised {
             .arg("informer-testenv-supervisor")
             .arg(log)
             .arg(cleanup.map(Path::as_os_str).unwrap_or_default())
+            .arg((stop_grace.as_millis() / 100).to_string())
             .arg(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -85,6 +107,7 @@ impl Supervised {
             stdin,
             pid,
             log: log.to_path_buf(),
+            stop_grace,
         })
     }
 
@@ -107,9 +130,10 @@ impl Supervised {
 
     /// Terminates the server and waits for it; kills it if it ignores SIGTERM.
     pub(crate) fn stop(&mut self) {
-        // Closing the pipe is the stop signal.
+        // Closing the pipe is the stop signal; the supervisor kills the server after
+        // the grace period. A second later, this side kills both.
         drop(self.stdin.take());
-        let deadline = Instant::now() + STOP_GRACE;
+        let deadline = Instant::now() + self.stop_grace + Duration::from_secs(1);
         loop {
             match self.supervisor.try_wait() {
                 Ok(Some(_)) | Err(_) => return,
@@ -148,4 +172,65 @@ pub(crate) fn log_tail(path: &Path, max: u64) -> String {
     let mut bytes = Vec::new();
     let _ = file.read_to_end(&mut bytes);
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A "server" that ignores SIGTERM, returned once it does.
+    fn stubborn(dir: &Path, grace: Duration) -> Supervised {
+        let script = "trap '' TERM; echo ready; while :; do sleep 1; done".to_owned();
+        let server = Supervised::spawn_with_grace(
+            "stubborn",
+            Path::new("sh"),
+            &["-c".to_owned(), script],
+            &dir.join("log"),
+            None,
+            grace,
+        )
+        .unwrap();
+        assert!(within(Duration::from_secs(5), || server
+            .log_tail()
+            .contains("ready")));
+        server
+    }
+
+    /// Whether `done` holds within `time`.
+    fn within(time: Duration, done: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + time;
+        while Instant::now() < deadline {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn a_server_that_ignores_sigterm_is_killed_when_its_parent_goes_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = stubborn(dir.path(), Duration::from_millis(300));
+        assert!(server.is_running());
+        // What our process ending does: the pipe closes, nobody calls `stop`.
+        drop(server.stdin.take());
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(server.is_running(), "SIGTERM alone does not stop it");
+        assert!(
+            within(Duration::from_secs(5), || !server.is_running()),
+            "the supervisor killed it after the grace period"
+        );
+        assert!(server.supervisor.wait().unwrap().success());
+    }
+
+    #[test]
+    fn stop_returns_once_the_server_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = stubborn(dir.path(), Duration::from_millis(200));
+        let started = Instant::now();
+        server.stop();
+        assert!(!server.is_running());
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
 }
