@@ -359,10 +359,10 @@ impl<K> PopBatch<'_, K> {
     /// Takes the next queued key, if the batch has room left, and calls `process` with
     /// its deltas, as [`DeltaFifo::pop`] does (a requeue puts them back at the end);
     /// `None` when the batch is full or the queue empty.
-    pub(crate) fn next<E>(
+    pub(crate) fn next<T, E>(
         &mut self,
-        process: impl FnOnce(&Deltas<K>) -> Result<(), ProcessError<E>>,
-    ) -> Option<Result<(), PopError<E>>> {
+        process: impl FnOnce(&Deltas<K>) -> Result<T, ProcessError<E>>,
+    ) -> Option<Result<T, PopError<E>>> {
         while self.left > 0 {
             let Queued { hash, key } = self.state.queue.pop_front()?;
             let Some(deltas) = self.state.take(hash, &key) else {
@@ -374,7 +374,7 @@ impl<K> PopBatch<'_, K> {
                 self.fifo.shared.notify.notify_one();
             }
             return Some(match process(&deltas) {
-                Ok(()) => Ok(()),
+                Ok(value) => Ok(value),
                 Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
                 Err(ProcessError::Requeue(e)) => {
                     self.state.requeue(hash, key, deltas);
@@ -653,53 +653,28 @@ impl<K: 'static> DeltaFifo<K> {
     where
         F: FnOnce(&Deltas<K>) -> Result<T, ProcessError<E>>,
     {
-        let mut waiting = Waiting {
-            fifo: self,
-            registered: false,
-        };
+        let mut process = Some(process);
         loop {
-            let notified = {
-                let mut state = self.lock();
-                if std::mem::take(&mut waiting.registered) {
-                    state.waiters -= 1;
-                }
-                if state.closed {
-                    return Err(PopError::Closed);
-                }
-                if let Some(Queued { hash, key }) = state.queue.pop_front() {
-                    let Some(deltas) = state.take(hash, &key) else {
-                        continue;
-                    };
-                    if state.wake_needed() {
-                        // Pass the wake-up on to another waiting pop.
-                        self.shared.notify.notify_one();
-                    }
-                    return match process(&deltas) {
-                        Ok(value) => Ok(value),
-                        Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
-                        Err(ProcessError::Requeue(e)) => {
-                            state.requeue(hash, key, deltas);
-                            self.wake(state);
-                            Err(PopError::Requeued(e))
-                        }
-                    };
-                }
-                // Register while holding the lock: a producer that queues a key after
-                // this sees the waiter and calls `notify_one`, whose permit this future
-                // takes even if it has not been polled yet.
-                state.waiters += 1;
-                waiting.registered = true;
-                self.shared.notify.notified()
-            };
-            notified.await;
+            let popped = self
+                .pop_batch(1, |batch| {
+                    batch.next(|deltas| (process.take().expect("called once"))(deltas))
+                })
+                .await;
+            match popped {
+                None => return Err(PopError::Closed),
+                Some((Some(result), _)) => return result,
+                // The queue held only keys without deltas (an invariant broken and
+                // logged): wait for the next key.
+                Some((None, _)) => {}
+            }
         }
     }
 
     /// Like [`pop`](Self::pop) for several keys under one lock: waits for a queued key,
     /// then calls `run` once, under the queue's lock, with a [`PopBatch`] that hands out
     /// the deltas of up to `max` queued keys, one key at a time, in queue order, each
-    /// exactly as `pop` would. Lets the consumer take its own locks once per batch rather
-    /// than once per key. Returns what `run` returns and whether the queue is empty now;
+    /// exactly as `pop` would (`pop` is a batch of one). Lets the consumer take its own
+    /// locks once per batch rather than once per key. Returns what `run` returns and whether the queue is empty now;
     /// `None` once the queue is closed.
     pub(crate) async fn pop_batch<T>(
         &self,

@@ -533,7 +533,7 @@ async fn pop_batch_hands_out_keys_in_order_as_pop_would() {
     // A requeue puts the key back at the end; a failure drops it.
     let (results, drained) = fifo
         .pop_batch(10, |batch| {
-            let mut results = Vec::new();
+            let mut results: Vec<Result<(), _>> = Vec::new();
             while let Some(result) = batch.next(|deltas| {
                 if deltas.key().name == "c" {
                     Err(ProcessError::Requeue("again"))
