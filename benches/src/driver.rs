@@ -288,13 +288,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
         let pairs = sync_pairs(
             &worker,
             kubeconfig,
-            SMALL_NAMESPACE,
+            (SMALL_NAMESPACE, options.objects),
             DEFAULTS,
             options.pairs,
             &label,
         )
         .await?;
-        check_count(&pairs, options.objects)?;
         rows.extend(sync_rows(&label, &pairs, true));
         samples.sync_small = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
         // Like for like: both keep managedFields, then both drop them.
@@ -306,13 +305,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
             let pairs = sync_pairs(
                 &worker,
                 kubeconfig,
-                SMALL_NAMESPACE,
+                (SMALL_NAMESPACE, options.objects),
                 implementations,
                 options.pairs,
                 &label,
             )
             .await?;
-            check_count(&pairs, options.objects)?;
             rows.extend(sync_rows(&label, &pairs, false).into_iter().take(3));
             samples
                 .sync_small_like_for_like
@@ -324,13 +322,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
         let pairs = sync_pairs(
             &worker,
             kubeconfig,
-            LARGE_NAMESPACE,
+            (LARGE_NAMESPACE, options.large_objects),
             DEFAULTS,
             options.pairs,
             &label,
         )
         .await?;
-        check_count(&pairs, options.large_objects)?;
         rows.extend(sync_rows(&label, &pairs, true));
         samples.sync_large = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
     }
@@ -575,11 +572,12 @@ const STRIP_BOTH: [Implementation; 2] = [
     Implementation::KubeRuntimeStripManagedFields,
 ];
 
-/// `pairs` alternating runs of `implementations` (ours first, then theirs).
+/// `pairs` alternating runs of `implementations` (ours first, then theirs), each of
+/// which must have synced `objects` objects.
 async fn sync_pairs(
     worker: &Path,
     kubeconfig: Option<&Path>,
-    namespace: &str,
+    (namespace, objects): (&str, usize),
     implementations: [Implementation; 2],
     pairs: usize,
     label: &str,
@@ -617,6 +615,7 @@ async fn sync_pairs(
         let ours = both.pop().context("two samples")?;
         out.push((ours, theirs));
     }
+    check_count(&out, objects)?;
     Ok(out)
 }
 
