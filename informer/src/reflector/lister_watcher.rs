@@ -393,17 +393,17 @@ fn decode_object<K: DeserializeOwned>(
     kind: &str,
     managed_fields: ManagedFields,
 ) -> Result<K, DecodeError> {
-    match decode::from_str::<K>(raw.get(), managed_fields) {
-        Ok(object) => Ok(object),
-        Err(source) => {
-            let header = RawHeader::read(raw);
-            Err(DecodeError {
-                kind: kind.to_owned(),
-                key: header.key(),
-                resource_version: header.metadata.resource_version,
-                source,
-            })
-        }
+    decode::from_str::<K>(raw.get(), managed_fields).map_err(|e| decode_error(raw, kind, e))
+}
+
+/// Why the object `raw` of `kind` did not decode, naming it as far as it can be read.
+fn decode_error(raw: &RawValue, kind: &str, source: serde_json::Error) -> DecodeError {
+    let header = RawHeader::read(raw);
+    DecodeError {
+        kind: kind.to_owned(),
+        key: header.key(),
+        resource_version: header.metadata.resource_version,
+        source,
     }
 }
 
@@ -711,13 +711,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
         match parse_one::<&RawValue>(input, eof).map_err(kube::Error::SerdeError)? {
             Parsed::Value(raw, used) => {
                 let source = self.skipping.take().expect("set above");
-                let header = RawHeader::read(raw);
-                self.undecodable.push(DecodeError {
-                    kind: self.kind.to_owned(),
-                    key: header.key(),
-                    resource_version: header.metadata.resource_version,
-                    source,
-                });
+                self.undecodable.push(decode_error(raw, self.kind, source));
                 self.retry_len = 0;
                 Ok(Some(used))
             }
