@@ -248,7 +248,21 @@ where
     K::DynamicType: Default,
 {
     /// An informer over what `api` addresses (`Api::all`, `Api::namespaced`...), with
-    /// default options.
+    /// default options. Its objects leave out `metadata.managedFields`; to keep them:
+    ///
+    /// ```no_run
+    /// # fn demo(api: kube::Api<k8s_openapi::api::core::v1::ConfigMap>) {
+    /// use informer::informer::{InformerOptions, SharedIndexInformer};
+    /// use informer::reflector::{ApiListerWatcher, ManagedFields};
+    ///
+    /// let informer = SharedIndexInformer::with_options(
+    ///     ApiListerWatcher::new(api).managed_fields(ManagedFields::Keep),
+    ///     InformerOptions::default(),
+    /// )
+    /// .expect("default options define no conflicting index");
+    /// # let _ = informer;
+    /// # }
+    /// ```
     pub fn new(api: kube::Api<K>) -> Self {
         Self::with_options(ApiListerWatcher::new(api), InformerOptions::default())
             .expect("default options define no conflicting index")
