@@ -49,15 +49,14 @@ impl<K> SyntheticListerWatcher<K> {
     }
 }
 
-impl<K: Send + 'static> ListerWatcher<K> for SyntheticListerWatcher<K> {
+impl<K: Send + Sync + 'static> ListerWatcher<K> for SyntheticListerWatcher<K> {
     fn list(&self, _request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
         let _ = self.listed_at.set(Instant::now());
         match self.list.lock().expect("lock").take() {
             Some(items) => futures::future::ready(Ok(ListPage {
                 items,
-                undecodable: Vec::new(),
                 resource_version: "1".to_owned(),
-                continue_token: None,
+                ..ListPage::default()
             }))
             .boxed(),
             None => futures::future::pending().boxed(),

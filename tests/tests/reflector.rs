@@ -86,7 +86,10 @@ impl<K: kube::Resource + Clone + Send + Sync> ReflectorStore<K> for Recorder<K> 
         self.record(Op::Delete(object.name_any()));
         self.state.lock().unwrap().remove(&object.name_any());
     }
-    fn replace(&self, objects: Vec<K>, _resource_version: &str) {
+    fn replace(&self, mut objects: Vec<K>, unchanged: Vec<Arc<K>>, _resource_version: &str) {
+        // This recorder offers no cache, so nothing comes back unchanged.
+        assert!(unchanged.is_empty());
+        objects.extend(unchanged.iter().map(|o| (**o).clone()));
         let mut state = self.state.lock().unwrap();
         let listed: Vec<String> = objects.iter().map(|o| o.name_any()).collect();
         let missing = state

@@ -73,8 +73,8 @@ use crate::fifo::{Delta, DeltaFifo, DeltaFifoOptions, Deltas, PopBatch, ProcessE
 use crate::key::{KeyFn, ObjectKey};
 use crate::lister::Lister;
 use crate::reflector::{
-    self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
-    ReflectorStore,
+    self, ApiListerWatcher, CachedObjects, ListerWatcher, Reflector, ReflectorError,
+    ReflectorStats, ReflectorStore,
 };
 use crate::store::{Indexer, Indexers, NAMESPACE_INDEX, StoreError, WriteBatch, Writer};
 use processor::Processor;
@@ -475,6 +475,7 @@ where
             let sink = FifoSink {
                 fifo: inner.fifo.clone(),
                 transform: settings.transform.clone(),
+                indexer: inner.indexer.clone(),
             };
             Reflector::from_parts(Arc::clone(&inner.lister_watcher), Arc::new(sink), config)
         };
@@ -660,6 +661,8 @@ fn same_version<K: Resource>(old: &K, new: &K) -> bool {
 struct FifoSink<K> {
     fifo: DeltaFifo<K>,
     transform: Option<Transform<K>>,
+    /// The cache, offered to relists: objects listed unchanged are taken from it.
+    indexer: Indexer<K>,
 }
 
 impl<K: Resource + Send + Sync + 'static> FifoSink<K> {
@@ -701,22 +704,28 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
             self.fifo.delete(object);
         }
     }
-    fn replace(&self, mut objects: Vec<K>, resource_version: &str) {
+    fn replace(&self, mut objects: Vec<K>, unchanged: Vec<Arc<K>>, resource_version: &str) {
         // Each object moves into its `Arc` in list order (popped from the end of the
         // reversed list), and the list hands its memory back as it empties, so a large
-        // list is never held both as the decoded `Vec<K>` and as the `Arc`s.
+        // list is never held both as the decoded `Vec<K>` and as the `Arc`s. Unchanged
+        // objects are the cache's own, already transformed.
         objects.reverse();
-        let mut prepared = Vec::with_capacity(objects.len());
+        let mut prepared = Vec::with_capacity(objects.len() + unchanged.len());
         while let Some(object) = objects.pop() {
             prepared.extend(self.prepare(object));
             if objects.capacity() > 1024 && objects.len() < objects.capacity() / 2 {
                 objects.shrink_to_fit();
             }
         }
+        prepared.extend(unchanged);
         self.fifo.replace(prepared, resource_version);
     }
     fn resync(&self) {
         self.fifo.resync();
+    }
+    fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<K>>> {
+        // Nothing to reuse on the first list: decode it directly.
+        (!self.indexer.is_empty()).then(|| Arc::new(self.indexer.clone()) as _)
     }
 }
 

@@ -30,6 +30,7 @@ use serde_json::value::RawValue;
 
 use super::decode::{self, Decoded, ManagedFields};
 use super::error::{DecodeError, ReflectorError};
+use crate::key::ObjectKeyRef;
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,6 +49,10 @@ pub struct ListRequest {
 pub struct ListPage<K> {
     /// The objects that decoded.
     pub items: Vec<K>,
+    /// Listed objects that the [`CachedObjects`] given to
+    /// [`ListerWatcher::list_reusing`] held at the same resourceVersion: its copies,
+    /// not decoded again. Always empty from [`ListerWatcher::list`].
+    pub unchanged: Vec<Arc<K>>,
     /// The objects that did not decode, skipped.
     pub undecodable: Vec<DecodeError>,
     /// The list's resourceVersion.
@@ -89,10 +94,49 @@ pub enum WatchEvent<K> {
 /// A stream of watch events; it ends when the server closes the watch.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, kube::Error>>;
 
+impl<K> Default for ListPage<K> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            unchanged: Vec::new(),
+            undecodable: Vec::new(),
+            resource_version: String::new(),
+            continue_token: None,
+        }
+    }
+}
+
+/// The objects a cache holds, offered to a relist ([`ListerWatcher::list_reusing`]): an
+/// object listed at the same resourceVersion as its cached copy is the same object, so
+/// the cached copy can stand for it instead of a second one decoded next to it.
+pub trait CachedObjects<K>: Send + Sync {
+    /// The cached object under `key`, if it is at `resource_version` and, when `uid`
+    /// is given, has that uid.
+    fn cached(
+        &self,
+        key: ObjectKeyRef<'_>,
+        resource_version: &str,
+        uid: Option<&str>,
+    ) -> Option<Arc<K>>;
+}
+
 /// Lists and watches one resource type; see the [module docs](crate::reflector).
 pub trait ListerWatcher<K>: Send + Sync {
     /// Lists one page (or all) of the collection.
     fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>>;
+
+    /// Like [`list`](Self::list), for a relist while `cache` holds the objects of the
+    /// previous one: objects that `cache` holds at the same resourceVersion may come
+    /// back in [`ListPage::unchanged`] as the cached copies, not decoded again, so a
+    /// relist does not hold every object twice. The default lists as `list` does.
+    fn list_reusing(
+        &self,
+        request: ListRequest,
+        cache: Arc<dyn CachedObjects<K>>,
+    ) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
+        let _ = cache;
+        self.list(request)
+    }
 
     /// Starts a watch. An error here (or an error item in the stream) with status 410
     /// means the resourceVersion is too old.
@@ -240,29 +284,51 @@ impl<K: Resource> ApiListerWatcher<K> {
     }
 }
 
+impl<K> ApiListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    /// One list request, decoded as it streams in; objects that `cache` holds at the
+    /// listed resourceVersion are taken from it instead of decoded.
+    async fn list_page(
+        &self,
+        request: ListRequest,
+        cache: Option<Arc<dyn CachedObjects<K>>>,
+    ) -> Result<ListPage<K>, kube::Error> {
+        let limit = request.limit.map(|l| l.to_string());
+        let mut params = Vec::with_capacity(3);
+        if let Some(token) = &request.continue_token {
+            // A continue token carries the list's resourceVersion itself.
+            params.push(("continue", token.as_str()));
+        } else {
+            params.push(("resourceVersion", request.resource_version.as_str()));
+        }
+        if let Some(limit) = &limit {
+            params.push(("limit", limit));
+        }
+        let http = http::Request::get(self.url(&params))
+            .body(Vec::new())
+            .map_err(kube::Error::HttpError)?;
+        let body = self.client.request_stream(http).await?;
+        let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref());
+        decode_list_stream(body, decoder).await
+    }
+}
+
 impl<K> ListerWatcher<K> for ApiListerWatcher<K>
 where
-    K: Resource + DeserializeOwned + Send + 'static,
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
     fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
-        Box::pin(async move {
-            let limit = request.limit.map(|l| l.to_string());
-            let mut params = Vec::with_capacity(3);
-            if let Some(token) = &request.continue_token {
-                // A continue token carries the list's resourceVersion itself.
-                params.push(("continue", token.as_str()));
-            } else {
-                params.push(("resourceVersion", request.resource_version.as_str()));
-            }
-            if let Some(limit) = &limit {
-                params.push(("limit", limit));
-            }
-            let http = http::Request::get(self.url(&params))
-                .body(Vec::new())
-                .map_err(kube::Error::HttpError)?;
-            let body = self.client.request_stream(http).await?;
-            decode_list_stream(body, &self.kind, self.managed_fields).await
-        })
+        Box::pin(self.list_page(request, None))
+    }
+
+    fn list_reusing(
+        &self,
+        request: ListRequest,
+        cache: Arc<dyn CachedObjects<K>>,
+    ) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
+        Box::pin(self.list_page(request, Some(cache)))
     }
 
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
@@ -372,6 +438,8 @@ struct RawObjectMeta {
     name: Option<String>,
     #[serde(default)]
     resource_version: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
 }
 
 impl RawHeader {
@@ -407,17 +475,16 @@ fn decode_error(raw: &RawValue, kind: &str, source: serde_json::Error) -> Decode
     }
 }
 
-/// Decodes a list response from `body` as it arrives; see [`ListDecoder`].
+/// Decodes a list response from `body` with `decoder` as it arrives; see
+/// [`ListDecoder`].
 async fn decode_list_stream<K, B>(
     mut body: B,
-    kind: &str,
-    managed_fields: ManagedFields,
+    mut decoder: ListDecoder<'_, K>,
 ) -> Result<ListPage<K>, kube::Error>
 where
     K: DeserializeOwned,
     B: futures::AsyncBufRead + Unpin,
 {
-    let mut decoder = ListDecoder::new(kind, managed_fields);
     // The unparsed tail of what arrived: at most about one item plus one chunk.
     let mut pending: Vec<u8> = Vec::new();
     loop {
@@ -445,10 +512,8 @@ where
 #[cfg(test)]
 fn decode_list<K: DeserializeOwned>(
     text: &str,
-    kind: &str,
-    managed_fields: ManagedFields,
+    mut decoder: ListDecoder<'_, K>,
 ) -> Result<ListPage<K>, kube::Error> {
-    let mut decoder = ListDecoder::new(kind, managed_fields);
     let used = decoder.advance(text.as_bytes(), true)?;
     decoder.finish(&text.as_bytes()[used..])
 }
@@ -551,9 +616,14 @@ fn malformed(what: &str) -> kube::Error {
 /// [`ListPage::undecodable`], as before. An item cut off by the end of the bytes is
 /// tried again only once twice as many of its bytes are there, so a large item costs
 /// time linear in its size however finely the response is chunked.
+///
+/// With a [`CachedObjects`] (a relist), each item's end is found first and its
+/// metadata read; an item the cache holds at the same resourceVersion and uid is
+/// taken from the cache ([`ListPage::unchanged`]) and never decoded.
 struct ListDecoder<'k, K> {
     kind: &'k str,
     managed_fields: ManagedFields,
+    cache: Option<&'k dyn CachedObjects<K>>,
     state: ListState,
     /// The current item did not decode, with this error: only its end is sought.
     skipping: Option<serde_json::Error>,
@@ -562,20 +632,27 @@ struct ListDecoder<'k, K> {
     /// Decoding attempts of items, complete or not (for tests).
     attempts: usize,
     items: Vec<K>,
+    unchanged: Vec<Arc<K>>,
     undecodable: Vec<DecodeError>,
     metadata: RawListMeta,
 }
 
 impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
-    fn new(kind: &'k str, managed_fields: ManagedFields) -> Self {
+    fn new(
+        kind: &'k str,
+        managed_fields: ManagedFields,
+        cache: Option<&'k dyn CachedObjects<K>>,
+    ) -> Self {
         Self {
             kind,
             managed_fields,
+            cache,
             state: ListState::Start,
             skipping: None,
             retry_len: 0,
             attempts: 0,
             items: Vec::new(),
+            unchanged: Vec::new(),
             undecodable: Vec::new(),
             metadata: RawListMeta::default(),
         }
@@ -693,6 +770,9 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             return Ok(None);
         }
         self.attempts += 1;
+        if let Some(cache) = self.cache {
+            return self.item_or_cached(cache, input, eof);
+        }
         if self.skipping.is_none() {
             match parse_object::<K>(input, eof, self.managed_fields) {
                 Ok(Parsed::Value(object, used)) => {
@@ -722,6 +802,44 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
         }
     }
 
+    /// [`item`](Self::item) during a relist: finds the item's end, then takes it from
+    /// `cache` if the cache holds it at the same resourceVersion and uid, or decodes it.
+    fn item_or_cached(
+        &mut self,
+        cache: &dyn CachedObjects<K>,
+        input: &[u8],
+        eof: bool,
+    ) -> Result<Option<usize>, kube::Error> {
+        let Parsed::Value(raw, used) =
+            parse_one::<&RawValue>(input, eof).map_err(kube::Error::SerdeError)?
+        else {
+            self.retry_len = input.len().saturating_mul(2);
+            return Ok(None);
+        };
+        self.retry_len = 0;
+        let header = RawHeader::read(raw);
+        let meta = &header.metadata;
+        let cached = match (&meta.name, &meta.resource_version) {
+            (Some(name), Some(version)) => cache.cached(
+                ObjectKeyRef {
+                    namespace: meta.namespace.as_deref(),
+                    name,
+                },
+                version,
+                meta.uid.as_deref(),
+            ),
+            _ => None,
+        };
+        match cached {
+            Some(object) => self.unchanged.push(object),
+            None => match decode_object(raw, self.kind, self.managed_fields) {
+                Ok(object) => self.items.push(object),
+                Err(e) => self.undecodable.push(e),
+            },
+        }
+        Ok(Some(used))
+    }
+
     /// The page, once every byte was given to [`advance`](Self::advance); `rest` is
     /// what it left unconsumed.
     fn finish(self, rest: &[u8]) -> Result<ListPage<K>, kube::Error> {
@@ -730,6 +848,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
         }
         Ok(ListPage {
             items: self.items,
+            unchanged: self.unchanged,
             undecodable: self.undecodable,
             resource_version: self.metadata.resource_version.unwrap_or_default(),
             continue_token: self.metadata.continue_token.filter(|t| !t.is_empty()),
@@ -823,8 +942,11 @@ mod tests {
               {"metadata":{"name":"good","namespace":"ns","resourceVersion":"40"},"data":{"a":"b"}},
               {"metadata":{"name":"bad","namespace":"ns","resourceVersion":"41"},"data":{"a":7}}
             ]}"#;
-        let page: ListPage<ConfigMap> =
-            decode_list(text, "ConfigMap", ManagedFields::Drop).unwrap();
+        let page: ListPage<ConfigMap> = decode_list(
+            text,
+            ListDecoder::new("ConfigMap", ManagedFields::Drop, None),
+        )
+        .unwrap();
         assert_eq!(page.items.len(), 1);
         assert_eq!(page.items[0].metadata.name.as_deref(), Some("good"));
         assert_eq!(page.resource_version, "42");
@@ -836,12 +958,118 @@ mod tests {
 
     /// Feeds `text` to the streaming decoder in the given chunks.
     fn decode_chunks(chunks: Vec<Vec<u8>>) -> Result<ListPage<ConfigMap>, kube::Error> {
+        decode_chunks_with(chunks, None)
+    }
+
+    /// Feeds `text` to the streaming decoder in the given chunks, with `cache`.
+    fn decode_chunks_with(
+        chunks: Vec<Vec<u8>>,
+        cache: Option<&dyn CachedObjects<ConfigMap>>,
+    ) -> Result<ListPage<ConfigMap>, kube::Error> {
         let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))
             .into_async_read();
+        let decoder = ListDecoder::new("ConfigMap", ManagedFields::Drop, cache);
         tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
-            .block_on(decode_list_stream(body, "ConfigMap", ManagedFields::Drop))
+            .block_on(decode_list_stream(body, decoder))
+    }
+
+    /// Cached ConfigMaps, found by key, resourceVersion and uid.
+    struct Cache(Vec<Arc<ConfigMap>>);
+
+    impl CachedObjects<ConfigMap> for Cache {
+        fn cached(
+            &self,
+            key: ObjectKeyRef<'_>,
+            resource_version: &str,
+            uid: Option<&str>,
+        ) -> Option<Arc<ConfigMap>> {
+            self.0
+                .iter()
+                .find(|cm| {
+                    let meta = &cm.metadata;
+                    meta.namespace.as_deref() == key.namespace
+                        && meta.name.as_deref() == Some(key.name)
+                        && meta.resource_version.as_deref() == Some(resource_version)
+                        && (uid.is_none() || meta.uid.as_deref() == uid)
+                })
+                .cloned()
+        }
+    }
+
+    fn item(name: &str, rv: &str, uid: &str, data: &str) -> String {
+        format!(
+            r#"{{"kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"ns",
+                "resourceVersion":"{rv}","uid":"{uid}","managedFields":[{{"manager":"m"}}]}},
+                "data":{data}}}"#
+        )
+    }
+
+    fn cached(name: &str, rv: &str, uid: &str) -> Arc<ConfigMap> {
+        Arc::new(serde_json::from_str(&item(name, rv, uid, r#"{"k":"cached"}"#)).unwrap())
+    }
+
+    #[test]
+    fn a_relist_takes_objects_the_cache_holds_at_the_listed_version() {
+        let cache = Cache(vec![
+            cached("same", "40", "u-same"),
+            cached("changed", "39", "u-changed"),
+            cached("recreated", "41", "u-old"),
+            cached("bad-but-cached", "44", "u-bad"),
+        ]);
+        let items = [
+            item("same", "40", "u-same", r#"{"k":"listed"}"#),
+            item("changed", "41", "u-changed", r#"{"k":"listed"}"#),
+            item("recreated", "41", "u-new", r#"{"k":"listed"}"#),
+            item("new", "42", "u-new2", r#"{"k":"listed"}"#),
+            item("bad", "43", "u-x", r#"{"k":7}"#),
+            // Unchanged since it was cached: not decoded again, so not reported.
+            item("bad-but-cached", "44", "u-bad", r#"{"k":7}"#),
+        ];
+        let text = format!(
+            r#"{{"metadata":{{"resourceVersion":"45"}},"items":[{}]}}"#,
+            items.join(",")
+        );
+        let bytes = text.as_bytes();
+        for size in [1, 7, 64, bytes.len()] {
+            let page = decode_chunks_with(
+                bytes.chunks(size).map(<[u8]>::to_vec).collect(),
+                Some(&cache),
+            )
+            .unwrap();
+            let names = |objects: &mut dyn Iterator<Item = &ConfigMap>| -> Vec<String> {
+                objects.filter_map(|cm| cm.metadata.name.clone()).collect()
+            };
+            assert_eq!(
+                names(&mut page.items.iter()),
+                ["changed", "recreated", "new"],
+                "chunks of {size}"
+            );
+            assert!(
+                page.items
+                    .iter()
+                    .all(|cm| cm.data.as_ref().unwrap()["k"] == "listed")
+            );
+            assert!(
+                page.items
+                    .iter()
+                    .all(|cm| cm.metadata.managed_fields.is_none())
+            );
+            assert_eq!(
+                names(&mut page.unchanged.iter().map(|cm| &**cm)),
+                ["same", "bad-but-cached"]
+            );
+            assert!(Arc::ptr_eq(&page.unchanged[0], &cache.0[0]));
+            assert_eq!(
+                page.undecodable
+                    .iter()
+                    .map(|e| e.key.as_str())
+                    .collect::<Vec<_>>(),
+                ["ns/bad"]
+            );
+            assert_eq!(page.resource_version, "45");
+        }
     }
 
     fn summary(
@@ -869,7 +1097,11 @@ mod tests {
 
     #[test]
     fn streamed_list_decodes_the_same_however_it_is_cut() {
-        let whole = decode_list::<ConfigMap>(CHUNKED, "ConfigMap", ManagedFields::Drop).unwrap();
+        let whole = decode_list::<ConfigMap>(
+            CHUNKED,
+            ListDecoder::new("ConfigMap", ManagedFields::Drop, None),
+        )
+        .unwrap();
         let expected = summary(&whole);
         assert_eq!(
             expected,
@@ -914,7 +1146,7 @@ mod tests {
         let text = format!(
             r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{{"metadata":{{"name":"big"}},"data":{{"k":"{big}"}}}}]}}"#
         );
-        let mut decoder = ListDecoder::<ConfigMap>::new("ConfigMap", ManagedFields::Drop);
+        let mut decoder = ListDecoder::<ConfigMap>::new("ConfigMap", ManagedFields::Drop, None);
         let mut pending = Vec::new();
         for chunk in text.as_bytes().chunks(1024) {
             pending.extend_from_slice(chunk);
@@ -952,7 +1184,8 @@ mod tests {
         );
         assert_eq!(hinted.metadata.finalizers.as_ref().unwrap().capacity(), 1);
         let list = format!(r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{pod},{pod}]}}"#);
-        let page: ListPage<Pod> = decode_list(&list, "Pod", ManagedFields::Keep).unwrap();
+        let page: ListPage<Pod> =
+            decode_list(&list, ListDecoder::new("Pod", ManagedFields::Keep, None)).unwrap();
         assert_eq!(page.items, vec![plain.clone(), plain]);
         assert_eq!(
             page.items[1]
@@ -996,8 +1229,7 @@ mod tests {
     fn list_with_null_items_is_empty() {
         let page: ListPage<ConfigMap> = decode_list(
             r#"{"metadata":{"resourceVersion":"1"},"items":null}"#,
-            "ConfigMap",
-            ManagedFields::Drop,
+            ListDecoder::new("ConfigMap", ManagedFields::Drop, None),
         )
         .unwrap();
         assert!(page.items.is_empty());

@@ -14,6 +14,10 @@
 //! - 410 Gone (the resourceVersion is older than the server keeps) means relist. If
 //!   the relist at that resourceVersion is itself Gone, the reflector lists again at
 //!   "" (a consistent read from etcd), so it always makes progress.
+//!   A relist offers the store's objects to the lister-watcher
+//!   ([`ReflectorStore::cached_objects`], [`ListerWatcher::list_reusing`]): an object
+//!   listed at the resourceVersion the store holds is the store's copy, not decoded
+//!   again, so a relist of a mostly unchanged collection does not hold it twice.
 //! - Errors back off exponentially (800 ms up to 30 s, with jitter, reset after two
 //!   quiet minutes). A refused connection retries the watch, not the list. A watch
 //!   that closes at once without events counts as an error.
@@ -49,8 +53,8 @@ pub use config::{Config, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError};
 pub use lister_watcher::{
-    ApiListerWatcher, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions,
-    WatchEvent, WatchRequest, WatchStream,
+    ApiListerWatcher, CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher,
+    TweakListOptions, WatchEvent, WatchRequest, WatchStream,
 };
 pub use metrics::{ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;
@@ -228,7 +232,7 @@ where
     async fn list(&self, progress: &mut Progress) -> Result<(), ReflectorError> {
         let started = Instant::now();
         let resource_version = Self::relist_resource_version(progress).to_owned();
-        let (items, resource_version) = match self.list_all(&resource_version).await {
+        let listed = match self.list_all(&resource_version).await {
             Ok(listed) => listed,
             Err(e)
                 if (is_expired(&e) || is_too_large_resource_version(&e))
@@ -243,53 +247,60 @@ where
             Err(e) => return Err(ReflectorError::List(e)),
         };
         progress.resource_version_unavailable = false;
-        let count = items.len();
-        self.store.replace(items, &resource_version);
-        self.set_resource_version(progress, resource_version);
+        let count = listed.items.len() + listed.unchanged.len();
+        self.store
+            .replace(listed.items, listed.unchanged, &listed.resource_version);
+        self.set_resource_version(progress, listed.resource_version);
         let elapsed = started.elapsed();
         tracing::debug!(items = count, resource_version = %progress.last_resource_version, ?elapsed, "listed");
         self.record(|metrics| metrics.list_completed(count, elapsed));
         Ok(())
     }
 
-    /// Lists every page at `resource_version`.
-    async fn list_all(&self, resource_version: &str) -> Result<(Vec<K>, String), kube::Error> {
+    /// Lists every page at `resource_version`, into one page. Objects the store holds
+    /// unchanged are taken from it (see [`ReflectorStore::cached_objects`]).
+    async fn list_all(&self, resource_version: &str) -> Result<ListPage<K>, kube::Error> {
+        let cache = self.store.cached_objects();
+        let list = |request: ListRequest| match &cache {
+            Some(cache) => self.lister_watcher.list_reusing(request, Arc::clone(cache)),
+            None => self.lister_watcher.list(request),
+        };
         // Like client-go: page only for "" and "0"; a list at a specific version is
         // served by the watch cache, which ignores limits anyway.
         let limit = match resource_version {
             "" | "0" => self.config.page_size,
             _ => None,
         };
-        let mut items = Vec::new();
+        let mut listed = ListPage::default();
         let mut request = ListRequest {
             resource_version: resource_version.to_owned(),
             limit,
             continue_token: None,
         };
         loop {
-            let page = match self.lister_watcher.list(request.clone()).await {
+            let page = match list(request.clone()).await {
                 Ok(page) => page,
                 Err(e) if is_expired(&e) && request.continue_token.is_some() => {
                     // The continue token expired mid-list: start over, unpaged.
                     tracing::debug!("continue token expired; listing everything at once");
-                    items.clear();
+                    listed = ListPage::default();
                     request.continue_token = None;
                     request.limit = None;
-                    self.lister_watcher.list(request.clone()).await?
+                    list(request.clone()).await?
                 }
                 Err(e) => return Err(e),
             };
             for error in page.undecodable {
                 self.report(&ReflectorError::Decode(error));
             }
-            if items.is_empty() {
-                items = page.items;
-            } else {
-                items.extend(page.items);
-            }
+            append(&mut listed.items, page.items);
+            append(&mut listed.unchanged, page.unchanged);
             match page.continue_token {
                 Some(token) => request.continue_token = Some(token),
-                None => return Ok((items, page.resource_version)),
+                None => {
+                    listed.resource_version = page.resource_version;
+                    return Ok(listed);
+                }
             }
         }
     }
@@ -422,6 +433,15 @@ where
         if let Some(handler) = &self.config.error_handler {
             handler(error);
         }
+    }
+}
+
+/// Appends `more` to `all`, taking `more`'s allocation when `all` is empty.
+fn append<T>(all: &mut Vec<T>, more: Vec<T>) {
+    if all.is_empty() {
+        *all = more;
+    } else {
+        all.extend(more);
     }
 }
 

@@ -3,6 +3,10 @@
 //! The DeltaFIFO implements it (queueing deltas for an informer), and so can anything
 //! else that wants to mirror the server: a plain cache, a test recorder.
 
+use std::sync::Arc;
+
+use super::CachedObjects;
+
 /// The writes a reflector makes. Objects arrive owned, fresh from decoding, so the
 /// store decides how to hold them (usually in an `Arc`) without a copy.
 pub trait ReflectorStore<K>: Send + Sync {
@@ -12,9 +16,17 @@ pub trait ReflectorStore<K>: Send + Sync {
     fn update(&self, object: K);
     /// A watch reported the object as deleted; this is its last state.
     fn delete(&self, object: K);
-    /// A (re)list: the complete current collection at `resource_version`. Objects
-    /// the store knows but the list lacks were deleted while nobody watched.
-    fn replace(&self, objects: Vec<K>, resource_version: &str);
+    /// A (re)list: the complete current collection at `resource_version`, `objects`
+    /// as decoded and `unchanged` as the store's own copies (see
+    /// [`cached_objects`](Self::cached_objects)). Objects the store knows but the list
+    /// lacks were deleted while nobody watched.
+    fn replace(&self, objects: Vec<K>, unchanged: Vec<Arc<K>>, resource_version: &str);
     /// The resync timer fired: re-deliver what is known, so handlers can reconcile.
     fn resync(&self);
+    /// What the store holds, for a relist to reuse: objects listed at the same
+    /// resourceVersion come back in `replace`'s `unchanged` instead of decoded again.
+    /// `None` (the default) when the store offers nothing, or holds nothing yet.
+    fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<K>>> {
+        None
+    }
 }

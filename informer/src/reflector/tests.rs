@@ -30,6 +30,8 @@ struct Script {
     calls: Mutex<Vec<Call>>,
     lists: Mutex<VecDeque<ListReply>>,
     watches: Mutex<VecDeque<WatchReply>>,
+    /// Lists that were offered a cache.
+    lists_reusing: Mutex<usize>,
 }
 
 impl ListerWatcher<ConfigMap> for Script {
@@ -41,6 +43,30 @@ impl ListerWatcher<ConfigMap> for Script {
         });
         let reply = self.lists.lock().unwrap().pop_front();
         Box::pin(async move { reply.unwrap_or_else(|| Err(status(500, "script ended"))) })
+    }
+
+    /// As a real lister-watcher does: items the cache holds at their version come back
+    /// as the cache's copies.
+    fn list_reusing(
+        &self,
+        request: ListRequest,
+        cache: Arc<dyn CachedObjects<ConfigMap>>,
+    ) -> BoxFuture<'_, ListReply> {
+        *self.lists_reusing.lock().unwrap() += 1;
+        let listed = self.list(request);
+        Box::pin(async move {
+            let mut page = listed.await?;
+            let items = std::mem::take(&mut page.items);
+            for item in items {
+                let key = crate::key::ObjectKey::of(&item);
+                let rv = item.metadata.resource_version.clone().unwrap_or_default();
+                match cache.cached(key.as_key_ref(), &rv, None) {
+                    Some(cached) => page.unchanged.push(cached),
+                    None => page.items.push(item),
+                }
+            }
+            Ok(page)
+        })
     }
 
     fn watch(
@@ -71,6 +97,8 @@ impl ListerWatcher<ConfigMap> for Script {
 
 #[derive(Default)]
 struct Store {
+    /// What `cached_objects` offers.
+    cache: Option<Arc<dyn CachedObjects<ConfigMap>>>,
     log: Mutex<Vec<String>>,
 }
 
@@ -90,15 +118,20 @@ impl ReflectorStore<ConfigMap> for Store {
             .unwrap()
             .push(format!("delete {}", name(&o)));
     }
-    fn replace(&self, objects: Vec<ConfigMap>, rv: &str) {
+    fn replace(&self, objects: Vec<ConfigMap>, unchanged: Vec<Arc<ConfigMap>>, rv: &str) {
         let names: Vec<_> = objects.iter().map(name).collect();
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("replace [{}] at {rv}", names.join(",")));
+        let mut line = format!("replace [{}]", names.join(","));
+        if !unchanged.is_empty() {
+            let names: Vec<_> = unchanged.iter().map(|o| name(o)).collect();
+            line += &format!(" unchanged [{}]", names.join(","));
+        }
+        self.log.lock().unwrap().push(format!("{line} at {rv}"));
     }
     fn resync(&self) {
         self.log.lock().unwrap().push("resync".into());
+    }
+    fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<ConfigMap>>> {
+        self.cache.clone()
     }
 }
 
@@ -117,9 +150,9 @@ fn cm(name: &str, rv: &str) -> ConfigMap {
 fn page(names: &[&str], rv: &str, next: Option<&str>) -> ListReply {
     Ok(ListPage {
         items: names.iter().map(|n| cm(n, rv)).collect(),
-        undecodable: Vec::new(),
         resource_version: rv.into(),
         continue_token: next.map(Into::into),
+        ..ListPage::default()
     })
 }
 
@@ -154,8 +187,12 @@ struct Run {
 }
 
 fn run(script: Script, config: Config) -> Run {
+    run_with(script, Store::default(), config)
+}
+
+fn run_with(script: Script, store: Store, config: Config) -> Run {
     let script = Arc::new(script);
-    let store = Arc::new(Store::default());
+    let store = Arc::new(store);
     let errors = Arc::new(Mutex::new(Vec::new()));
     let seen = errors.clone();
     let config = config.error_handler(move |e: &ReflectorError| {
@@ -405,3 +442,44 @@ const _: () = {
     send_sync::<ReflectorError>();
     send_sync::<Config>();
 };
+
+/// Cached objects by name and resourceVersion.
+struct Cached(Vec<Arc<ConfigMap>>);
+
+impl CachedObjects<ConfigMap> for Cached {
+    fn cached(
+        &self,
+        key: crate::key::ObjectKeyRef<'_>,
+        resource_version: &str,
+        _uid: Option<&str>,
+    ) -> Option<Arc<ConfigMap>> {
+        self.0
+            .iter()
+            .find(|o| {
+                o.metadata.name.as_deref() == Some(key.name)
+                    && o.metadata.resource_version.as_deref() == Some(resource_version)
+            })
+            .cloned()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_offers_its_cache_gets_unchanged_objects_back_as_its_own() {
+    let script = Script::default();
+    script.lists.lock().unwrap().extend([
+        page(&["a", "b"], "10", Some("t1")),
+        page(&["c"], "10", None),
+    ]);
+    let a = Arc::new(cm("a", "10"));
+    let c = Arc::new(cm("c", "9"));
+    let store = Store {
+        cache: Some(Arc::new(Cached(vec![a, c]))),
+        ..Store::default()
+    };
+    let run = run_with(script, store, Config::default());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+
+    assert_eq!(*run.script.lists_reusing.lock().unwrap(), 2, "both pages");
+    // `a` is cached at the listed version; `c` only at an older one.
+    assert_eq!(run.log(), ["replace [b,c] unchanged [a] at 10"]);
+}

@@ -20,6 +20,7 @@ use super::{
     selector::{Operator, Requirement, Selector},
 };
 use crate::key::{KeyCandidate, KeyFn, KeyLike, ObjectKey, ObjectKeyRef, SharedKey, query};
+use crate::reflector::CachedObjects;
 
 /// One stored object and its key.
 struct Slot<K> {
@@ -665,5 +666,22 @@ impl<K: 'static> Indexer<K> {
         let state = self.shared.read();
         let plan = plan(&state, namespace, selector);
         plan.sets.map(|sets| sets.iter().map(|s| s.len()).sum())
+    }
+}
+
+/// A relist takes from the cache the objects it lists unchanged (same resourceVersion
+/// and uid), rather than holding a second, freshly decoded copy of each.
+impl<K: Resource + Send + Sync + 'static> CachedObjects<K> for Indexer<K> {
+    fn cached(
+        &self,
+        key: ObjectKeyRef<'_>,
+        resource_version: &str,
+        uid: Option<&str>,
+    ) -> Option<Arc<K>> {
+        let object = self.get_ref(key)?;
+        let meta = object.meta();
+        let same = meta.resource_version.as_deref() == Some(resource_version)
+            && (uid.is_none() || meta.uid.as_deref() == uid);
+        same.then_some(object)
     }
 }
