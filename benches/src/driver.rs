@@ -34,8 +34,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::objects;
 use crate::report::{
-    Implementation, PipelineSample, QuerySample, Row, SyncSample, Target, WatchSample,
-    WorkerReport, markdown, median,
+    Implementation, PipelineSample, QuerySample, RelistSample, Row, SyncSample, Target,
+    WatchSample, WorkerReport, markdown, median,
 };
 
 /// Creates in flight while filling the server.
@@ -47,6 +47,12 @@ const SMALL_NAMESPACE: &str = "bench-small";
 /// The namespace of the large collection (scenario 2).
 const LARGE_NAMESPACE: &str = "bench-large";
 
+/// The namespace of scenario 6's collection, on the control plane without watch cache.
+const RELIST_NAMESPACE: &str = "bench-relist";
+
+/// The namespace of the object scenario 6 writes to move etcd's revision on.
+const NOISE_NAMESPACE: &str = "bench-noise";
+
 const MIB: f64 = 1024.0;
 
 /// The driver's settings.
@@ -54,7 +60,7 @@ const MIB: f64 = 1024.0;
 pub struct Options {
     /// Pairs of runs (ours, kube-runtime) per server scenario.
     pub pairs: usize,
-    /// Which scenarios to run (1 to 5).
+    /// Which scenarios to run (1 to 6).
     pub only: Vec<u8>,
     /// Objects of scenarios 1, 3 and 4.
     pub objects: usize,
@@ -81,7 +87,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             pairs: 3,
-            only: vec![1, 2, 3, 4, 5],
+            only: vec![1, 2, 3, 4, 5, 6],
             objects: 10_000,
             large_objects: 50_000,
             payload: 1024,
@@ -235,6 +241,7 @@ struct Samples {
     sync_small: Vec<SyncSample>,
     sync_small_like_for_like: Vec<SyncSample>,
     sync_large: Vec<SyncSample>,
+    relist: Vec<RelistSample>,
     watch: Vec<WatchSample>,
     watch_apply_seconds: Vec<f64>,
     queries: Vec<QuerySample>,
@@ -441,6 +448,44 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 samples.pipeline.extend(runs);
             }
         }
+    }
+    if options.runs(6) {
+        let label = format!("6. relist {} after 410 Gone", thousands(options.objects));
+        eprintln!("[bench] starting a control plane without watch cache (scenario 6)");
+        let uncached = TestEnv::builder().watch_cache(false).start().await?;
+        let client = uncached.client()?;
+        create_objects(&client, RELIST_NAMESPACE, options.objects, options.payload).await?;
+        create_objects(&client, NOISE_NAMESPACE, 1, 0).await?;
+        let mut pairs = Vec::new();
+        for pair in 0..options.pairs {
+            let mut both = Vec::new();
+            for implementation in DEFAULTS {
+                let sample = relist_run(&worker, &uncached, &client, implementation).await?;
+                eprintln!(
+                    "[{label}] pair {}: {:<12} RSS after sync {:.1} MiB, peak until the relist \
+                     was applied {:.1} MiB, CPU {:.3} s, {} objects",
+                    pair + 1,
+                    implementation.as_str(),
+                    sample.rss_after_sync_kib as f64 / MIB,
+                    sample.peak_rss_kib as f64 / MIB,
+                    sample.cpu_seconds,
+                    sample.objects
+                );
+                if sample.objects != options.objects {
+                    bail!(
+                        "{} relisted {} objects",
+                        implementation.as_str(),
+                        sample.objects
+                    );
+                }
+                both.push(sample);
+            }
+            let theirs = both.pop().context("two samples")?;
+            let ours = both.pop().context("two samples")?;
+            pairs.push((ours, theirs));
+        }
+        rows.extend(relist_rows(&label, &pairs));
+        samples.relist = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
     }
     drop(env);
 
@@ -772,6 +817,88 @@ async fn watch_run(
         WorkerReport::Watch(sample) => Ok((sample, applied)),
         _ => bail!("the watch worker reported something else"),
     }
+}
+
+/// One relist run: starts the worker on the control plane without watch cache, waits
+/// for its sync, moves etcd's revision on (writes it does not watch) and compacts, so
+/// that its next watch gets 410 Gone and it relists; returns its report.
+async fn relist_run(
+    worker: &Path,
+    env: &TestEnv,
+    client: &kube::Client,
+    implementation: Implementation,
+) -> anyhow::Result<RelistSample> {
+    let mut child = tokio::process::Command::new(worker)
+        .args(["relist", implementation.as_str(), RELIST_NAMESPACE])
+        .env("KUBECONFIG", env.kubeconfig_path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
+    loop {
+        let line = lines
+            .next_line()
+            .await?
+            .context("the relist worker exited before syncing")?;
+        if line.trim() == "synced" {
+            break;
+        }
+    }
+    let noise = Api::<ConfigMap>::namespaced(client.clone(), NOISE_NAMESPACE);
+    for i in 0..5 {
+        let body = serde_json::json!({ "data": { "rev": i.to_string() } });
+        noise
+            .patch(
+                &objects::name(0),
+                &PatchParams::default(),
+                &Patch::Merge(&body),
+            )
+            .await?;
+    }
+    env.compact_etcd().await?;
+    let mut last = String::new();
+    while let Some(line) = lines.next_line().await? {
+        if !line.trim().is_empty() {
+            last = line;
+        }
+    }
+    let status = child.wait().await?;
+    if !status.success() {
+        bail!("the relist worker failed: {status}");
+    }
+    match parse_report(&last)? {
+        WorkerReport::Relist(sample) => Ok(sample),
+        _ => bail!("the relist worker reported something else"),
+    }
+}
+
+fn relist_rows(label: &str, pairs: &[(RelistSample, RelistSample)]) -> Vec<Row> {
+    let row = |metric: &str, f: &dyn Fn(&RelistSample) -> f64| {
+        let (ours, theirs) = medians(pairs, f);
+        Row {
+            scenario: label.to_owned(),
+            metric: metric.to_owned(),
+            ours,
+            theirs: Some(theirs),
+            target: None,
+        }
+    };
+    let mib = |kib: u64| kib as f64 / MIB;
+    vec![
+        row("RSS after the initial sync (MiB)", &|s| {
+            mib(s.rss_after_sync_kib)
+        }),
+        row("peak RSS until the relist was applied (MiB)", &|s| {
+            mib(s.peak_rss_kib)
+        }),
+        row("peak RSS above RSS after sync, per object (bytes)", &|s| {
+            (s.peak_rss_kib.saturating_sub(s.rss_after_sync_kib) * 1024) as f64 / s.objects as f64
+        }),
+        row("CPU from the sync until the relist was applied (s)", &|s| {
+            s.cpu_seconds
+        }),
+    ]
 }
 
 fn log_watch(label: &str, pair: usize, sample: &WatchSample, applied: f64) {

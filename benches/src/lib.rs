@@ -48,6 +48,13 @@
 //!    scenario) and with `bench-worker-mimalloc`, the same worker with mimalloc as its
 //!    global allocator, since the handler thread's work is mostly freeing the objects
 //!    that updates replace.
+//! 6. **Relist after 410 Gone**: on a second control plane without the watch cache
+//!    (so that etcd compaction makes a watch answer 410 Gone), each side syncs the
+//!    10,000 objects with 2-second watches; the driver then writes elsewhere and
+//!    compacts etcd, so the next watch fails and the side relists the unchanged
+//!    collection. The worker reports its RSS after the sync, the peak RSS from then
+//!    until the relist was applied (`VmHWM`, reset after the sync through
+//!    `/proc/self/clear_refs`), and the CPU in that time.
 //!
 //! The figures are printed, never asserted: there are no timed assertions in tests.
 

@@ -56,6 +56,12 @@ pub fn memory() -> Memory {
     }
 }
 
+/// Resets `VmHWM` to the current RSS (Linux 4.0 and later: `5` to `clear_refs`), so
+/// that a later [`memory`] gives the peak since now.
+pub fn reset_peak() -> std::io::Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5")
+}
+
 /// A moment in a worker's life: wall clock and CPU.
 #[derive(Debug, Clone, Copy)]
 pub struct Mark {

@@ -81,6 +81,23 @@ pub struct WatchSample {
     pub rss_kib: u64,
 }
 
+/// One relist after 410 Gone (scenario 6).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RelistSample {
+    /// Which implementation ran.
+    pub implementation: Implementation,
+    /// Objects in the cache after the relist.
+    pub objects: usize,
+    /// RSS (`VmRSS`) right after the initial sync, KiB.
+    pub rss_after_sync_kib: u64,
+    /// Peak RSS (`VmHWM`, reset after the sync) from then until the relist was
+    /// applied, KiB.
+    pub peak_rss_kib: u64,
+    /// CPU seconds (user + system) from the sync until the relist was applied (the
+    /// idle wait for the 410 costs next to nothing).
+    pub cpu_seconds: f64,
+}
+
 /// One query measured on both caches (scenario 4).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueryResult {
@@ -134,6 +151,8 @@ pub enum WorkerReport {
     Queries(QuerySample),
     /// See [`PipelineSample`].
     Pipeline(PipelineSample),
+    /// See [`RelistSample`].
+    Relist(RelistSample),
 }
 
 /// The median (the mean of the two middle values for an even count); NaN when empty.

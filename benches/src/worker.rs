@@ -5,6 +5,7 @@
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events>
+//! bench-worker relist   <ours|kube-runtime> <namespace>
 //! ```
 //!
 //! A worker prints one JSON [`WorkerReport`] as its last line on stdout and exits.
@@ -32,11 +33,11 @@ use kube::{Api, ResourceExt as _};
 use kube_runtime::reflector::{self, ObjectRef, Store};
 use kube_runtime::{WatchStreamExt as _, watcher};
 
-use crate::measure::{Mark, memory};
+use crate::measure::{Mark, memory, reset_peak};
 use crate::objects;
 use crate::report::{
-    Implementation, PipelineSample, QueryResult, QuerySample, SyncSample, WatchSample,
-    WorkerReport, median,
+    Implementation, PipelineSample, QueryResult, QuerySample, RelistSample, SyncSample,
+    WatchSample, WorkerReport, median,
 };
 use crate::synthetic::SyntheticListerWatcher;
 
@@ -76,6 +77,9 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         "queries" => Ok(WorkerReport::Queries(queries(arg(1)?.parse()?).await?)),
         "pipeline" => Ok(WorkerReport::Pipeline(
             pipeline(arg(1)?.parse()?, arg(2)?.parse()?, arg(3)?.parse()?).await?,
+        )),
+        "relist" => Ok(WorkerReport::Relist(
+            relist(implementation(1)?, arg(2)?).await?,
         )),
         other => bail!("unknown mode {other:?}"),
     }
@@ -215,6 +219,82 @@ async fn watch(implementation: Implementation, namespace: &str) -> anyhow::Resul
         cpu_seconds,
         peak_rss_kib: after.peak_kib,
         rss_kib: after.rss_kib,
+    })
+}
+
+/// Scenario 6: syncs with 2-second watches, prints `synced`, and waits until a relist
+/// (after the 410 Gone the driver brings about) has been applied; measures the peak
+/// RSS and the CPU from the sync until then.
+async fn relist(implementation: Implementation, namespace: &str) -> anyhow::Result<RelistSample> {
+    const WATCH_SECONDS: u32 = 2;
+    let client = kube::Client::try_default().await?;
+    let api = Api::<ConfigMap>::namespaced(client, namespace);
+    // Lists completed so far, and the cache.
+    let (lists, cache): (Box<dyn Fn() -> usize + Send>, Cache) = match implementation {
+        Implementation::Ours => {
+            let watch = Duration::from_secs(WATCH_SECONDS.into());
+            let informer = SharedIndexInformer::with_options(
+                ApiListerWatcher::new(api),
+                InformerOptions::default()
+                    .reflector(informer::reflector::Config::default().watch_timeout(watch..=watch)),
+            )?;
+            tokio::spawn({
+                let informer = informer.clone();
+                async move { informer.run(std::future::pending()).await }
+            });
+            wait_for_cache_sync(&[&informer]).await;
+            let stats = informer.clone();
+            let lists = move || stats.reflector_stats().map_or(0, |s| s.lists as usize);
+            (Box::new(lists), Cache::Ours(informer))
+        }
+        Implementation::KubeRuntime => {
+            let (reader, writer) = reflector::store::<ConfigMap>();
+            let config = watcher::Config::default().timeout(WATCH_SECONDS);
+            let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let counted = done.clone();
+            let stream = reflector::reflector(writer, watcher::watcher(api, config));
+            tokio::spawn(stream.for_each(move |event| {
+                if matches!(event, Ok(watcher::Event::InitDone)) {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                futures::future::ready(())
+            }));
+            reader.wait_until_ready().await?;
+            let lists = move || done.load(std::sync::atomic::Ordering::SeqCst);
+            (Box::new(lists), Cache::KubeRuntime(reader))
+        }
+        other => bail!(
+            "scenario 6 runs ours and kube-runtime, not {}",
+            other.as_str()
+        ),
+    };
+    // The initial list may be reported a moment after the cache is ready.
+    while lists() < 1 {
+        tokio::time::sleep(POLL).await;
+    }
+    let rss_after_sync_kib = memory().rss_kib;
+    reset_peak()?;
+    let mark = Mark::now();
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "synced")?;
+        stdout.flush()?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while lists() < 2 {
+        if Instant::now() > deadline {
+            bail!("no relist within two minutes");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    // Let the relist's replace be applied (and the replaced objects dropped).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(RelistSample {
+        implementation,
+        objects: cache.len(),
+        rss_after_sync_kib,
+        peak_rss_kib: memory().peak_kib,
+        cpu_seconds: mark.cpu_seconds(),
     })
 }
 
