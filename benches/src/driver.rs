@@ -763,15 +763,7 @@ async fn watch_run(
     let mut child = command.spawn()?;
     let mut stdin = child.stdin.take().context("worker stdin")?;
     let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
-    loop {
-        let line = lines
-            .next_line()
-            .await?
-            .context("the watch worker exited before syncing")?;
-        if line.trim() == "synced" {
-            break;
-        }
-    }
+    wait_for_sync(&mut lines, "watch").await?;
 
     let api = Api::<ConfigMap>::namespaced(client.clone(), SMALL_NAMESPACE);
     let tag = format!("r{round}");
@@ -803,6 +795,34 @@ async fn watch_run(
     patch(updates - 1, final_value).await?;
     let applied = started.elapsed().as_secs_f64();
 
+    match final_report(lines, child, "watch").await? {
+        WorkerReport::Watch(sample) => Ok((sample, applied)),
+        _ => bail!("the watch worker reported something else"),
+    }
+}
+
+/// The lines a worker prints.
+type WorkerLines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
+
+/// Reads the worker's output until its `synced` line.
+async fn wait_for_sync(lines: &mut WorkerLines, mode: &str) -> anyhow::Result<()> {
+    loop {
+        let line = lines
+            .next_line()
+            .await?
+            .with_context(|| format!("the {mode} worker exited before syncing"))?;
+        if line.trim() == "synced" {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads the rest of the worker's output and waits for it; its report is the last line.
+async fn final_report(
+    mut lines: WorkerLines,
+    mut child: tokio::process::Child,
+    mode: &str,
+) -> anyhow::Result<WorkerReport> {
     let mut last = String::new();
     while let Some(line) = lines.next_line().await? {
         if !line.trim().is_empty() {
@@ -811,12 +831,9 @@ async fn watch_run(
     }
     let status = child.wait().await?;
     if !status.success() {
-        bail!("the watch worker failed: {status}");
+        bail!("the {mode} worker failed: {status}");
     }
-    match parse_report(&last)? {
-        WorkerReport::Watch(sample) => Ok((sample, applied)),
-        _ => bail!("the watch worker reported something else"),
-    }
+    parse_report(&last)
 }
 
 /// One relist run: starts the worker on the control plane without watch cache, waits
@@ -836,15 +853,7 @@ async fn relist_run(
         .kill_on_drop(true)
         .spawn()?;
     let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
-    loop {
-        let line = lines
-            .next_line()
-            .await?
-            .context("the relist worker exited before syncing")?;
-        if line.trim() == "synced" {
-            break;
-        }
-    }
+    wait_for_sync(&mut lines, "relist").await?;
     let noise = Api::<ConfigMap>::namespaced(client.clone(), NOISE_NAMESPACE);
     for i in 0..5 {
         let body = serde_json::json!({ "data": { "rev": i.to_string() } });
@@ -857,17 +866,7 @@ async fn relist_run(
             .await?;
     }
     env.compact_etcd().await?;
-    let mut last = String::new();
-    while let Some(line) = lines.next_line().await? {
-        if !line.trim().is_empty() {
-            last = line;
-        }
-    }
-    let status = child.wait().await?;
-    if !status.success() {
-        bail!("the relist worker failed: {status}");
-    }
-    match parse_report(&last)? {
+    match final_report(lines, child, "relist").await? {
         WorkerReport::Relist(sample) => Ok(sample),
         _ => bail!("the relist worker reported something else"),
     }
