@@ -410,17 +410,7 @@ async fn a_relist_after_410_keeps_the_cached_copies_of_unchanged_objects() {
     let env = TestEnv::builder().watch_cache(false).start().await.unwrap();
     let ns = env.create_namespace("informer-relist").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
-    for name in ["a", "b"] {
-        api.create(
-            &PostParams::default(),
-            &config_map(name, "1", &[("app", "watched")]),
-        )
-        .await
-        .unwrap();
-    }
-    api.create(&PostParams::default(), &config_map("noise", "0", &[]))
-        .await
-        .unwrap();
+    common::create_watched_pair_and_noise(&api).await;
 
     let informer = SharedIndexInformer::with_options(
         ApiListerWatcher::new(api.clone()).labels("app=watched"),
@@ -447,15 +437,7 @@ async fn a_relist_after_410_keeps_the_cached_copies_of_unchanged_objects() {
     let cached = |name: &str| informer.lister().namespaced(&ns).get(name).unwrap();
     let (a, b) = (cached("a"), cached("b"));
 
-    // Writes the informer does not watch move etcd past its last version, then
-    // compaction drops every version up to now.
-    for i in 1..=5 {
-        let patch = serde_json::json!({ "data": { "key": i.to_string() } });
-        api.patch("noise", &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .unwrap();
-    }
-    env.compact_etcd().await.unwrap();
+    common::expire_watches_on_app_watched(&env, &api).await;
     eventually("410 Gone and a relist", Duration::from_secs(60), || {
         expired.load(std::sync::atomic::Ordering::SeqCst) >= 1
             && informer.reflector_stats().is_some_and(|s| s.lists == 2)

@@ -549,17 +549,7 @@ async fn compaction_without_watch_cache_forces_410_and_a_relist_that_loses_nothi
     let env = TestEnv::builder().watch_cache(false).start().await.unwrap();
     let ns = env.create_namespace("reflector-compact").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
-    for name in ["a", "b"] {
-        api.create(
-            &PostParams::default(),
-            &config_map(name, "1", &[("app", "watched")]),
-        )
-        .await
-        .unwrap();
-    }
-    api.create(&PostParams::default(), &config_map("noise", "0", &[]))
-        .await
-        .unwrap();
+    common::create_watched_pair_and_noise(&api).await;
 
     let expired = Arc::new(AtomicUsize::new(0));
     let seen = expired.clone();
@@ -580,16 +570,7 @@ async fn compaction_without_watch_cache_forces_410_and_a_relist_that_loses_nothi
     eventually("the initial list", WAIT, || recorder.replaces() == 1).await;
     let listed_rv = reflector.last_sync_resource_version();
 
-    // Writes the reflector does not watch move etcd past its last version (without
-    // the watch cache there are no bookmarks to tell it), then compaction drops
-    // every version up to now: its next watch must get 410 Gone.
-    for i in 1..=5 {
-        let patch = serde_json::json!({ "data": { "key": i.to_string() } });
-        api.patch("noise", &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .unwrap();
-    }
-    env.compact_etcd().await.unwrap();
+    common::expire_watches_on_app_watched(&env, &api).await;
 
     eventually("410 Gone and a relist", WAIT, || {
         expired.load(Ordering::SeqCst) >= 1 && recorder.replaces() == 2

@@ -4,8 +4,9 @@
 use std::future::Future;
 use std::time::Duration;
 
+use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 
 /// Polls `check` every 20 ms until it returns true; panics with `what` after `limit`.
 pub async fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
@@ -85,4 +86,34 @@ where
         },
     )
     .await;
+}
+
+/// Creates `a` and `b` labelled `app=watched`, and `noise` without the label, in the
+/// namespace of `api`: the set-up of the 410 Gone tests.
+pub async fn create_watched_pair_and_noise(api: &Api<ConfigMap>) {
+    for name in ["a", "b"] {
+        api.create(
+            &PostParams::default(),
+            &config_map(name, "1", &[("app", "watched")]),
+        )
+        .await
+        .unwrap();
+    }
+    api.create(&PostParams::default(), &config_map("noise", "0", &[]))
+        .await
+        .unwrap();
+}
+
+/// On a control plane without the watch cache: writes to `noise` (which a watch on
+/// `app=watched` does not see) move etcd past the watcher's last version (without the
+/// watch cache there are no bookmarks to tell it), then compaction drops every version
+/// up to now, so the watcher's next watch gets 410 Gone.
+pub async fn expire_watches_on_app_watched(env: &TestEnv, api: &Api<ConfigMap>) {
+    for i in 1..=5 {
+        let patch = serde_json::json!({ "data": { "key": i.to_string() } });
+        api.patch("noise", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+    env.compact_etcd().await.unwrap();
 }
