@@ -3,7 +3,8 @@
 //! Creates two Deployments, starts a `SharedInformerFactory` with a Deployment
 //! informer whose handler prints adds, spec changes and deletes, lists the namespace's
 //! Deployments from the cache once it has synced, then scales one and deletes the
-//! other and prints what the handler sees.
+//! other and prints what the handler sees. The two initial adds come in the order of
+//! the server's list, which the API does not fix.
 //!
 //! Run: `cargo run --bin deployments` (uses your kubeconfig's cluster, or starts an
 //! embedded control plane when none is configured).
