@@ -40,6 +40,7 @@ mod store;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Poll, ready};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -333,23 +334,32 @@ where
             tracing::debug!(resource_version = %progress.last_resource_version, ?timeout, "watching");
 
             let mut events = 0usize;
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(event) => {
-                        events += 1;
-                        self.apply(event, progress);
-                    }
-                    Err(e) if is_expired(&e) => return self.expired(e),
-                    Err(kube::Error::Api(status)) => {
-                        // An error event from the server: start over with a relist.
-                        return Err(ReflectorError::Watch(kube::Error::Api(status)));
-                    }
-                    Err(e) => {
-                        // The connection broke: resume the watch where it was.
-                        self.report(&ReflectorError::Watch(e));
-                        break;
+            // Events are applied inside the poll, where the stream hands them out:
+            // awaiting `next()` would copy every object (hundreds of bytes) twice more,
+            // into the future's state and out of it.
+            let ended = std::future::poll_fn(|cx| {
+                loop {
+                    match ready!(stream.poll_next_unpin(cx)) {
+                        Some(Ok(event)) => {
+                            events += 1;
+                            self.apply(event, progress);
+                        }
+                        Some(Err(e)) => return Poll::Ready(Some(e)),
+                        None => return Poll::Ready(None),
                     }
                 }
+            })
+            .await;
+            match ended {
+                // The server closed the watch (its timeout): resume.
+                None => {}
+                Some(e) if is_expired(&e) => return self.expired(e),
+                Some(kube::Error::Api(status)) => {
+                    // An error event from the server: start over with a relist.
+                    return Err(ReflectorError::Watch(kube::Error::Api(status)));
+                }
+                // The connection broke: resume the watch where it was.
+                Some(e) => self.report(&ReflectorError::Watch(e)),
             }
             let elapsed = started.elapsed();
             if events == 0 && elapsed < SHORT_WATCH {

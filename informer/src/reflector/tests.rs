@@ -373,6 +373,55 @@ async fn a_watch_that_closes_at_once_is_an_error_and_leads_to_a_relist() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_broken_watch_resumes_where_it_was_and_an_error_event_relists() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .extend([page(&["a"], "10", None), page(&["a", "b", "c"], "40", None)]);
+    script.watches.lock().unwrap().extend([
+        // The connection breaks after one event: resume at that event's version.
+        Ok(vec![Ok(WatchEvent::Added(cm("b", "11"))), Err(refused())]),
+        // The server ends the watch (its timeout) after one event: resume too.
+        Ok(vec![Ok(WatchEvent::Added(cm("c", "12")))]),
+        // An error event from the server: relist.
+        Ok(vec![
+            Ok(WatchEvent::Modified(cm("c", "13"))),
+            Err(status(500, "internal error")),
+        ]),
+    ]);
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        run.calls()[..6],
+        [
+            list("0", Some(500), None),
+            Call::Watch("10".into()),
+            Call::Watch("11".into()),
+            Call::Watch("12".into()),
+            list("13", None, None),
+            Call::Watch("40".into()),
+        ]
+    );
+    assert_eq!(
+        run.log(),
+        [
+            "replace [a] at 10",
+            "add b",
+            "add c",
+            "update c",
+            "replace [a,b,c] at 40"
+        ]
+    );
+    // Both failures are reported; the server's closing is not a failure.
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        ["watch failed", "watch failed"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn undecodable_events_are_reported_and_skipped() {
     let script = Script::default();
     script
