@@ -201,6 +201,20 @@ fn load_average() -> String {
 /// `bench-worker` built with mimalloc as its global allocator (scenario 5's second rows).
 const MIMALLOC_WORKER: &str = "bench-worker-mimalloc";
 
+/// Whether `name` is one of the variables `cargo run` sets for the program it runs
+/// (describing its package), as opposed to the user's settings for cargo itself.
+fn set_by_cargo_run(name: &str) -> bool {
+    matches!(
+        name,
+        "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_MANIFEST_LINKS"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_BIN_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+    ) || name.starts_with("CARGO_PKG_")
+}
+
 /// The worker binary: `bench-worker` beside this executable (with
 /// [`MIMALLOC_WORKER`] beside it), both built first when the driver runs under cargo.
 fn worker_path() -> anyhow::Result<PathBuf> {
@@ -219,6 +233,15 @@ fn worker_path() -> anyhow::Result<PathBuf> {
         ]);
         if !cfg!(debug_assertions) {
             command.arg("--release");
+        }
+        // `cargo run` gave this process the variables it sets for a package's program;
+        // passed on, they reach build scripts (ring's reruns when `CARGO_MANIFEST_DIR`
+        // changes), so the nested build and the next plain one each rebuilt ring,
+        // rustls and kube. The nested build gets the environment of a plain cargo.
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(set_by_cargo_run) {
+                command.env_remove(name);
+            }
         }
         let status = command.status().context("building the bench workers")?;
         if !status.success() {
