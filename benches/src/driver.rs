@@ -315,17 +315,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let kubeconfig = kubeconfig.as_deref();
     if options.runs(1) {
         let label = format!("1. sync {}", thousands(options.objects));
-        let pairs = sync_pairs(
+        let target = (SMALL_NAMESPACE, options.objects);
+        samples.sync_small = default_sync(
             &worker,
             kubeconfig,
-            (SMALL_NAMESPACE, options.objects),
-            DEFAULTS,
+            target,
             options.pairs,
             &label,
+            &mut rows,
         )
         .await?;
-        rows.extend(sync_rows(&label, &pairs, true));
-        samples.sync_small = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
         // Like for like: both keep managedFields, then both drop them.
         for (implementations, what) in [
             (KEEP_BOTH, "managedFields kept on both sides"),
@@ -335,7 +334,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
             let pairs = sync_pairs(
                 &worker,
                 kubeconfig,
-                (SMALL_NAMESPACE, options.objects),
+                target,
                 implementations,
                 options.pairs,
                 &label,
@@ -349,17 +348,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     if options.runs(2) {
         let label = format!("2. sync {}", thousands(options.large_objects));
-        let pairs = sync_pairs(
+        let target = (LARGE_NAMESPACE, options.large_objects);
+        samples.sync_large = default_sync(
             &worker,
             kubeconfig,
-            (LARGE_NAMESPACE, options.large_objects),
-            DEFAULTS,
+            target,
             options.pairs,
             &label,
+            &mut rows,
         )
         .await?;
-        rows.extend(sync_rows(&label, &pairs, true));
-        samples.sync_large = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
     }
     if options.runs(3) {
         let client = client.as_ref().context("no client")?;
@@ -655,6 +653,21 @@ const STRIP_BOTH: [Implementation; 2] = [
     Implementation::Ours,
     Implementation::KubeRuntimeStripManagedFields,
 ];
+
+/// A sync scenario with both sides' default options: its rows (with the targets) go to
+/// `rows`; returns the samples, ours and theirs alternately.
+async fn default_sync(
+    worker: &Path,
+    kubeconfig: Option<&Path>,
+    target: (&str, usize),
+    pairs: usize,
+    label: &str,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<Vec<SyncSample>> {
+    let pairs = sync_pairs(worker, kubeconfig, target, DEFAULTS, pairs, label).await?;
+    rows.extend(sync_rows(label, &pairs, true));
+    Ok(pairs.into_iter().flat_map(|(a, b)| [a, b]).collect())
+}
 
 /// `pairs` alternating runs of `implementations` (ours first, then theirs), each of
 /// which must have synced `objects` objects.
