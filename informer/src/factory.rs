@@ -46,7 +46,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, join_all};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
 use kube::{Client, Resource};
@@ -54,7 +54,8 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::informer::{HasSynced, InformerOptions, SharedIndexInformer, short_type_name};
+use crate::informer::{HasSynced, InformerOptions, SharedIndexInformer};
+use crate::key::short_type_name;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
 
 /// Where an informer looks: a namespace (or all) and selectors.
@@ -201,9 +202,8 @@ impl FactoryOptions {
 }
 
 /// What the factory needs of an informer of any type.
-trait ManagedInformer: Send + Sync {
+trait ManagedInformer: HasSynced {
     fn run(&self, shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()>;
-    fn synced(&self) -> bool;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -221,10 +221,6 @@ where
                 tracing::error!(%error, "informer did not run");
             }
         })
-    }
-
-    fn synced(&self) -> bool {
-        self.has_synced()
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -446,21 +442,14 @@ impl SharedInformerFactory {
                 .collect()
         };
         let mut shutdown = self.shutdown.subscribe();
-        let all_synced = async {
-            loop {
-                if started.iter().all(|(_, informer)| informer.synced()) {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        };
+        let all_synced = join_all(started.iter().map(|(_, informer)| informer.synced()));
         tokio::select! {
-            () = all_synced => {}
+            _ = all_synced => {}
             _ = shutdown.wait_for(|stop| *stop) => {}
         }
         started
             .iter()
-            .map(|(name, informer)| (name.clone(), informer.synced()))
+            .map(|(name, informer)| (name.clone(), informer.has_synced()))
             .collect()
     }
 
@@ -498,6 +487,21 @@ impl HasSynced for SharedInformerFactory {
             .informers
             .values()
             .filter(|e| e.started)
-            .all(|e| e.informer.synced())
+            .all(|e| e.informer.has_synced())
+    }
+
+    fn synced(&self) -> BoxFuture<'_, ()> {
+        let started: Vec<Arc<dyn ManagedInformer>> = {
+            let state = self.state.lock().expect("lock");
+            state
+                .informers
+                .values()
+                .filter(|e| e.started)
+                .map(|e| Arc::clone(&e.informer))
+                .collect()
+        };
+        Box::pin(async move {
+            join_all(started.iter().map(|informer| informer.synced())).await;
+        })
     }
 }

@@ -389,6 +389,15 @@ pub(crate) fn query<'k>(key: &'k (dyn KeyLike + 'k)) -> &'k (dyn KeyLike + 'k) {
     key
 }
 
+/// The last path segment of `K`'s type name, without generics: `Deployment` for
+/// `k8s_openapi::api::apps::v1::Deployment`. Names informers, listers and reflectors in
+/// logs and errors.
+pub(crate) fn short_type_name<K>() -> &'static str {
+    let name = std::any::type_name::<K>();
+    let name = name.split('<').next().unwrap_or(name);
+    name.rsplit("::").next().unwrap_or(name)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::{HashMap, hash_map::DefaultHasher};

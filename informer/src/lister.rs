@@ -105,7 +105,7 @@ where
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
         let key = ObjectKey::cluster_scoped(name);
         self.indexer.get(&key).ok_or_else(|| NotFound {
-            kind: crate::informer::short_type_name::<K>(),
+            kind: crate::key::short_type_name::<K>(),
             key,
         })
     }
@@ -166,7 +166,7 @@ impl<K: Resource + 'static> NamespaceLister<K> {
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
         let key = ObjectKey::namespaced(self.namespace.as_str(), name);
         self.indexer.get(&key).ok_or_else(|| NotFound {
-            kind: crate::informer::short_type_name::<K>(),
+            kind: crate::key::short_type_name::<K>(),
             key,
         })
     }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::handler::{Notification, ResourceEventHandler};
+use super::sync::SyncSignal;
 
 /// Counters of one handler's buffer, from [`super::Registration::stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -85,6 +86,8 @@ pub(crate) struct Listener<K> {
     delivered: Padded<AtomicU64>,
     panics: AtomicU64,
     removed: AtomicBool,
+    /// Announced when the last initial-list notification has been handled.
+    sync_signal: Arc<SyncSignal>,
     pub(crate) resync_period: Option<Duration>,
     resync: Mutex<Resync>,
 }
@@ -163,9 +166,14 @@ impl<K> Receiver<K> {
 }
 
 impl<K> Listener<K> {
-    pub(crate) fn new(id: u64, resync_period: Option<Duration>) -> (Arc<Self>, Receiver<K>) {
+    pub(crate) fn new(
+        id: u64,
+        resync_period: Option<Duration>,
+        sync_signal: Arc<SyncSignal>,
+    ) -> (Arc<Self>, Receiver<K>) {
         let listener = Arc::new(Self {
             id,
+            sync_signal,
             buffer: Buffer {
                 state: Mutex::new(BufferState {
                     queue: VecDeque::new(),
@@ -261,8 +269,8 @@ impl<K> Listener<K> {
     /// Bookkeeping once the consumer has taken `notification` and dealt with it.
     pub(crate) fn delivered(&self, notification_was_initial: bool) {
         self.delivered.0.fetch_add(1, Ordering::Relaxed);
-        if notification_was_initial {
-            self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+        if notification_was_initial && self.pending_initial.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.sync_signal.announce();
         }
     }
 

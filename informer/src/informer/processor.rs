@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::handler::{Notification, ResourceEventHandler};
 use super::listener::{Listener, Receiver};
+use super::sync::SyncSignal;
 
 /// A handler registered before start, with the listener and buffer it will drain.
 struct Waiting<K> {
@@ -19,6 +20,8 @@ struct Waiting<K> {
 pub(crate) struct Processor<K> {
     kind: &'static str,
     next_id: AtomicU64,
+    /// Given to each listener, which announces when it has handled its initial list.
+    sync_signal: Arc<SyncSignal>,
     /// Read for every notification; written when listeners come and go.
     listeners: RwLock<Vec<Arc<Listener<K>>>>,
     /// Taken before `listeners` when both are needed.
@@ -34,10 +37,11 @@ struct Lifecycle<K> {
 }
 
 impl<K> Processor<K> {
-    pub(crate) fn new(kind: &'static str) -> Self {
+    pub(crate) fn new(kind: &'static str, sync_signal: Arc<SyncSignal>) -> Self {
         Self {
             kind,
             next_id: AtomicU64::new(1),
+            sync_signal,
             listeners: RwLock::new(Vec::new()),
             lifecycle: Mutex::new(Lifecycle {
                 waiting: Vec::new(),
@@ -168,7 +172,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     fn new_listener(&self, resync: Option<Duration>) -> (Arc<Listener<K>>, Receiver<K>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        Listener::new(id, resync)
+        Listener::new(id, resync, Arc::clone(&self.sync_signal))
     }
 
     fn spawn(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
+use futures::future::BoxFuture;
 
 use super::Inner;
 use super::handler::Notification;
@@ -51,6 +52,14 @@ impl<K: Send + Sync + 'static> HasSynced for Registration<K> {
     fn has_synced(&self) -> bool {
         Registration::has_synced(self)
     }
+
+    fn synced(&self) -> BoxFuture<'_, ()> {
+        Box::pin(
+            self.informer
+                .sync_signal
+                .wait_until(|| Registration::has_synced(self)),
+        )
+    }
 }
 
 /// A stream of an informer's notifications for async code, from
@@ -84,6 +93,10 @@ impl<K: Send + Sync + 'static> Subscription<K> {
 impl<K: Send + Sync + 'static> HasSynced for Subscription<K> {
     fn has_synced(&self) -> bool {
         Subscription::has_synced(self)
+    }
+
+    fn synced(&self) -> BoxFuture<'_, ()> {
+        self.registration.synced()
     }
 }
 

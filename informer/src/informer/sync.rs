@@ -1,17 +1,36 @@
-//! Waiting until caches are filled (client-go's `WaitForCacheSync`).
+//! Waiting until caches are filled (client-go's `WaitForCacheSync`), woken by the
+//! informer as it syncs rather than by polling.
 
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use tokio::sync::Notify;
+
 /// Anything that knows whether it has received its initial list: informers,
-/// registrations, subscriptions, DeltaFIFOs.
-pub trait HasSynced {
+/// registrations, subscriptions, DeltaFIFOs, factories.
+pub trait HasSynced: Send + Sync {
     /// Whether the initial list has been delivered.
     fn has_synced(&self) -> bool;
+
+    /// Completes once [`has_synced`](Self::has_synced) is true. Informers,
+    /// registrations and subscriptions complete as soon as they sync (they are
+    /// notified); the default implementation checks every 10 ms.
+    fn synced(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            while !self.has_synced() {
+                tokio::time::sleep(POLL).await;
+            }
+        })
+    }
 }
 
 impl<T: HasSynced + ?Sized> HasSynced for &T {
     fn has_synced(&self) -> bool {
         (**self).has_synced()
+    }
+
+    fn synced(&self) -> BoxFuture<'_, ()> {
+        (**self).synced()
     }
 }
 
@@ -19,10 +38,14 @@ impl<T: HasSynced + ?Sized> HasSynced for std::sync::Arc<T> {
     fn has_synced(&self) -> bool {
         (**self).has_synced()
     }
+
+    fn synced(&self) -> BoxFuture<'_, ()> {
+        (**self).synced()
+    }
 }
 
-/// How often [`wait_for_cache_sync`] checks (client-go polls every 100 ms; checks
-/// are a few atomic loads, so we look more often).
+/// How often the default [`HasSynced::synced`] checks (client-go polls every 100 ms;
+/// checks are a few atomic loads, so it looks more often).
 const POLL: Duration = Duration::from_millis(10);
 
 /// Waits until every item has synced. Wrap it in `tokio::time::timeout` or race it
@@ -38,7 +61,36 @@ const POLL: Duration = Duration::from_millis(10);
 /// # }
 /// ```
 pub async fn wait_for_cache_sync(items: &[&dyn HasSynced]) {
-    while !items.iter().all(|item| item.has_synced()) {
-        tokio::time::sleep(POLL).await;
+    futures::future::join_all(items.iter().map(|item| item.synced())).await;
+}
+
+/// Wakes the waiters of an informer's [`HasSynced::synced`] (and its registrations')
+/// when something may have synced: the initial list was applied, or a handler has
+/// handled its initial list. Waiters re-check their own condition.
+#[derive(Debug, Default)]
+pub(crate) struct SyncSignal {
+    notify: Notify,
+}
+
+impl SyncSignal {
+    /// Wakes every current waiter.
+    pub(crate) fn announce(&self) {
+        self.notify.notify_waiters();
+    }
+
+    /// Completes once `synced` returns true, checking it at first and after each
+    /// [`announce`](Self::announce).
+    pub(crate) async fn wait_until(&self, synced: impl Fn() -> bool) {
+        loop {
+            let notified = self.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Registered before the check, so an announcement between the check and
+            // the wait is not lost.
+            notified.as_mut().enable();
+            if synced() {
+                return;
+            }
+            notified.await;
+        }
     }
 }

@@ -126,10 +126,8 @@ where
         store: Arc<dyn ReflectorStore<K>>,
         config: Config,
     ) -> Self {
-        let name = std::any::type_name::<K>();
-        let name = name.rsplit("::").next().unwrap_or(name);
         Self {
-            name,
+            name: crate::key::short_type_name::<K>(),
             lister_watcher,
             store,
             config,

@@ -1,0 +1,93 @@
+//! How an informer is built: [`InformerOptions`], client-go's `NewSharedIndexInformer`
+//! arguments plus the reflector's settings, as a `Default` struct with builder methods.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Resource;
+
+use crate::key::KeyFn;
+use crate::reflector;
+use crate::store::Indexers;
+
+/// Changes an object before it is stored, e.g. to drop fields nobody reads (client-go's
+/// `TransformFunc`; `managedFields` are already left out while decoding, see
+/// [`ManagedFields`](crate::reflector::ManagedFields)). It runs once per object, on the
+/// decoded value, before anything else sees it. A transform that panics is contained:
+/// that object is logged and skipped (as if the server had not sent it), and the
+/// informer goes on.
+pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
+
+/// How an informer is built: the options client-go passes to
+/// `NewSharedIndexInformer`, plus reflector settings.
+#[must_use]
+pub struct InformerOptions<K> {
+    /// The default resync period of handlers added without one (`None`: never).
+    pub resync: Option<Duration>,
+    /// Indexes besides the built-in namespace index.
+    pub indexers: Indexers<K>,
+    /// The key function (default `namespace/name`).
+    pub key_fn: KeyFn<K>,
+    /// Reflector settings (page size, watch timeouts, backoff...). Its resync period
+    /// and should-resync hook are set by the informer.
+    pub reflector: reflector::Config,
+    /// Applied to every object before it is stored.
+    pub transform: Option<Transform<K>>,
+}
+
+impl<K: Resource + 'static> Default for InformerOptions<K> {
+    fn default() -> Self {
+        Self {
+            resync: None,
+            indexers: Indexers::new(),
+            key_fn: KeyFn::meta_namespace(),
+            reflector: reflector::Config::default(),
+            transform: None,
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for InformerOptions<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InformerOptions")
+            .field("resync", &self.resync)
+            .field("indexers", &self.indexers.names().collect::<Vec<_>>())
+            .field("key_fn", &self.key_fn)
+            .field("reflector", &self.reflector)
+            .field("transform", &self.transform.is_some())
+            .finish()
+    }
+}
+
+impl<K> InformerOptions<K> {
+    /// The default resync period for handlers.
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = Some(period).filter(|p| !p.is_zero());
+        self
+    }
+
+    /// Indexes to maintain (more can be added later with
+    /// [`Indexer::add_indexers`]).
+    pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
+        self.indexers = indexers;
+        self
+    }
+
+    /// The key function.
+    pub fn key_fn(mut self, key_fn: KeyFn<K>) -> Self {
+        self.key_fn = key_fn;
+        self
+    }
+
+    /// Reflector settings.
+    pub fn reflector(mut self, config: reflector::Config) -> Self {
+        self.reflector = config;
+        self
+    }
+
+    /// A transform applied to each object before it is stored.
+    pub fn transform(mut self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(transform));
+        self
+    }
+}

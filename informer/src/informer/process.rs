@@ -1,0 +1,122 @@
+//! The process loop (client-go's `processLoop` and `HandleDeltas`): pops each key's
+//! deltas from the DeltaFIFO, writes them to the cache first, then hands the
+//! notifications to the handlers.
+
+use std::sync::Arc;
+
+use kube::Resource;
+
+use super::Inner;
+use super::handler::Notification;
+use super::listener::Listener;
+use super::processor::Processor;
+use crate::fifo::{Delta, Deltas, PopBatch, ProcessError};
+use crate::store::WriteBatch;
+
+/// Keys processed at most between two wake-ups of the handlers while the DeltaFIFO
+/// stays busy.
+const WAKE_EVERY: usize = 256;
+
+/// Keys popped and applied under one acquisition of the DeltaFIFO's, the cache's and the
+/// handler list's locks. Readers of the cache wait for at most this many updates.
+const POP_BATCH: usize = 32;
+
+impl<K: Resource + Send + Sync + 'static> Inner<K> {
+    /// Pops and applies deltas until the DeltaFIFO is closed.
+    pub(super) async fn process(&self) {
+        let mut since_wake = 0usize;
+        let mut announced_sync = false;
+        loop {
+            let popped = self
+                .fifo
+                .pop_batch(POP_BATCH, |batch| self.handle_batch(batch))
+                .await;
+            let Some((processed, drained)) = popped else {
+                break;
+            };
+            // Handlers are woken when the queue runs dry (and at least every
+            // `WAKE_EVERY` keys while it does not), not for every notification.
+            since_wake += processed;
+            if since_wake >= WAKE_EVERY || drained {
+                since_wake = 0;
+                self.processor.wake();
+            }
+            if !announced_sync && self.has_synced() {
+                announced_sync = true;
+                self.sync_signal.announce();
+            }
+        }
+    }
+
+    /// Applies the deltas of the keys of one batch, each as
+    /// [`handle_deltas`](Self::handle_deltas), with the writer, the cache and the
+    /// handler list locked once for the batch; returns how many keys it applied.
+    fn handle_batch(&self, batch: &mut PopBatch<'_, K>) -> usize {
+        let mut writer = self.writer.lock().expect("lock");
+        let mut store = writer.batch();
+        let listeners = self.processor.listeners();
+        let mut processed = 0;
+        while let Some(result) =
+            batch.next(|deltas| self.handle_deltas(&mut store, &listeners, deltas))
+        {
+            processed += 1;
+            if let Err(error) = result {
+                tracing::error!(%error, "processing deltas failed");
+            }
+        }
+        processed
+    }
+
+    /// Applies one key's deltas: the cache first, then the handlers (client-go's
+    /// `HandleDeltas`).
+    fn handle_deltas(
+        &self,
+        writer: &mut WriteBatch<'_, K>,
+        listeners: &[Arc<Listener<K>>],
+        deltas: &Deltas<K>,
+    ) -> Result<(), ProcessError<std::convert::Infallible>> {
+        let distribute = |notification, is_resync| {
+            Processor::distribute_to(listeners, notification, is_resync);
+        };
+        let is_initial_list = deltas.is_initial_list();
+        let key = deltas.key();
+        for delta in deltas.iter() {
+            match delta {
+                Delta::Added(object)
+                | Delta::Updated(object)
+                | Delta::Sync(object)
+                | Delta::Replaced(object) => match writer.upsert_keyed(key, Arc::clone(object)) {
+                    Some(old) => {
+                        let is_resync = matches!(delta, Delta::Sync(_))
+                            || (matches!(delta, Delta::Replaced(_))
+                                && same_version(old.as_ref(), object.as_ref()));
+                        distribute(
+                            Notification::Update {
+                                old,
+                                new: Arc::clone(object),
+                            },
+                            is_resync,
+                        );
+                    }
+                    None => distribute(
+                        Notification::Add {
+                            object: Arc::clone(object),
+                            is_initial_list,
+                        },
+                        false,
+                    ),
+                },
+                Delta::Deleted(deleted) => {
+                    writer.delete_key(key);
+                    distribute(Notification::Delete(deleted.clone()), false);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn same_version<K: Resource>(old: &K, new: &K) -> bool {
+    let (old, new) = (&old.meta().resource_version, &new.meta().resource_version);
+    old.is_some() && old == new
+}

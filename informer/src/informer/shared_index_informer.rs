@@ -1,0 +1,430 @@
+//! The informer's handle: construction, handler registration, reads of the cache, and
+//! `run`, which wires the reflector, the DeltaFIFO, the process loop and the handlers.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use kube::Resource;
+use serde::de::DeserializeOwned;
+
+use super::InformerError;
+use super::handler::{Notification, ResourceEventHandler};
+use super::listener::Listener;
+use super::options::{InformerOptions, Transform};
+use super::processor::Processor;
+use super::registration::{Registration, Subscription};
+use super::sink::FifoSink;
+use super::sync::{HasSynced, SyncSignal};
+use crate::fifo::{DeltaFifo, DeltaFifoOptions};
+use crate::key::short_type_name;
+use crate::lister::Lister;
+use crate::reflector::{
+    self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
+};
+use crate::store::{Indexer, NAMESPACE_INDEX, Writer};
+
+/// A shared, indexed informer for resource type `K`; see the [module docs](super).
+/// Cloning gives another handle to the same informer.
+pub struct SharedIndexInformer<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+/// Two handles are equal when they are the same informer.
+impl<K> PartialEq for SharedIndexInformer<K> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl<K> Eq for SharedIndexInformer<K> {}
+
+impl<K> std::fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("kind", &self.inner.kind)
+            .field("started", &self.inner.startup().is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner<K> {
+    kind: &'static str,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    indexer: Indexer<K>,
+    pub(super) fifo: DeltaFifo<K>,
+    pub(super) processor: Processor<K>,
+    /// The cache's only writer. Held while one object's deltas are applied, and while
+    /// a late handler receives its replay, so the two never interleave.
+    pub(super) writer: Mutex<Writer<K>>,
+    /// The resync period of handlers added without one.
+    default_resync: Option<Duration>,
+    /// What `run` starts the reflector with: `Some` until `run` takes it.
+    startup: Mutex<Option<Startup<K>>>,
+    /// The reflector's resync tick once started (see [`Startup::resync_check_period`]).
+    running_resync_check: OnceLock<Option<Duration>>,
+    stopped: AtomicBool,
+    reflector_stats: OnceLock<Arc<ReflectorStats>>,
+    /// Wakes [`HasSynced::synced`] waiters of the informer and of its registrations.
+    pub(super) sync_signal: Arc<SyncSignal>,
+}
+
+/// The settings that can change until the informer starts: client-go lets
+/// `SetTransform` and `SetWatchErrorHandler` be called on an informer until it runs,
+/// which is how a controller configures an informer that a shared factory built, and
+/// handlers added before start lower the resync check period.
+struct Startup<K> {
+    /// The reflector's resync tick: the smallest period asked for before start.
+    resync_check_period: Option<Duration>,
+    reflector: reflector::Config,
+    transform: Option<Transform<K>>,
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Default,
+{
+    /// An informer over what `api` addresses (`Api::all`, `Api::namespaced`...), with
+    /// default options. Its objects leave out `metadata.managedFields`; to keep them:
+    ///
+    /// ```no_run
+    /// # fn demo(api: kube::Api<k8s_openapi::api::core::v1::ConfigMap>) {
+    /// use informer::informer::{InformerOptions, SharedIndexInformer};
+    /// use informer::reflector::{ApiListerWatcher, ManagedFields};
+    ///
+    /// let informer = SharedIndexInformer::with_options(
+    ///     ApiListerWatcher::new(api).managed_fields(ManagedFields::Keep),
+    ///     InformerOptions::default(),
+    /// )
+    /// .expect("default options define no conflicting index");
+    /// # let _ = informer;
+    /// # }
+    /// ```
+    pub fn new(api: kube::Api<K>) -> Self {
+        Self::with_options(ApiListerWatcher::new(api), InformerOptions::default())
+            .expect("default options define no conflicting index")
+    }
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Resource + Send + Sync + 'static,
+{
+    /// An informer fed by any [`ListerWatcher`]. Fails only when `options.indexers`
+    /// names an index twice.
+    pub fn with_options(
+        lister_watcher: impl ListerWatcher<K> + 'static,
+        options: InformerOptions<K>,
+    ) -> Result<Self, InformerError> {
+        let InformerOptions {
+            resync,
+            indexers,
+            key_fn,
+            reflector,
+            transform,
+        } = options;
+        // Namespaced listing is answered from the namespace index, so it is always there.
+        let indexers = if indexers.names().any(|name| name == NAMESPACE_INDEX) {
+            indexers
+        } else {
+            indexers.with_namespace_index()
+        };
+        let writer = Writer::with_indexers(key_fn.clone(), indexers)?;
+        let indexer = writer.indexer();
+        let fifo = DeltaFifo::new(DeltaFifoOptions::new(key_fn).known_objects(indexer.clone()));
+        let kind = short_type_name::<K>();
+        let sync_signal = Arc::new(SyncSignal::default());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                kind,
+                lister_watcher: Arc::new(lister_watcher),
+                indexer,
+                fifo,
+                processor: Processor::new(kind, Arc::clone(&sync_signal)),
+                writer: Mutex::new(writer),
+                default_resync: resync,
+                startup: Mutex::new(Some(Startup {
+                    resync_check_period: resync,
+                    reflector,
+                    transform,
+                })),
+                running_resync_check: OnceLock::new(),
+                stopped: AtomicBool::new(false),
+                reflector_stats: OnceLock::new(),
+                sync_signal,
+            }),
+        })
+    }
+
+    /// Registers a handler with the default resync period. Added after start, it
+    /// first receives an add for every cached object.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> Result<Registration<K>, InformerError> {
+        self.add_boxed(Box::new(handler), self.inner.default_resync)
+    }
+
+    /// Registers a handler with its own resync period (client-go's
+    /// `AddEventHandlerWithResyncPeriod`).
+    pub fn add_event_handler_with_resync(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync: Duration,
+    ) -> Result<Registration<K>, InformerError> {
+        self.add_boxed(Box::new(handler), self.inner.adjust_resync(resync))
+    }
+
+    fn add_boxed(
+        &self,
+        handler: Box<dyn ResourceEventHandler<K>>,
+        resync: Option<Duration>,
+    ) -> Result<Registration<K>, InformerError> {
+        let inner = &self.inner;
+        if inner.stopped.load(Ordering::SeqCst) {
+            return Err(InformerError::Stopped);
+        }
+        // No deltas are applied while the replay is queued: the handler sees the
+        // cache as of one moment, then every change after it.
+        let _writer = inner.writer.lock().expect("lock");
+        let listener = inner
+            .processor
+            .add_handler(handler, resync, |listener| inner.replay(listener))
+            .ok_or(InformerError::Stopped)?;
+        Ok(Registration {
+            informer: Arc::clone(inner),
+            listener,
+        })
+    }
+
+    /// The notifications as an async `Stream` (with the default resync period): the
+    /// cache's objects first, as initial-list adds, then every change.
+    pub fn subscribe(&self) -> Result<Subscription<K>, InformerError> {
+        let inner = &self.inner;
+        if inner.stopped.load(Ordering::SeqCst) {
+            return Err(InformerError::Stopped);
+        }
+        let _writer = inner.writer.lock().expect("lock");
+        let (listener, receiver) = inner
+            .processor
+            .add_subscriber(inner.default_resync, |listener| inner.replay(listener))
+            .ok_or(InformerError::Stopped)?;
+        Ok(Subscription {
+            registration: Registration {
+                informer: Arc::clone(inner),
+                listener,
+            },
+            receiver,
+        })
+    }
+
+    /// The cache (read-only handle).
+    pub fn indexer(&self) -> Indexer<K> {
+        self.inner.indexer.clone()
+    }
+
+    /// Typed reads of the cache.
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.inner.indexer.clone())
+    }
+
+    /// Whether the initial list has been stored in the cache.
+    pub fn has_synced(&self) -> bool {
+        self.inner.has_synced()
+    }
+
+    /// The resourceVersion the cache is at ("" before the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner
+            .reflector_stats
+            .get()
+            .map(|stats| stats.last_resource_version())
+            .unwrap_or_default()
+    }
+
+    /// The reflector's counters (lists, watches, errors...), once started.
+    pub fn reflector_stats(&self) -> Option<reflector::StatsSnapshot> {
+        self.inner
+            .reflector_stats
+            .get()
+            .map(|stats| stats.snapshot())
+    }
+
+    /// How many handlers and subscriptions are registered.
+    pub fn handler_count(&self) -> usize {
+        self.inner.processor.listener_count()
+    }
+
+    /// Sets the transform applied to each object before it is stored (client-go's
+    /// `SetTransform`). Only before start: [`InformerOptions::transform`] sets it at
+    /// construction; this is for informers built by someone else, such as a
+    /// [`SharedInformerFactory`](crate::factory::SharedInformerFactory).
+    pub fn set_transform(
+        &self,
+        transform: impl Fn(K) -> K + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let mut startup = self.inner.startup();
+        let startup = startup
+            .as_mut()
+            .ok_or(InformerError::SetAfterStart("the transform"))?;
+        startup.transform = Some(Arc::new(transform));
+        Ok(())
+    }
+
+    /// Sets the handler told about every list and watch error (forbidden,
+    /// unauthorized, expired, undecodable objects...), client-go's
+    /// `SetWatchErrorHandler`. Only before start; see [`set_transform`](Self::set_transform)
+    /// for why it exists beside [`reflector::Config::error_handler`].
+    pub fn set_watch_error_handler(
+        &self,
+        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let mut startup = self.inner.startup();
+        let startup = startup
+            .as_mut()
+            .ok_or(InformerError::SetAfterStart("the watch error handler"))?;
+        startup.reflector.error_handler = Some(Arc::new(handler));
+        Ok(())
+    }
+
+    /// Lists, watches, fills the cache and notifies handlers until `shutdown`
+    /// completes; then stops every handler thread and returns. An informer runs
+    /// once: a second call is [`InformerError::AlreadyStarted`].
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), InformerError> {
+        let inner = &self.inner;
+        let reflector = {
+            let mut startup = inner.startup();
+            let Some(Startup {
+                resync_check_period,
+                reflector: mut config,
+                transform,
+            }) = startup.take()
+            else {
+                return Err(InformerError::AlreadyStarted);
+            };
+            inner
+                .running_resync_check
+                .set(resync_check_period)
+                .expect("set once, by the run that took the startup settings");
+            let processor_inner = Arc::clone(inner);
+            config.resync_period = resync_check_period;
+            config.should_resync =
+                Some(Arc::new(move || processor_inner.processor.should_resync()));
+            let sink = FifoSink {
+                fifo: inner.fifo.clone(),
+                transform,
+                indexer: inner.indexer.clone(),
+                sync_signal: Arc::clone(&inner.sync_signal),
+            };
+            Reflector::from_parts(Arc::clone(&inner.lister_watcher), Arc::new(sink), config)
+        };
+        let _ = inner.reflector_stats.set(reflector.stats_handle());
+        inner.processor.start();
+
+        tokio::select! {
+            () = shutdown => {}
+            _ = reflector.run(std::future::pending()) => {}
+            () = inner.process() => {}
+        }
+
+        inner.stopped.store(true, Ordering::SeqCst);
+        inner.fifo.close();
+        let threads = inner.processor.stop();
+        // Joining waits for handlers to finish their current call: off the runtime.
+        let joined = tokio::task::spawn_blocking(move || {
+            for thread in threads {
+                let _ = thread.join();
+            }
+        })
+        .await;
+        if let Err(error) = joined {
+            tracing::error!(%error, "joining handler threads failed");
+        }
+        Ok(())
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> HasSynced for SharedIndexInformer<K> {
+    fn has_synced(&self) -> bool {
+        self.inner.has_synced()
+    }
+
+    fn synced(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(
+            self.inner
+                .sync_signal
+                .wait_until(|| self.inner.has_synced()),
+        )
+    }
+}
+
+impl<K> Inner<K> {
+    fn startup(&self) -> MutexGuard<'_, Option<Startup<K>>> {
+        self.startup.lock().expect("lock")
+    }
+}
+
+impl<K: 'static> Inner<K> {
+    pub(super) fn has_synced(&self) -> bool {
+        self.fifo.has_synced()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Inner<K> {
+    /// client-go's rule: before start a smaller period lowers the resync check
+    /// period; after start it cannot, so the handler's period is raised to it.
+    fn adjust_resync(&self, requested: Duration) -> Option<Duration> {
+        if requested.is_zero() {
+            return None;
+        }
+        let mut startup = self.startup();
+        if let Some(startup) = startup.as_mut() {
+            let check = &mut startup.resync_check_period;
+            if check.is_none_or(|check| requested < check) {
+                *check = Some(requested);
+            }
+            return Some(requested);
+        }
+        let check = self.running_resync_check.get().copied().flatten();
+        match check {
+            None => {
+                tracing::warn!(
+                    kind = self.kind,
+                    ?requested,
+                    "informer started without resync: the handler's resync period is ignored"
+                );
+                None
+            }
+            Some(check) if requested < check => {
+                tracing::warn!(
+                    kind = self.kind,
+                    ?requested,
+                    ?check,
+                    "resync period smaller than the running informer's check period; raised"
+                );
+                Some(check)
+            }
+            Some(_) => Some(requested),
+        }
+    }
+
+    /// Queues an initial-list add of every cached object for a new listener.
+    fn replay(&self, listener: &Listener<K>) {
+        self.indexer.for_each(|_, object| {
+            listener.push(Notification::Add {
+                object: Arc::clone(object),
+                is_initial_list: true,
+            });
+        });
+    }
+}

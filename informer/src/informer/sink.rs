@@ -1,0 +1,90 @@
+//! The informer's side of the reflector: a [`ReflectorStore`] that transforms each
+//! decoded object, puts it in its one `Arc`, and queues it in the DeltaFIFO.
+
+use std::sync::Arc;
+
+use kube::Resource;
+
+use super::options::Transform;
+use super::sync::SyncSignal;
+use crate::fifo::DeltaFifo;
+use crate::key::ObjectKey;
+use crate::reflector::{CachedObjects, ReflectorStore};
+use crate::store::Indexer;
+
+/// The reflector's store: applies the transform, then queues deltas.
+pub(super) struct FifoSink<K> {
+    pub(super) fifo: DeltaFifo<K>,
+    pub(super) transform: Option<Transform<K>>,
+    /// The cache, offered to relists: objects listed unchanged are taken from it.
+    pub(super) indexer: Indexer<K>,
+    /// Announces a sync that needs no pop: a first list with no objects.
+    pub(super) sync_signal: Arc<SyncSignal>,
+}
+
+impl<K: Resource + Send + Sync + 'static> FifoSink<K> {
+    /// The object as it will be stored: transformed, in an `Arc`. A transform that
+    /// panics is contained: the object is reported and skipped, the informer goes on.
+    fn prepare(&self, object: K) -> Option<Arc<K>> {
+        let Some(transform) = &self.transform else {
+            return Some(Arc::new(object));
+        };
+        // Named before the object moves into the transform, for the report.
+        let key = ObjectKey::of(&object);
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| transform(object))) {
+            Ok(object) => Some(Arc::new(object)),
+            Err(panic) => {
+                tracing::error!(
+                    %key,
+                    panic = super::listener::panic_message(&panic),
+                    "transform panicked; the object is skipped"
+                );
+                None
+            }
+        }
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
+    fn add(&self, object: K) {
+        if let Some(object) = self.prepare(object) {
+            self.fifo.add(object);
+        }
+    }
+    fn update(&self, object: K) {
+        if let Some(object) = self.prepare(object) {
+            self.fifo.update(object);
+        }
+    }
+    fn delete(&self, object: K) {
+        if let Some(object) = self.prepare(object) {
+            self.fifo.delete(object);
+        }
+    }
+    fn replace(&self, mut objects: Vec<K>, unchanged: Vec<Arc<K>>, resource_version: &str) {
+        // Each object moves into its `Arc` in list order (popped from the end of the
+        // reversed list), and the list hands its memory back as it empties, so a large
+        // list is never held both as the decoded `Vec<K>` and as the `Arc`s. Unchanged
+        // objects are the cache's own, already transformed.
+        objects.reverse();
+        let mut prepared = Vec::with_capacity(objects.len() + unchanged.len());
+        while let Some(object) = objects.pop() {
+            prepared.extend(self.prepare(object));
+            if objects.capacity() > 1024 && objects.len() < objects.capacity() / 2 {
+                objects.shrink_to_fit();
+            }
+        }
+        prepared.extend(unchanged);
+        self.fifo.replace(prepared, resource_version);
+        if self.fifo.has_synced() {
+            self.sync_signal.announce();
+        }
+    }
+    fn resync(&self) {
+        self.fifo.resync();
+    }
+    fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<K>>> {
+        // Nothing to reuse on the first list: decode it directly.
+        (!self.indexer.is_empty()).then(|| Arc::new(self.indexer.clone()) as _)
+    }
+}
