@@ -90,7 +90,7 @@ pub use store::{
     IndexFunc, Indexer, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex, Requirement,
     Selector, StoreError,
 };
-pub use workqueue::{DelayingQueue, RateLimitingQueue, Runner, RunnerConfig, WorkQueue};
+pub use workqueue::{Runner, RunnerConfig, WorkQueue};
 
 /// The names a controller uses most, for `use informer::prelude::*`.
 pub mod prelude {
@@ -104,5 +104,5 @@ pub mod prelude {
     pub use crate::key::ObjectKey;
     pub use crate::lister::{Lister, NamespaceLister};
     pub use crate::store::{Indexer, Indexers, Selector};
-    pub use crate::workqueue::{RateLimitingQueue, Runner, RunnerConfig};
+    pub use crate::workqueue::{Runner, RunnerConfig, WorkQueue};
 }

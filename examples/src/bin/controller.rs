@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use informer::informer::{ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync};
 use informer::key::ObjectKey;
-use informer::workqueue::{Action, RateLimitingQueue, Runner, RunnerConfig};
+use informer::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
 use informer_examples::Cluster;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -32,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), &namespace);
 
     let informer = SharedIndexInformer::new(pods.clone());
-    let queue = RateLimitingQueue::<ObjectKey>::new();
+    let queue = WorkQueue::<ObjectKey>::new();
     // Handlers only enqueue keys: the work happens in the workers.
     informer.add_event_handler(
         ResourceEventHandlerFns::new()

@@ -33,11 +33,14 @@
 //! from a hook.
 //!
 //! ```
-//! use informer::workqueue::{InMemoryMetrics, QueueConfig, WorkQueue};
+//! use informer::workqueue::{
+//!     InMemoryMetrics, QueueConfig, WorkQueue, default_controller_rate_limiter,
+//! };
 //!
 //! let metrics = InMemoryMetrics::new();
 //! let queue: WorkQueue<&str> = WorkQueue::with_config(
 //!     QueueConfig::default().name("pods").metrics(metrics.clone()),
+//!     default_controller_rate_limiter(),
 //! );
 //! queue.add("default/web");
 //! queue.add("default/web"); // deduplicated: not counted

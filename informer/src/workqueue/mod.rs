@@ -1,21 +1,21 @@
-//! Work queues and the controller loop, as client-go's `util/workqueue`.
+//! The work queue and the controller loop, as client-go's `util/workqueue`.
 //!
 //! A controller does not act inside informer event handlers. Handlers only add the
 //! object's key to a work queue; workers take keys from the queue, read the current
 //! state from the informer's cache and reconcile. The queue is what makes that
 //! correct and cheap:
 //!
-//! - [`WorkQueue`] ([`queue`]): the basic queue. FIFO, an item already queued is not
+//! - [`WorkQueue`] ([`queue`]): the queue. FIFO, an item already queued is not
 //!   queued twice, and an item being processed is never handed to a second worker: an
 //!   add during processing marks it dirty and it is queued again on `done`. `get`
 //!   returns `None` once the queue is shut down and empty; `shutdown_with_drain` waits
-//!   for the items in flight.
-//! - [`DelayingQueue`] ([`delaying`]): adds `add_after(item, delay)`; the earliest
-//!   deadline wins for an item added twice.
-//! - [`RateLimitingQueue`] ([`rate_limiting`]): adds `add_rate_limited`, `forget` and
-//!   `num_requeues`, paced by a [`RateLimiter`] ([`rate_limiter`]): per-item
+//!   for the items in flight. `add_after(item, delay)` holds an item back (the earliest
+//!   deadline wins for an item added twice), and `add_rate_limited`, `forget` and
+//!   `num_requeues` pace retries with the queue's [`RateLimiter`]. client-go's
+//!   `DelayingInterface` and `RateLimitingInterface` are this one type.
+//! - [`RateLimiter`] ([`rate_limiter`]): how long a retry waits: per-item
 //!   exponential, token bucket, fast-slow, max-of, and client-go's default
-//!   ([`default_controller_rate_limiter`]).
+//!   ([`default_controller_rate_limiter`]), which [`WorkQueue::new`] uses.
 //! - [`QueueMetrics`] ([`metrics`]): hooks for client-go's queue metrics (depth, adds,
 //!   latency, work duration, retries, unfinished work), with [`InMemoryMetrics`] to
 //!   read them.
@@ -24,8 +24,8 @@
 //!   requeue-after, clean shutdown.
 //!
 //! Items are any `T: Hash + Eq + Clone + Send + Sync + 'static` (the informer enqueues
-//! `ObjectKey`s). Every queue is a cheap handle with an `Arc` inside: clone it into
-//! each handler and worker. No queue runs a background task, and all timing uses
+//! `ObjectKey`s). The queue is a cheap handle with an `Arc` inside: clone it into each
+//! handler and worker. It runs no background task, and all timing uses
 //! [`tokio::time`], so tests can run with paused time.
 //!
 //! ```
@@ -33,11 +33,11 @@
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::time::Duration;
-//! use informer::workqueue::{Action, RateLimitingQueue, Runner, RunnerConfig};
+//! use informer::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
 //! #     .block_on(async {
-//! let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
+//! let queue: WorkQueue<String> = WorkQueue::new();
 //! // An informer handler does this on every add, update and delete:
 //! queue.add("default/web".to_string());
 //! queue.add("default/db".to_string());
@@ -68,14 +68,12 @@
 //! # });
 //! ```
 
-pub mod delaying;
+mod delay;
 pub mod metrics;
 pub mod queue;
 pub mod rate_limiter;
-pub mod rate_limiting;
 pub mod runner;
 
-pub use delaying::DelayingQueue;
 pub use metrics::{
     DurationStats, InMemoryMetrics, MetricsSnapshot, NoopMetrics, QueueMetrics, UnfinishedWork,
 };
@@ -84,7 +82,6 @@ pub use rate_limiter::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
     MaxOfRateLimiter, RateLimiter, default_controller_rate_limiter,
 };
-pub use rate_limiting::RateLimitingQueue;
 pub use runner::{Action, Runner, RunnerConfig};
 
 /// Compile-time checks that the public types (and the futures of their async
@@ -104,8 +101,6 @@ mod send_sync {
 
     const _: fn() = || {
         send_sync::<WorkQueue<Key>>();
-        send_sync::<DelayingQueue<Key>>();
-        send_sync::<RateLimitingQueue<Key>>();
         send_sync::<Runner<Key>>();
         send_sync::<RunnerConfig>();
         send_sync::<Action>();
@@ -123,12 +118,6 @@ mod send_sync {
 
     const _: fn() = || {
         let queue = WorkQueue::<Key>::new();
-        send(&queue.get());
-        send(&queue.shutdown_with_drain());
-        let queue = DelayingQueue::<Key>::new();
-        send(&queue.get());
-        send(&queue.shutdown_with_drain());
-        let queue = RateLimitingQueue::<Key>::new();
         send(&queue.get());
         send(&queue.shutdown_with_drain());
         let run = Runner::new(queue).run(

@@ -1,7 +1,13 @@
-//! The basic work queue: FIFO order, deduplication, one worker per item at a time.
+//! The work queue: FIFO order, deduplication, one worker per item at a time, delayed
+//! adds and rate-limited retries.
 //!
-//! This is client-go's `workqueue.Typed[T]` (the plain `Interface`), with the same
-//! three sets of state:
+//! client-go builds this in three layers, each wrapping the one below: the plain
+//! `workqueue.Typed[T]` (`Interface`), `DelayingInterface` (adds `AddAfter`) and
+//! `RateLimitingInterface` (adds `AddRateLimited`, `Forget`, `NumRequeues`). Here they
+//! are one type, [`WorkQueue`], which owns all their state: the three sets below, the
+//! items waiting for a deadline, and a [`RateLimiter`].
+//!
+//! # Queued, dirty, processing
 //!
 //! - *queued*: items waiting for `get`, in the order they were first added;
 //! - *dirty*: items that need processing: everything queued, plus items that were
@@ -49,22 +55,99 @@
 //! assert_eq!(queue.get().await, None);
 //! # });
 //! ```
+//!
+//! # Delayed adds
+//!
+//! [`add_after(item, delay)`](WorkQueue::add_after) holds the item back until its
+//! deadline, then adds it as [`add`](WorkQueue::add) would (so it is deduplicated
+//! against what is queued then). If an item already waits, the earliest deadline wins:
+//! a shorter delay moves it forward, a longer one is ignored. A delay of zero adds at
+//! once. After shutdown, `add_after` is ignored and items still waiting are dropped.
+//! Every `add_after` counts as a retry in the [metrics](super::metrics), as in
+//! client-go.
+//!
+//! client-go runs a goroutine that moves due items into the queue. This queue needs
+//! no background task (so it can be built outside a runtime and leaves nothing
+//! running): whoever waits in [`get`](WorkQueue::get) sleeps until the earliest
+//! deadline and moves due items across, and [`len`](WorkQueue::len) does the same
+//! before counting. Deadlines use [`tokio::time`], so tests can pause and advance
+//! time.
+//!
+//! ```
+//! use std::time::Duration;
+//! use informer::workqueue::WorkQueue;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true)
+//! #     .build().unwrap().block_on(async {
+//! let queue = WorkQueue::new();
+//! queue.add_after("default/web", Duration::from_secs(30));
+//! queue.add_after("default/web", Duration::from_secs(5)); // earliest deadline wins
+//! assert_eq!(queue.len(), 0);
+//!
+//! let start = tokio::time::Instant::now();
+//! assert_eq!(queue.get().await, Some("default/web"));
+//! assert_eq!(start.elapsed(), Duration::from_secs(5));
+//! # });
+//! ```
+//!
+//! # Rate-limited retries
+//!
+//! The queue keeps a [`RateLimiter`] beside its items:
+//!
+//! - [`add_rate_limited`](WorkQueue::add_rate_limited) asks the limiter how long this
+//!   item should wait (recording one more failure) and adds it after that delay;
+//! - [`forget`](WorkQueue::forget) clears the item's failure history, so its next
+//!   failure starts again from the shortest delay. Call it when processing succeeded;
+//!   it does not take the item out of the queue;
+//! - [`num_requeues`](WorkQueue::num_requeues) is how many failures are on record, for
+//!   a "give up after N retries" policy.
+//!
+//! The default limiter is client-go's `DefaultControllerRateLimiter`
+//! ([`default_controller_rate_limiter`]); [`WorkQueue::with_rate_limiter`] and
+//! [`WorkQueue::with_config`] choose another.
+//!
+//! ```
+//! use std::time::Duration;
+//! use informer::workqueue::WorkQueue;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true)
+//! #     .build().unwrap().block_on(async {
+//! let queue = WorkQueue::new();
+//! queue.add("default/web");
+//! let key = queue.get().await.unwrap();
+//! // Reconcile failed: retry after the limiter's delay (5 ms the first time).
+//! queue.add_rate_limited(key.clone());
+//! queue.done(&key);
+//! assert_eq!(queue.num_requeues(&key), 1);
+//!
+//! let key = queue.get().await.unwrap();
+//! // Reconcile succeeded: forget the failures.
+//! queue.forget(&key);
+//! queue.done(&key);
+//! assert_eq!(queue.num_requeues(&key), 0);
+//! # });
+//! ```
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::Instant;
+use tokio::time::{Instant, sleep_until};
 
+use super::delay::{DelayHeap, deadline_after};
 use super::metrics::{NoopMetrics, QueueMetrics, UnfinishedWork};
+use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
-/// Settings shared by every kind of queue: a name and where metrics go.
+/// A queue's name and where its metrics go.
 ///
 /// Built like kube-runtime's `watcher::Config`: start from `default()` and chain the
-/// builder methods.
+/// builder methods. The rate limiter is not part of it but passed beside it to
+/// [`WorkQueue::with_config`], as in client-go: a limiter keeps per-item failure
+/// history for one queue, and a config is cloned freely.
 #[derive(Clone)]
 pub struct QueueConfig {
     /// The queue's name, used in logs and `Debug` output (client-go's
@@ -107,10 +190,13 @@ impl fmt::Debug for QueueConfig {
     }
 }
 
-/// client-go's basic workqueue: deduplicating, FIFO, never one item in two workers.
+/// client-go's workqueue: deduplicating, FIFO, never one item in two workers, with
+/// delayed adds and rate-limited retries.
 ///
-/// A cheap handle (an `Arc` inside): clones share the queue. See the
-/// [module documentation](self) for the rules.
+/// client-go's `DelayingInterface` and `RateLimitingInterface` are this same type.
+/// A cheap handle (an `Arc` inside): clones share the queue and its rate limiter. See
+/// the [module documentation](self) for the rules.
+#[doc(alias = "DelayingQueue", alias = "RateLimitingQueue")]
 pub struct WorkQueue<T> {
     shared: Arc<Shared<T>>,
 }
@@ -118,9 +204,11 @@ pub struct WorkQueue<T> {
 struct Shared<T> {
     name: String,
     metrics: Arc<dyn QueueMetrics>,
+    limiter: Box<dyn RateLimiter<T>>,
     state: Mutex<State<T>>,
-    /// An item was queued, or the queue shut down.
-    item_ready: Notify,
+    /// Wakes waiting `get`s: an item was queued, the earliest deadline moved forward,
+    /// or the queue shut down.
+    wake_get: Notify,
     /// Nothing is being processed any more, or a drain was called off.
     idle: Notify,
 }
@@ -132,6 +220,9 @@ struct State<T> {
     dirty: HashMap<T, Instant>,
     /// Items handed out by `get`, with the time they were handed out.
     processing: HashMap<T, Instant>,
+    /// Items from `add_after`, until their deadline. Emptied on shutdown, so nothing
+    /// from it reaches a queue that refuses adds.
+    delayed: DelayHeap<T>,
     shutting_down: bool,
     draining: bool,
 }
@@ -151,6 +242,37 @@ impl<T> State<T> {
     }
 }
 
+impl<T: Hash + Eq + Clone> State<T> {
+    /// Marks `item` dirty and queues it unless it is being processed; returns whether
+    /// it was queued (and a `get` should be woken).
+    fn add(&mut self, item: T, metrics: &dyn QueueMetrics) -> bool {
+        if self.shutting_down || self.dirty.contains_key(&item) {
+            return false;
+        }
+        metrics.on_add();
+        self.dirty.insert(item.clone(), Instant::now());
+        metrics.set_depth(self.dirty.len());
+        if self.processing.contains_key(&item) {
+            return false;
+        }
+        self.queue.push_back(item);
+        true
+    }
+
+    /// Adds the delayed items whose deadline has passed; returns how many were queued.
+    fn promote_due(&mut self, metrics: &dyn QueueMetrics) -> usize {
+        if self.delayed.is_empty() {
+            return 0;
+        }
+        let now = Instant::now();
+        let mut queued = 0;
+        while let Some(item) = self.delayed.pop_due(now) {
+            queued += usize::from(self.add(item, metrics));
+        }
+        queued
+    }
+}
+
 impl<T> Clone for WorkQueue<T> {
     fn clone(&self) -> Self {
         Self {
@@ -165,9 +287,10 @@ impl<T> fmt::Debug for WorkQueue<T> {
         f.debug_struct("WorkQueue")
             .field("name", &self.shared.name)
             .field("queued", &state.queue.len())
+            .field("waiting", &state.delayed.len())
             .field("processing", &state.processing.len())
             .field("shutting_down", &state.shutting_down)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -189,31 +312,47 @@ impl<T> WorkQueue<T> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Wakes one waiting `get` per item queued.
+    fn wake_gets(&self, queued: usize) {
+        for _ in 0..queued {
+            self.shared.wake_get.notify_one();
+        }
+    }
 }
 
 impl<T> WorkQueue<T>
 where
     T: Hash + Eq + Clone + Send + Sync + 'static,
 {
-    /// An empty queue with the default [`QueueConfig`].
+    /// An empty queue with client-go's default controller rate limiter and the
+    /// default [`QueueConfig`].
     pub fn new() -> Self {
-        Self::with_config(QueueConfig::default())
+        Self::with_rate_limiter(default_controller_rate_limiter())
     }
 
-    /// An empty queue with a name and metrics.
-    pub fn with_config(config: QueueConfig) -> Self {
+    /// An empty queue whose retries are paced by `limiter`.
+    pub fn with_rate_limiter(limiter: impl RateLimiter<T> + 'static) -> Self {
+        Self::with_config(QueueConfig::default(), limiter)
+    }
+
+    /// An empty queue with a name and metrics, whose retries are paced by `limiter`
+    /// (pass [`default_controller_rate_limiter()`] for client-go's default).
+    pub fn with_config(config: QueueConfig, limiter: impl RateLimiter<T> + 'static) -> Self {
         Self {
             shared: Arc::new(Shared {
                 name: config.name,
                 metrics: config.metrics,
+                limiter: Box::new(limiter),
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
                     dirty: HashMap::new(),
                     processing: HashMap::new(),
+                    delayed: DelayHeap::new(),
                     shutting_down: false,
                     draining: false,
                 }),
-                item_ready: Notify::new(),
+                wake_get: Notify::new(),
                 idle: Notify::new(),
             }),
         }
@@ -224,30 +363,61 @@ where
         &self.shared.name
     }
 
-    pub(crate) fn metrics(&self) -> &dyn QueueMetrics {
-        &*self.shared.metrics
-    }
-
     /// Marks `item` as needing processing.
     ///
     /// Does nothing if the item is already queued or the queue is shutting down. If a
     /// worker is processing the item, it is queued again when that worker calls
     /// [`done`](Self::done).
     pub fn add(&self, item: T) {
+        let queued = self.lock().add(item, &*self.shared.metrics);
+        self.wake_gets(usize::from(queued));
+    }
+
+    /// Adds `item` once `delay` has passed, as [`add`](Self::add) would then; if it
+    /// already waits, the earliest deadline wins. A zero delay adds at once. Ignored
+    /// after shutdown.
+    pub fn add_after(&self, item: T, delay: Duration) {
+        let metrics = &*self.shared.metrics;
         let mut state = self.lock();
-        if state.shutting_down || state.dirty.contains_key(&item) {
+        if state.shutting_down {
             return;
         }
-        let metrics = &self.shared.metrics;
-        metrics.on_add();
-        state.dirty.insert(item.clone(), Instant::now());
-        metrics.set_depth(state.dirty.len());
-        if state.processing.contains_key(&item) {
+        metrics.on_retry();
+        if delay.is_zero() {
+            let queued = state.add(item, metrics);
+            drop(state);
+            self.wake_gets(usize::from(queued));
             return;
         }
-        state.queue.push_back(item);
+        let deadline = deadline_after(Instant::now(), delay);
+        let earlier = state.delayed.insert(item, deadline);
         drop(state);
-        self.shared.item_ready.notify_one();
+        if earlier {
+            // Every `get` sleeping until a later deadline must look again.
+            self.shared.wake_get.notify_waiters();
+        }
+    }
+
+    /// Adds `item` after the delay the rate limiter chooses for it, and records one
+    /// more failure. Ignored after shutdown (the failure is not recorded then).
+    pub fn add_rate_limited(&self, item: T) {
+        if self.is_shutting_down() {
+            return;
+        }
+        // Asked outside the queue's lock: a limiter is user code.
+        let delay = self.shared.limiter.when(&item);
+        self.add_after(item, delay);
+    }
+
+    /// Clears `item`'s failure history in the rate limiter. The item stays queued if
+    /// it is.
+    pub fn forget(&self, item: &T) {
+        self.shared.limiter.forget(item);
+    }
+
+    /// How many failures of `item` the rate limiter has on record.
+    pub fn num_requeues(&self, item: &T) -> u32 {
+        self.shared.limiter.num_requeues(item)
     }
 
     /// Waits for an item and hands it out; `None` once the queue is shut down and
@@ -260,27 +430,42 @@ where
         loop {
             // Register for a wake-up before looking, so an add that lands between the
             // look and the wait is not missed.
-            let mut ready = pin!(self.shared.item_ready.notified());
-            ready.as_mut().enable();
+            let mut woken = pin!(self.shared.wake_get.notified());
+            woken.as_mut().enable();
             match self.try_get() {
                 Lookup::Item(item) => return Some(item),
                 Lookup::ShutDown => return None,
-                Lookup::Empty => ready.await,
+                Lookup::Empty {
+                    next_deadline: None,
+                } => woken.await,
+                Lookup::Empty {
+                    next_deadline: Some(deadline),
+                } => {
+                    tokio::select! {
+                        biased;
+                        () = woken => {}
+                        () = sleep_until(deadline) => {}
+                    }
+                }
             }
         }
     }
 
     fn try_get(&self) -> Lookup<T> {
+        let metrics = &*self.shared.metrics;
         let mut state = self.lock();
+        // Whatever is promoted here is handed on by the baton below.
+        state.promote_due(metrics);
         let Some(item) = state.queue.pop_front() else {
             return if state.shutting_down {
                 Lookup::ShutDown
             } else {
-                Lookup::Empty
+                Lookup::Empty {
+                    next_deadline: state.delayed.next_deadline(),
+                }
             };
         };
         let now = Instant::now();
-        let metrics = &self.shared.metrics;
         if let Some(added) = state.dirty.remove(&item) {
             metrics.observe_latency(now.saturating_duration_since(added));
         }
@@ -292,7 +477,7 @@ where
         if more {
             // Pass the baton: a wake-up may have been spent on an item another `get`
             // took without waiting.
-            self.shared.item_ready.notify_one();
+            self.shared.wake_get.notify_one();
         }
         Lookup::Item(item)
     }
@@ -317,26 +502,46 @@ where
         let idle = state.processing.is_empty();
         drop(state);
         if requeued {
-            self.shared.item_ready.notify_one();
+            self.shared.wake_get.notify_one();
         }
         if idle {
             self.shared.idle.notify_waiters();
         }
     }
 
-    /// Number of items waiting for `get` (not counting items being processed, nor
-    /// dirty items waiting for their `done`), as client-go's `Len`.
+    /// Number of items ready for `get` (due delayed items are moved in first), as
+    /// client-go's `Len`.
+    ///
+    /// Not counted: items being processed, dirty items waiting for their `done`, and
+    /// items still waiting for their delay (see [`waiting_len`](Self::waiting_len)).
     pub fn len(&self) -> usize {
-        self.lock().queue.len()
+        let mut state = self.lock();
+        let promoted = state.promote_due(&*self.shared.metrics);
+        let len = state.queue.len();
+        drop(state);
+        self.wake_gets(promoted);
+        len
     }
 
-    /// Whether no item is waiting for `get`.
+    /// Whether no item is ready for `get`.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Stops the queue: adds are ignored from now on, and `get` returns `None` once
-    /// the items already queued have been handed out.
+    /// Number of items waiting for their delay to pass (including rate-limited
+    /// retries).
+    pub fn waiting_len(&self) -> usize {
+        let mut state = self.lock();
+        let promoted = state.promote_due(&*self.shared.metrics);
+        let waiting = state.delayed.len();
+        drop(state);
+        self.wake_gets(promoted);
+        waiting
+    }
+
+    /// Stops the queue: adds are ignored from now on, items waiting for their delay are
+    /// dropped, and `get` returns `None` once the items already queued have been handed
+    /// out.
     ///
     /// Does not wait for anything. Also calls off a
     /// [`shutdown_with_drain`](Self::shutdown_with_drain) in progress, which then
@@ -345,14 +550,15 @@ where
         self.stop(false);
     }
 
-    /// Refuses adds from now on and wakes every waiting `get`; with `drain`, also
-    /// starts a drain (which a plain shutdown calls off).
-    pub(crate) fn stop(&self, drain: bool) {
+    /// Refuses adds from now on, drops the delayed items and wakes every waiting
+    /// `get`; with `drain`, also starts a drain (which a plain shutdown calls off).
+    fn stop(&self, drain: bool) {
         let mut state = self.lock();
         state.shutting_down = true;
         state.draining = drain;
+        state.delayed.clear();
         drop(state);
-        self.shared.item_ready.notify_waiters();
+        self.shared.wake_get.notify_waiters();
         if !drain {
             self.shared.idle.notify_waiters();
         }
@@ -366,11 +572,6 @@ where
     /// returns true leaves them. Waits forever if a worker never calls `done`.
     pub async fn shutdown_with_drain(&self) {
         self.stop(true);
-        self.wait_drained().await;
-    }
-
-    /// Waits until nothing is being processed or the drain is called off.
-    pub(crate) async fn wait_drained(&self) {
         loop {
             let mut idle = pin!(self.shared.idle.notified());
             idle.as_mut().enable();
@@ -410,453 +611,12 @@ where
 /// What a non-blocking look at the queue found.
 enum Lookup<T> {
     Item(T),
-    Empty,
+    /// Nothing ready; a delayed item becomes due at `next_deadline`, if any waits.
+    Empty {
+        next_deadline: Option<Instant>,
+    },
     ShutDown,
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashSet;
-    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-    use std::time::Duration;
-
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
-    use tokio::time::{advance, timeout};
-
-    use super::*;
-    use crate::workqueue::InMemoryMetrics;
-
-    /// Whether `get` would hand something out without waiting (paused time makes the
-    /// timeout immediate when nothing else can run).
-    async fn gets_nothing<T>(queue: &WorkQueue<T>) -> bool
-    where
-        T: Hash + Eq + Clone + Send + Sync + 'static,
-    {
-        timeout(Duration::from_secs(1), queue.get()).await.is_err()
-    }
-
-    #[tokio::test]
-    async fn get_hands_out_items_in_fifo_order() {
-        let queue = WorkQueue::new();
-        for item in ["a", "b", "c"] {
-            queue.add(item);
-        }
-        assert_eq!(queue.get().await, Some("a"));
-        assert_eq!(queue.get().await, Some("b"));
-        assert_eq!(queue.get().await, Some("c"));
-    }
-
-    #[tokio::test]
-    async fn add_while_queued_is_not_duplicated() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        queue.add("b");
-        queue.add("a");
-        assert_eq!(queue.len(), 2);
-        assert_eq!(queue.get().await, Some("a"));
-        assert_eq!(queue.get().await, Some("b"));
-        assert!(queue.is_empty());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn add_while_processing_marks_dirty_and_done_requeues() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        let item = queue.get().await.unwrap();
-        queue.add("a");
-        queue.add("a"); // still one dirty mark
-        assert_eq!(queue.len(), 0, "a dirty item is not queued while processed");
-        assert!(
-            gets_nothing(&queue).await,
-            "never handed to a second worker"
-        );
-        queue.done(&item);
-        assert_eq!(queue.len(), 1);
-        assert_eq!(queue.get().await, Some("a"));
-        queue.done(&"a");
-        assert!(gets_nothing(&queue).await, "requeued once, not twice");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn done_without_dirty_mark_does_not_requeue() {
-        let queue = WorkQueue::new();
-        queue.add(1);
-        let item = queue.get().await.unwrap();
-        queue.done(&item);
-        assert_eq!(queue.len(), 0);
-        assert!(gets_nothing(&queue).await);
-    }
-
-    #[tokio::test]
-    async fn done_for_an_item_not_being_processed_is_a_no_op() {
-        let queue = WorkQueue::new();
-        queue.add("queued");
-        queue.done(&"queued");
-        queue.done(&"unknown");
-        assert_eq!(queue.len(), 1);
-        assert_eq!(queue.unfinished_work().in_flight, 0);
-    }
-
-    #[tokio::test]
-    async fn get_waits_for_an_add() {
-        let queue = WorkQueue::new();
-        let getter = tokio::spawn({
-            let queue = queue.clone();
-            async move { queue.get().await }
-        });
-        tokio::task::yield_now().await;
-        assert!(!getter.is_finished());
-        queue.add(7);
-        assert_eq!(getter.await.unwrap(), Some(7));
-    }
-
-    #[tokio::test]
-    async fn get_returns_none_after_shutdown() {
-        let queue: WorkQueue<u8> = WorkQueue::new();
-        queue.shutdown();
-        assert!(queue.is_shutting_down());
-        assert_eq!(queue.get().await, None);
-    }
-
-    #[tokio::test]
-    async fn get_hands_out_queued_items_after_shutdown_then_none() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        queue.add("b");
-        queue.shutdown();
-        assert_eq!(queue.get().await, Some("a"));
-        assert_eq!(queue.get().await, Some("b"));
-        assert_eq!(queue.get().await, None);
-    }
-
-    #[tokio::test]
-    async fn shutdown_wakes_every_waiting_get() {
-        let queue: WorkQueue<u8> = WorkQueue::new();
-        let getters: Vec<_> = (0..4)
-            .map(|_| {
-                let queue = queue.clone();
-                tokio::spawn(async move { queue.get().await })
-            })
-            .collect();
-        tokio::task::yield_now().await;
-        queue.shutdown();
-        for getter in getters {
-            assert_eq!(getter.await.unwrap(), None);
-        }
-    }
-
-    #[tokio::test]
-    async fn add_after_shutdown_is_ignored() {
-        let queue = WorkQueue::new();
-        queue.shutdown();
-        queue.add("late");
-        assert_eq!(queue.len(), 0);
-        assert_eq!(queue.get().await, None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn dirty_item_is_requeued_by_done_after_shutdown() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        let item = queue.get().await.unwrap();
-        queue.add("a");
-        queue.shutdown();
-        queue.done(&item);
-        assert_eq!(queue.get().await, Some("a"));
-        queue.done(&"a");
-        assert_eq!(queue.get().await, None);
-    }
-
-    #[tokio::test]
-    async fn len_counts_only_queued_items() {
-        let queue = WorkQueue::new();
-        assert!(queue.is_empty());
-        queue.add(1);
-        queue.add(2);
-        assert_eq!(queue.len(), 2);
-        let one = queue.get().await.unwrap();
-        assert_eq!(queue.len(), 1, "an item being processed is not counted");
-        queue.add(one);
-        assert_eq!(queue.len(), 1, "nor is a dirty item waiting for its done");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn get_is_cancel_safe() {
-        let queue = WorkQueue::new();
-        // A get that is cancelled while waiting must not swallow the next item.
-        assert!(gets_nothing(&queue).await);
-        queue.add("a");
-        assert_eq!(queue.get().await, Some("a"));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn shutdown_with_drain_waits_for_in_flight_items() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        queue.add("b");
-        let a = queue.get().await.unwrap();
-        let b = queue.get().await.unwrap();
-
-        let mut drain = tokio::spawn({
-            let queue = queue.clone();
-            async move { queue.shutdown_with_drain().await }
-        });
-        assert!(timeout(Duration::from_secs(60), &mut drain).await.is_err());
-        assert!(
-            queue.is_shutting_down(),
-            "adds are refused during the drain"
-        );
-        queue.done(&a);
-        assert!(timeout(Duration::from_secs(60), &mut drain).await.is_err());
-        queue.done(&b);
-        drain.await.unwrap();
-        assert_eq!(queue.unfinished_work().in_flight, 0);
-    }
-
-    #[tokio::test]
-    async fn shutdown_with_drain_returns_at_once_when_idle() {
-        let queue = WorkQueue::new();
-        queue.add("queued, not processed");
-        queue.shutdown_with_drain().await;
-        assert!(queue.is_shutting_down());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn shutdown_calls_off_a_pending_drain() {
-        let queue = WorkQueue::new();
-        queue.add("stuck");
-        let _stuck = queue.get().await.unwrap();
-        let mut drain = tokio::spawn({
-            let queue = queue.clone();
-            async move { queue.shutdown_with_drain().await }
-        });
-        assert!(timeout(Duration::from_secs(60), &mut drain).await.is_err());
-        queue.shutdown();
-        drain.await.unwrap();
-        assert_eq!(queue.unfinished_work().in_flight, 1);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn metrics_record_adds_depth_latency_work_and_unfinished_work() {
-        let metrics = InMemoryMetrics::new();
-        let queue = WorkQueue::with_config(QueueConfig::default().metrics(metrics.clone()));
-        queue.add("a");
-        queue.add("a");
-        queue.add("b");
-        assert_eq!(metrics.snapshot().adds, 2);
-        assert_eq!(metrics.snapshot().depth, 2);
-
-        advance(Duration::from_secs(3)).await;
-        let a = queue.get().await.unwrap();
-        let snap = metrics.snapshot();
-        assert_eq!(snap.depth, 1);
-        assert_eq!(snap.latency.count, 1);
-        assert_eq!(snap.latency.max, Duration::from_secs(3));
-        assert_eq!(snap.unfinished_work.in_flight, 1);
-
-        queue.add("a"); // dirty while processing: counted in depth, as client-go
-        assert_eq!(metrics.snapshot().depth, 2);
-
-        advance(Duration::from_secs(2)).await;
-        let _b = queue.get().await.unwrap();
-        advance(Duration::from_secs(5)).await;
-        queue.report_unfinished_work();
-        assert_eq!(
-            metrics.snapshot().unfinished_work,
-            UnfinishedWork {
-                in_flight: 2,
-                total: Duration::from_secs(7 + 5),
-                longest: Duration::from_secs(7),
-            }
-        );
-
-        queue.done(&a);
-        let snap = metrics.snapshot();
-        assert_eq!(snap.work_duration.count, 1);
-        assert_eq!(snap.work_duration.max, Duration::from_secs(7));
-        assert_eq!(snap.unfinished_work.in_flight, 1);
-        assert_eq!(queue.len(), 1, "the dirty `a` is queued again");
-        assert_eq!(snap.depth, 1);
-    }
-
-    /// Many workers, many producers, random adds: no item is ever processed by two
-    /// workers at once, and every add is followed by a processing that saw it.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn stress_no_item_processed_concurrently_and_none_lost() {
-        const ITEMS: u32 = 64;
-        const PRODUCERS: u64 = 4;
-        const ADDS_PER_PRODUCER: usize = 3_000;
-        const WORKERS: usize = 12;
-
-        struct Model {
-            /// How many times each item has been added.
-            added: Vec<u64>,
-            /// The add count each item's latest processing started from.
-            seen: Vec<u64>,
-            /// Items a worker is processing right now.
-            in_progress: HashSet<u32>,
-            overlaps: usize,
-            processed: usize,
-        }
-        let model = Arc::new(Mutex::new(Model {
-            added: vec![0; ITEMS as usize],
-            seen: vec![0; ITEMS as usize],
-            in_progress: HashSet::new(),
-            overlaps: 0,
-            processed: 0,
-        }));
-        let queue = WorkQueue::new();
-
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|w| {
-                let (queue, model) = (queue.clone(), Arc::clone(&model));
-                tokio::spawn(async move {
-                    let mut rng = StdRng::seed_from_u64(1_000 + w as u64);
-                    while let Some(item) = queue.get().await {
-                        {
-                            let mut m = model.lock().unwrap();
-                            if !m.in_progress.insert(item) {
-                                m.overlaps += 1;
-                            }
-                            m.seen[item as usize] = m.added[item as usize];
-                            m.processed += 1;
-                        }
-                        for _ in 0..rng.random_range(0..4) {
-                            tokio::task::yield_now().await;
-                        }
-                        model.lock().unwrap().in_progress.remove(&item);
-                        queue.done(&item);
-                    }
-                })
-            })
-            .collect();
-
-        let producers: Vec<_> = (0..PRODUCERS)
-            .map(|p| {
-                let (queue, model) = (queue.clone(), Arc::clone(&model));
-                tokio::spawn(async move {
-                    let mut rng = StdRng::seed_from_u64(p);
-                    for _ in 0..ADDS_PER_PRODUCER {
-                        let item = rng.random_range(0..ITEMS);
-                        // Count the add before making it, so a worker that gets the
-                        // item sees the count.
-                        model.lock().unwrap().added[item as usize] += 1;
-                        queue.add(item);
-                        if rng.random_ratio(1, 8) {
-                            tokio::task::yield_now().await;
-                        }
-                    }
-                })
-            })
-            .collect();
-        for producer in producers {
-            producer.await.unwrap();
-        }
-
-        // Everything queued is still handed out after the shutdown; the workers stop
-        // when the queue is empty.
-        queue.shutdown_with_drain().await;
-        for worker in workers {
-            worker.await.unwrap();
-        }
-
-        let m = model.lock().unwrap();
-        assert_eq!(
-            m.overlaps, 0,
-            "an item was processed by two workers at once"
-        );
-        assert!(m.in_progress.is_empty());
-        assert_eq!(
-            m.added.iter().sum::<u64>(),
-            PRODUCERS * ADDS_PER_PRODUCER as u64
-        );
-        for item in 0..ITEMS as usize {
-            assert_eq!(
-                m.seen[item], m.added[item],
-                "item {item}: its last add was never processed"
-            );
-        }
-        assert!(m.processed >= ITEMS as usize);
-        assert!(queue.is_empty());
-        assert_eq!(queue.unfinished_work().in_flight, 0);
-    }
-
-    /// While workers are busy and producers keep adding, `shutdown_with_drain` returns
-    /// only after every item handed out before it was called has been marked done.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn shutdown_with_drain_under_load_waits_for_every_in_flight_item() {
-        const WORKERS: usize = 8;
-        // A global order of events: get, done, drain start and drain end take tickets.
-        let clock = Arc::new(AtomicU64::new(1));
-        // (item, ticket after get returned, ticket before done was called)
-        let log = Arc::new(Mutex::new(Vec::<(u32, u64, u64)>::new()));
-        let queue = WorkQueue::new();
-
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|w| {
-                let (queue, clock, log) = (queue.clone(), clock.clone(), log.clone());
-                tokio::spawn(async move {
-                    let mut rng = StdRng::seed_from_u64(w as u64);
-                    let mut first = true;
-                    while let Some(item) = queue.get().await {
-                        let got = clock.fetch_add(1, SeqCst);
-                        for _ in 0..rng.random_range(1..20) {
-                            tokio::task::yield_now().await;
-                        }
-                        if w == 0 && std::mem::take(&mut first) {
-                            // Guarantees at least one item in flight across the drain.
-                            while !queue.is_shutting_down() {
-                                tokio::task::yield_now().await;
-                            }
-                        }
-                        let finished = clock.fetch_add(1, SeqCst);
-                        log.lock().unwrap().push((item, got, finished));
-                        queue.done(&item);
-                    }
-                })
-            })
-            .collect();
-        let producer = tokio::spawn({
-            let queue = queue.clone();
-            async move {
-                let mut rng = StdRng::seed_from_u64(99);
-                // Keeps adding until (and after) the shutdown, which ignores the rest.
-                for _ in 0..20_000 {
-                    queue.add(rng.random_range(0..200u32));
-                    if rng.random_ratio(1, 4) {
-                        tokio::task::yield_now().await;
-                    }
-                }
-            }
-        });
-
-        // Let the load build up, then drain in the middle of it.
-        while log.lock().unwrap().len() < 500 {
-            tokio::task::yield_now().await;
-        }
-        let drain_started = clock.fetch_add(1, SeqCst);
-        queue.shutdown_with_drain().await;
-        let drain_ended = clock.fetch_add(1, SeqCst);
-
-        producer.await.unwrap();
-        for worker in workers {
-            worker.await.unwrap();
-        }
-        let log = log.lock().unwrap();
-        let in_flight_at_drain: Vec<_> = log
-            .iter()
-            .filter(|(_, got, finished)| *got < drain_started && *finished > drain_started)
-            .collect();
-        assert!(!in_flight_at_drain.is_empty());
-        for (item, _, finished) in &in_flight_at_drain {
-            assert!(
-                *finished < drain_ended,
-                "item {item} was in flight when the drain began but finished after it returned"
-            );
-        }
-        assert!(queue.is_shutting_down());
-        assert!(queue.is_empty());
-        assert_eq!(queue.unfinished_work().in_flight, 0);
-    }
-}
+mod tests;

@@ -208,7 +208,7 @@ where
 ///
 /// An infinite `qps` never delays. A `qps` that is zero, negative or NaN never
 /// refills: once the burst is spent, delays are "forever" ([`Duration::MAX`], which
-/// the delaying queue caps at about 30 years). A `burst` of 0 is treated as 1.
+/// the queue's `add_after` caps at about 30 years). A `burst` of 0 is treated as 1.
 pub struct BucketRateLimiter {
     qps: f64,
     burst: u32,

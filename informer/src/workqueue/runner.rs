@@ -1,11 +1,11 @@
-//! The controller loop: N workers reconciling items from a rate-limiting queue.
+//! The controller loop: N workers reconciling items from a work queue.
 //!
 //! Every client-go controller writes the same `runWorker` / `processNextWorkItem`
 //! pair: get a key, call the sync handler, `Forget` on success, `AddRateLimited` on
 //! error, `Done` either way, and keep going until the queue shuts down. [`Runner`] is
 //! that loop, once, for any item type:
 //!
-//! - [`RunnerConfig::workers`] tasks pull items from a [`RateLimitingQueue`] and call
+//! - [`RunnerConfig::workers`] tasks pull items from a [`WorkQueue`] and call
 //!   your async reconcile function with an owned item. The queue guarantees one item
 //!   is never reconciled by two workers at once.
 //! - `Ok(Action::Done)`: the item's failure history is forgotten.
@@ -30,12 +30,12 @@
 //!
 //! ```
 //! use std::convert::Infallible;
-//! use informer::workqueue::{Action, RateLimitingQueue, Runner, RunnerConfig};
+//! use informer::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
 //! use tokio::sync::{mpsc, oneshot};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
 //! #     .block_on(async {
-//! let queue = RateLimitingQueue::new();
+//! let queue = WorkQueue::new();
 //! let (reconciled_tx, mut reconciled) = mpsc::unbounded_channel();
 //! let (stop, stopped) = oneshot::channel::<()>();
 //!
@@ -73,7 +73,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::task::{JoinError, JoinSet};
 
-use super::rate_limiting::RateLimitingQueue;
+use super::queue::WorkQueue;
 
 /// What a successful reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -134,10 +134,10 @@ impl RunnerConfig {
     }
 }
 
-/// Runs worker tasks that reconcile items from a [`RateLimitingQueue`]; see the
+/// Runs worker tasks that reconcile items from a [`WorkQueue`]; see the
 /// [module documentation](self).
 pub struct Runner<T> {
-    queue: RateLimitingQueue<T>,
+    queue: WorkQueue<T>,
     config: RunnerConfig,
 }
 
@@ -155,17 +155,17 @@ where
     T: Hash + Eq + Clone + fmt::Debug + Send + Sync + 'static,
 {
     /// A runner with the default [`RunnerConfig`] (one worker).
-    pub fn new(queue: RateLimitingQueue<T>) -> Self {
+    pub fn new(queue: WorkQueue<T>) -> Self {
         Self::with_config(queue, RunnerConfig::default())
     }
 
     /// A runner with `config`.
-    pub fn with_config(queue: RateLimitingQueue<T>, config: RunnerConfig) -> Self {
+    pub fn with_config(queue: WorkQueue<T>, config: RunnerConfig) -> Self {
         Self { queue, config }
     }
 
     /// The queue the workers pull from.
-    pub fn queue(&self) -> &RateLimitingQueue<T> {
+    pub fn queue(&self) -> &WorkQueue<T> {
         &self.queue
     }
 
@@ -220,7 +220,7 @@ where
 }
 
 /// One worker: get, reconcile, settle, done; until the queue says stop.
-async fn work<T, F, Fut, E>(queue: RateLimitingQueue<T>, reconcile: Arc<F>, config: RunnerConfig)
+async fn work<T, F, Fut, E>(queue: WorkQueue<T>, reconcile: Arc<F>, config: RunnerConfig)
 where
     T: Hash + Eq + Clone + fmt::Debug + Send + Sync + 'static,
     F: Fn(T) -> Fut + Send + Sync + 'static,
@@ -254,7 +254,7 @@ where
     }
 }
 
-fn retry<T>(queue: &RateLimitingQueue<T>, item: &T, config: &RunnerConfig, error: &dyn fmt::Display)
+fn retry<T>(queue: &WorkQueue<T>, item: &T, config: &RunnerConfig, error: &dyn fmt::Display)
 where
     T: Hash + Eq + Clone + fmt::Debug + Send + Sync + 'static,
 {
@@ -285,7 +285,7 @@ struct DoneOnDrop<'a, T>
 where
     T: Hash + Eq + Clone + Send + Sync + 'static,
 {
-    queue: &'a RateLimitingQueue<T>,
+    queue: &'a WorkQueue<T>,
     item: &'a T,
 }
 
@@ -335,7 +335,7 @@ mod tests {
     /// `behave(item, attempt)`; returns the call log, a channel that sees each call,
     /// the stop switch and the run task.
     fn start_holding(
-        queue: &RateLimitingQueue<&'static str>,
+        queue: &WorkQueue<&'static str>,
         config: RunnerConfig,
         hold: Duration,
         behave: impl Fn(&'static str, u32) -> Result<Action, String> + Send + Sync + 'static,
@@ -377,7 +377,7 @@ mod tests {
 
     /// [`start_holding`] with reconciles that return at once.
     fn start(
-        queue: &RateLimitingQueue<&'static str>,
+        queue: &WorkQueue<&'static str>,
         config: RunnerConfig,
         behave: impl Fn(&'static str, u32) -> Result<Action, String> + Send + Sync + 'static,
     ) -> (
@@ -397,7 +397,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_forgets_on_success() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         queue.add_rate_limited("a"); // a failure on record from earlier
         let (calls, mut seen, stop, task) =
             start(&queue, RunnerConfig::default(), |_, _| Ok(Action::Done));
@@ -411,7 +411,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_requeues_with_rate_limit_on_error() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         queue.add("a");
         let (calls, mut seen, stop, task) = start(&queue, RunnerConfig::default(), |_, attempt| {
             if attempt < 4 {
@@ -433,7 +433,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_contains_a_panic_and_retries_it_as_an_error() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         queue.add("boom");
         let (calls, mut seen, stop, task) =
             start(&queue, RunnerConfig::default(), |item, attempt| {
@@ -455,7 +455,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_requeues_after_the_delay_a_reconcile_asks_for() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         queue.add("a");
         let (calls, mut seen, stop, task) = start(&queue, RunnerConfig::default(), |_, attempt| {
             Ok(if attempt == 1 {
@@ -474,7 +474,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_gives_up_after_max_retries() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         queue.add("a");
         let (calls, mut seen, stop, task) =
             start(&queue, RunnerConfig::default().max_retries(2), |_, _| {
@@ -493,7 +493,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_shutdown_waits_for_in_flight_reconciles_and_leaves_no_task() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         let finished = Arc::new(Mutex::new(Vec::new()));
         let (started_tx, mut started) = mpsc::unbounded_channel();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -539,7 +539,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_stops_taking_items_after_shutdown() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         for item in ["a", "b", "c"] {
             queue.add(item);
         }
@@ -555,7 +555,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_with_drain_queue_works_through_the_backlog() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         for item in ["a", "b", "c"] {
             queue.add(item);
         }
@@ -575,7 +575,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_returns_when_the_queue_is_shut_down_elsewhere() {
-        let queue: RateLimitingQueue<&str> = RateLimitingQueue::new();
+        let queue: WorkQueue<&str> = WorkQueue::new();
         let runner = Runner::with_config(queue.clone(), RunnerConfig::default().workers(4));
         let task = tokio::spawn(runner.run(
             |_item| async { Ok::<_, String>(Action::Done) },
@@ -589,7 +589,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_aborted_by_drop_still_marks_items_done() {
-        let queue = RateLimitingQueue::new();
+        let queue = WorkQueue::new();
         queue.add("stuck");
         let (started_tx, mut started) = mpsc::unbounded_channel();
         let runner = Runner::new(queue.clone());
@@ -626,7 +626,7 @@ mod tests {
         }
         let model = Arc::new(Mutex::new(Model::default()));
         // Retries without delay keep the test off the clock.
-        let queue = RateLimitingQueue::with_rate_limiter(ItemFastSlowRateLimiter::new(
+        let queue = WorkQueue::with_rate_limiter(ItemFastSlowRateLimiter::new(
             Duration::ZERO,
             Duration::ZERO,
             0,
@@ -695,7 +695,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn runner_uses_the_queues_rate_limiter() {
-        let queue = RateLimitingQueue::with_rate_limiter(ItemExponentialFailureRateLimiter::new(
+        let queue = WorkQueue::with_rate_limiter(ItemExponentialFailureRateLimiter::new(
             Duration::from_secs(1),
             Duration::from_secs(60),
         ));
