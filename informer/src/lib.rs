@@ -66,6 +66,7 @@ pub mod informable;
 pub mod informer;
 pub mod key;
 pub mod lister;
+mod panic;
 pub mod reflector;
 pub mod store;
 pub mod workqueue;

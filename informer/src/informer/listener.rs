@@ -348,7 +348,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
                     listener.panics.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(
                         handler = listener.id,
-                        panic = panic_message(&panic),
+                        panic = crate::panic::message(panic.as_ref()),
                         "event handler panicked; going on with the next notification"
                     );
                 }
@@ -359,12 +359,4 @@ impl<K: Send + Sync + 'static> Listener<K> {
             listener.buffer.lock().queue.clear();
         })
     }
-}
-
-pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("<non-string panic payload>")
 }

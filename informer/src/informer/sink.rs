@@ -36,7 +36,7 @@ impl<K: Resource + Send + Sync + 'static> FifoSink<K> {
             Err(panic) => {
                 tracing::error!(
                     %key,
-                    panic = super::listener::panic_message(&panic),
+                    panic = crate::panic::message(panic.as_ref()),
                     "transform panicked; the object is skipped"
                 );
                 None

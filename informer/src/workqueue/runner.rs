@@ -303,13 +303,11 @@ struct PanicMessage(Box<dyn Any + Send>);
 
 impl fmt::Display for PanicMessage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let message = self
-            .0
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| self.0.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("(no message)");
-        write!(f, "reconcile panicked: {message}")
+        write!(
+            f,
+            "reconcile panicked: {}",
+            crate::panic::message(self.0.as_ref())
+        )
     }
 }
 
