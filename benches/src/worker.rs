@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
-use informer::informer::{
+use informer::reflector::{ApiListerWatcher, ManagedFields};
+use informer::shared_informer::{
     InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
-use informer::reflector::{ApiListerWatcher, ManagedFields};
 use informer::store::{Indexers, Selector};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, ResourceExt as _};

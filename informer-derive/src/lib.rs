@@ -2,7 +2,7 @@
 //! keys and named, typed indexes for any Kubernetes resource struct, checked by the
 //! compiler.
 //!
-//! Use it through the `informer` crate (`informer::Informable` is both the trait and
+//! Use it through the `informer` crate (`informer::informable::Informable` is both the trait and
 //! this derive); its `informable` module documents what the derive generates, with
 //! examples. This crate holds only the macro:
 //!

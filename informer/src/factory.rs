@@ -54,9 +54,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::informer::{HasSynced, InformerOptions, SharedIndexInformer};
 use crate::key::short_type_name;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
+use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
 
 /// Where an informer looks: a namespace (or all) and selectors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -166,10 +166,10 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 
 use crate::factory::{FactoryScope, InformerScope, SharedInformerFactory};
-use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::key::{KeyFn, ObjectKey};
 use crate::lister::{Lister, NamespaceLister};
 use crate::reflector::ApiListerWatcher;
+use crate::shared_informer::{InformerOptions, SharedIndexInformer};
 use crate::store::{IndexFunc, IndexedField, Indexer, Indexers, StoreError};
 
 pub use informer_derive::Informable;

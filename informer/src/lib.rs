@@ -3,7 +3,7 @@
 //! client-go's informer machinery rebuilt in Rust on [`kube`], [`k8s_openapi`] and
 //! [`tokio`], generic over the resource type. Where a Go controller writes
 //! `obj.(*v1.Deployment)`, this crate hands out `Arc<Deployment>`; where it switches on
-//! `DeletedFinalStateUnknown`, you match on a [`DeletedObject`].
+//! `DeletedFinalStateUnknown`, you match on a [`DeletedObject`](fifo::DeletedObject).
 //!
 //! ```text
 //! kube::Api<K> --list/watch--> Reflector<K> --deltas--> DeltaFifo<K> --pop--> process loop
@@ -13,22 +13,34 @@
 //!                                        Lister<K> ----+  (sync reads, Arc<K>, no copies)
 //! ```
 //!
+//! # Where each concept lives
+//!
+//! Every public name has one path, in the module of its concept; the [`prelude`]
+//! gathers the ones a controller uses most.
+//!
 //! - [`reflector`]: lists and watches the API server into a store, with client-go's
-//!   resourceVersion, paging, 410 Gone, backoff and resync rules.
-//! - [`fifo`]: the DeltaFIFO, per-object queues of typed deltas with tombstones.
-//! - [`store`]: the indexed cache ([`Indexer`]) with named indexes and label selectors.
-//! - [`informer`]: [`SharedIndexInformer`], handlers, registrations, subscriptions.
-//! - [`factory`]: [`SharedInformerFactory`], one informer per type, shared.
-//! - [`lister`]: [`Lister`], typed reads of the cache, scope checked by the compiler.
+//!   resourceVersion, paging, 410 Gone, backoff and resync rules ([`Reflector`](reflector::Reflector),
+//!   [`ListerWatcher`](reflector::ListerWatcher), [`ApiListerWatcher`](reflector::ApiListerWatcher)).
+//! - [`fifo`]: the DeltaFIFO ([`DeltaFifo`](fifo::DeltaFifo)), per-object queues of typed
+//!   deltas, and [`DeletedObject`](fifo::DeletedObject) with its tombstone.
+//! - [`store`]: the indexed cache ([`Indexer`](store::Indexer)), named indexes,
+//!   label selectors, and typed indexes ([`Index`](store::Index)).
+//! - [`shared_informer`]: [`SharedIndexInformer`](shared_informer::SharedIndexInformer), its options, handlers,
+//!   registrations, subscriptions and [`wait_for_cache_sync`](shared_informer::wait_for_cache_sync).
+//! - [`factory`]: [`SharedInformerFactory`](factory::SharedInformerFactory), one informer per type, shared.
+//! - [`lister`]: [`Lister`](lister::Lister), typed reads of the cache, scope checked by
+//!   the compiler.
 //! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the
 //!   compiler, for CRDs and hand-written resource types alike.
-//! - [`workqueue`]: rate-limited work queues and the controller loop.
+//! - [`key`]: [`ObjectKey`](key::ObjectKey) (`namespace/name`) and key functions.
+//! - [`workqueue`]: client-go's work queue, rate limiters, and the [`Runner`](workqueue::Runner)
+//!   that drives a controller's reconcile loop.
 //! - `testenv` (feature `testenv`): a real kube-apiserver and etcd on loopback.
 //!
 //! Cached objects leave out `metadata.managedFields`: they are skipped while decoding,
 //! which roughly halves the memory of small objects and loses nothing a controller
-//! needs (see [`ManagedFields`]). Ask for them with
-//! [`ApiListerWatcher::managed_fields`] or [`FactoryOptions::managed_fields`](factory::FactoryOptions::managed_fields).
+//! needs (see [`ManagedFields`](reflector::ManagedFields)). Ask for them with
+//! [`ApiListerWatcher::managed_fields`](reflector::ApiListerWatcher::managed_fields) or [`FactoryOptions::managed_fields`](factory::FactoryOptions::managed_fields).
 //!
 //! ```no_run
 //! use informer::prelude::*;
@@ -63,47 +75,28 @@ pub mod testenv;
 pub mod factory;
 pub mod fifo;
 pub mod informable;
-pub mod informer;
 pub mod key;
 pub mod lister;
-mod panic;
 pub mod reflector;
+pub mod shared_informer;
 pub mod store;
 pub mod workqueue;
 
+mod panic;
 #[cfg(test)]
 mod test_support;
-
-pub use factory::{FactoryOptions, SharedInformerFactory};
-pub use fifo::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas,
-    KnownObjects, PopError, ProcessError,
-};
-pub use informable::{AsIndexKey, Index, IndexKey, IndexQuery, Informable};
-pub use informer::{
-    HasSynced, InformerError, InformerOptions, Notification, Registration, ResourceEventHandler,
-    ResourceEventHandlerFns, SharedIndexInformer, Subscription, wait_for_cache_sync,
-};
-pub use key::{KeyFn, ObjectKey, ObjectKeyRef};
-pub use lister::{Lister, NamespaceLister, NotFound};
-pub use reflector::{ApiListerWatcher, ListerWatcher, ManagedFields, Reflector, ReflectorError};
-pub use store::{
-    IndexFunc, Indexer, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex, Requirement,
-    Selector, StoreError,
-};
-pub use workqueue::{Runner, RunnerConfig, WorkQueue};
 
 /// The names a controller uses most, for `use informer::prelude::*`.
 pub mod prelude {
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
     pub use crate::informable::{IndexQuery, Informable};
-    pub use crate::informer::{
-        HasSynced, Notification, ResourceEventHandler, ResourceEventHandlerFns,
-        SharedIndexInformer, wait_for_cache_sync,
-    };
     pub use crate::key::ObjectKey;
     pub use crate::lister::{Lister, NamespaceLister};
+    pub use crate::shared_informer::{
+        HasSynced, InformerOptions, Notification, ResourceEventHandler, ResourceEventHandlerFns,
+        SharedIndexInformer, wait_for_cache_sync,
+    };
     pub use crate::store::{Indexer, Indexers, Selector};
-    pub use crate::workqueue::{Runner, RunnerConfig, WorkQueue};
+    pub use crate::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{config_map, eventually};
 use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
-use informer::informer::{HasSynced, ResourceEventHandlerFns};
 use informer::reflector::ManagedFields;
+use informer::shared_informer::{HasSynced, ResourceEventHandlerFns};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, PostParams};

@@ -9,11 +9,11 @@ use std::time::Duration;
 use common::{config_map, create_config_maps, eventually};
 use futures::StreamExt;
 use informer::fifo::DeletedObject;
-use informer::informer::{
+use informer::reflector::{ApiListerWatcher, ManagedFields};
+use informer::shared_informer::{
     InformerError, InformerOptions, Notification, ResourceEventHandler, SharedIndexInformer,
     wait_for_cache_sync,
 };
-use informer::reflector::{ApiListerWatcher, ManagedFields};
 use informer::store::{Indexers, Selector};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -228,24 +228,28 @@ async fn a_slow_handler_delays_no_other_and_a_panicking_one_is_contained() {
     let slow_log = slow.clone();
     let mut gate = Some(gate_rx);
     let slow_reg = informer
-        .add_event_handler(informer::informer::ResourceEventHandlerFns::new().on_add(
-            move |cm: &Arc<ConfigMap>, _| {
-                if let Some(gate) = gate.take() {
-                    gate.recv().unwrap();
-                }
-                slow_log.push(format!("add {}", cm.name_any()));
-            },
-        ))
+        .add_event_handler(
+            informer::shared_informer::ResourceEventHandlerFns::new().on_add(
+                move |cm: &Arc<ConfigMap>, _| {
+                    if let Some(gate) = gate.take() {
+                        gate.recv().unwrap();
+                    }
+                    slow_log.push(format!("add {}", cm.name_any()));
+                },
+            ),
+        )
         .unwrap();
     let panicky = Log::default();
     let panicky_log = panicky.clone();
     let panicky_reg = informer
-        .add_event_handler(informer::informer::ResourceEventHandlerFns::new().on_add(
-            move |cm: &Arc<ConfigMap>, _| {
-                assert_ne!(cm.name_any(), "cm-1", "this handler panics on cm-1");
-                panicky_log.push(format!("add {}", cm.name_any()));
-            },
-        ))
+        .add_event_handler(
+            informer::shared_informer::ResourceEventHandlerFns::new().on_add(
+                move |cm: &Arc<ConfigMap>, _| {
+                    assert_ne!(cm.name_any(), "cm-1", "this handler panics on cm-1");
+                    panicky_log.push(format!("add {}", cm.name_any()));
+                },
+            ),
+        )
         .unwrap();
     let fast = Log::default();
     informer.add_event_handler(fast.clone()).unwrap();
@@ -425,7 +429,7 @@ async fn a_relist_after_410_keeps_the_cached_copies_of_unchanged_objects() {
     let seen = expired.clone();
     informer
         .set_watch_error_handler(move |e| {
-            if matches!(e, informer::ReflectorError::Expired(_)) {
+            if matches!(e, informer::reflector::ReflectorError::Expired(_)) {
                 seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
         })
@@ -541,9 +545,11 @@ async fn shutdown_stops_handler_threads() {
     let held = token.clone();
     informer
         .add_event_handler(
-            informer::informer::ResourceEventHandlerFns::<ConfigMap>::new().on_add(move |_, _| {
-                let _ = &held;
-            }),
+            informer::shared_informer::ResourceEventHandlerFns::<ConfigMap>::new().on_add(
+                move |_, _| {
+                    let _ = &held;
+                },
+            ),
         )
         .unwrap();
     let (stop, task) = start(&informer);

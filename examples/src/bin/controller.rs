@@ -13,8 +13,10 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use informer::informer::{ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync};
 use informer::key::ObjectKey;
+use informer::shared_informer::{
+    ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync,
+};
 use informer::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
 use informer_examples::Cluster;
 use k8s_openapi::api::core::v1::Pod;

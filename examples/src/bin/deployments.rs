@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer::factory::{FactoryOptions, SharedInformerFactory};
-use informer::informer::{ResourceEventHandlerFns, wait_for_cache_sync};
+use informer::shared_informer::{ResourceEventHandlerFns, wait_for_cache_sync};
 use informer_examples::Cluster;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;

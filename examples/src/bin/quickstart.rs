@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::informer::{ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync};
+use informer::shared_informer::{
+    ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync,
+};
 use informer_examples::Cluster;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;

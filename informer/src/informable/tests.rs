@@ -11,9 +11,9 @@ use kube::CustomResource;
 use serde::{Deserialize, Serialize};
 
 use super::{__private, AsIndexKey, Index, IndexKey, IndexQuery, Informable, TypedIndex};
-use crate::informer::InformerOptions;
 use crate::key::ObjectKey;
 use crate::lister::Lister;
+use crate::shared_informer::InformerOptions;
 use crate::store::{IndexFunc, IndexedField, Indexers, Writer};
 
 /// The keys `I` gives `object`, sorted.

@@ -53,11 +53,11 @@ const POLL: Duration = Duration::from_millis(10);
 ///
 /// ```no_run
 /// # async fn demo(
-/// #     pods: informer::informer::SharedIndexInformer<k8s_openapi::api::core::v1::Pod>,
-/// #     registration: informer::informer::Registration<k8s_openapi::api::core::v1::Pod>,
+/// #     pods: informer::shared_informer::SharedIndexInformer<k8s_openapi::api::core::v1::Pod>,
+/// #     registration: informer::shared_informer::Registration<k8s_openapi::api::core::v1::Pod>,
 /// # ) {
-/// use informer::informer::wait_for_cache_sync;
-/// wait_for_cache_sync(&[&pods as &dyn informer::informer::HasSynced, &registration]).await;
+/// use informer::shared_informer::wait_for_cache_sync;
+/// wait_for_cache_sync(&[&pods as &dyn informer::shared_informer::HasSynced, &registration]).await;
 /// # }
 /// ```
 pub async fn wait_for_cache_sync(items: &[&dyn HasSynced]) {

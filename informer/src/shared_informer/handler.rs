@@ -47,7 +47,7 @@ type DeleteFn<K> = Box<dyn FnMut(DeletedObject<K>) + Send>;
 /// do nothing.
 ///
 /// ```
-/// # use informer::informer::ResourceEventHandlerFns;
+/// # use informer::shared_informer::ResourceEventHandlerFns;
 /// # use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::ResourceExt;
 ///

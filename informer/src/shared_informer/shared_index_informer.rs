@@ -99,7 +99,7 @@ where
     ///
     /// ```no_run
     /// # fn demo(api: kube::Api<k8s_openapi::api::core::v1::ConfigMap>) {
-    /// use informer::informer::{InformerOptions, SharedIndexInformer};
+    /// use informer::shared_informer::{InformerOptions, SharedIndexInformer};
     /// use informer::reflector::{ApiListerWatcher, ManagedFields};
     ///
     /// let informer = SharedIndexInformer::with_options(

@@ -27,7 +27,7 @@
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use informer::informer::{ResourceEventHandlerFns, SharedIndexInformer};
+//! use informer::shared_informer::{ResourceEventHandlerFns, SharedIndexInformer};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::{Api, ResourceExt};
 //!
@@ -42,7 +42,7 @@
 //!     let informer = informer.clone();
 //!     async move { informer.run(async { stopped.await.ok(); }).await }
 //! });
-//! informer::informer::wait_for_cache_sync(&[&informer]).await;
+//! informer::shared_informer::wait_for_cache_sync(&[&informer]).await;
 //! println!("{} config maps", informer.lister().list_all().len());
 //! stop.send(()).ok();
 //! running.await??;
