@@ -54,7 +54,7 @@ const MANAGED_FIELDS: &str = "managedFields";
 /// `T` decoded through the adapter. `DROP` (whether to drop `managedFields`) is a type
 /// parameter, not a field, so that each mode compiles to a decoder as direct as a
 /// plain one.
-pub(in crate::reflector) struct Decoded<T, const DROP: bool>(pub(in crate::reflector) T);
+pub(super) struct Decoded<T, const DROP: bool>(pub(super) T);
 
 impl<'de, T: de::Deserialize<'de>, const DROP: bool> de::Deserialize<'de> for Decoded<T, DROP> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -63,7 +63,7 @@ impl<'de, T: de::Deserialize<'de>, const DROP: bool> de::Deserialize<'de> for De
 }
 
 /// Decodes one object from `text` through the adapter.
-pub(in crate::reflector) fn from_str<T: DeserializeOwned>(
+pub(super) fn from_str<T: DeserializeOwned>(
     text: &str,
     managed_fields: ManagedFields,
 ) -> serde_json::Result<T> {
