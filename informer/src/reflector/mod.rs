@@ -29,6 +29,7 @@
 //! [`Reflector::run`] runs until its shutdown future completes; everything it does
 //! happens inside that one future, so when it returns nothing is left running.
 
+mod api;
 mod backoff;
 mod config;
 mod decode;
@@ -49,13 +50,14 @@ use rand::Rng;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
 pub use config::{Config, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError};
 pub use lister_watcher::{
-    ApiListerWatcher, CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher,
-    TweakListOptions, WatchEvent, WatchRequest, WatchStream,
+    CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions, WatchEvent,
+    WatchRequest, WatchStream,
 };
 pub use metrics::{ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;

@@ -1,5 +1,4 @@
-//! How the reflector turns JSON into objects: every list item and watch event is
-//! decoded through one serde adapter, which
+//! The serde adapter every list item and watch event is decoded through, which
 //!
 //! - drops `metadata.managedFields` while decoding, unless told to keep them
 //!   ([`ManagedFields`]): the entries are skipped in the JSON and never allocated,

@@ -1,0 +1,271 @@
+//! [`ApiListerWatcher`]: the [`ListerWatcher`] that lists and watches through the API
+//! server.
+//!
+//! It talks to the API server through a [`kube::Client`] but decodes responses itself
+//! (see [`decode`](super::decode)): each list item and each watch event is decoded on
+//! its own, so an object that does not fit the Rust type (say a CRD object that
+//! violates its schema) becomes one [`WatchEvent::Undecodable`](super::WatchEvent::Undecodable) or one entry in
+//! [`ListPage::undecodable`], never an error that fails the whole list or stream.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::{AsyncBufReadExt, StreamExt};
+use kube::Resource;
+use serde::de::DeserializeOwned;
+
+use super::decode::{ListDecoder, ManagedFields, decode_event, decode_list_stream};
+use super::lister_watcher::{
+    CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream,
+};
+
+/// A [`ListerWatcher`] backed by the API server, built from a [`kube::Api`] (which
+/// decides namespaced or all namespaces).
+///
+/// Objects are decoded without `metadata.managedFields` unless
+/// [`managed_fields`](Self::managed_fields) says [`ManagedFields::Keep`].
+pub struct ApiListerWatcher<K> {
+    client: kube::Client,
+    url: String,
+    kind: String,
+    options: ListOptions,
+    managed_fields: ManagedFields,
+    _type: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for ApiListerWatcher<K> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            url: self.url.clone(),
+            kind: self.kind.clone(),
+            options: self.options.clone(),
+            managed_fields: self.managed_fields,
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<K> fmt::Debug for ApiListerWatcher<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiListerWatcher")
+            .field("url", &self.url)
+            .field("kind", &self.kind)
+            .field("options", &self.options)
+            .field("managed_fields", &self.managed_fields)
+            .finish()
+    }
+}
+
+impl<K> ApiListerWatcher<K>
+where
+    K: Resource,
+    K::DynamicType: Default,
+{
+    /// Lists and watches what `api` addresses: `Api::all` for every namespace,
+    /// `Api::namespaced` for one.
+    pub fn new(api: kube::Api<K>) -> Self {
+        Self::new_with(api, &K::DynamicType::default())
+    }
+
+    /// Lists and watches `K` in `namespace`, or in all namespaces (and for
+    /// cluster-scoped types) with `None`.
+    pub fn in_namespace(client: kube::Client, namespace: Option<&str>) -> Self {
+        let dynamic_type = K::DynamicType::default();
+        Self {
+            client,
+            url: K::url_path(&dynamic_type, namespace),
+            kind: K::kind(&dynamic_type).into_owned(),
+            options: ListOptions::default(),
+            managed_fields: ManagedFields::default(),
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<K: Resource> ApiListerWatcher<K> {
+    /// Like [`ApiListerWatcher::new`], for types whose kind is known at run time.
+    pub fn new_with(api: kube::Api<K>, dynamic_type: &K::DynamicType) -> Self {
+        let url = api.resource_url().to_owned();
+        Self {
+            client: api.into_client(),
+            url,
+            kind: K::kind(dynamic_type).into_owned(),
+            options: ListOptions::default(),
+            managed_fields: ManagedFields::default(),
+            _type: PhantomData,
+        }
+    }
+
+    /// Only objects matching this label selector.
+    #[must_use]
+    pub fn labels(mut self, selector: impl Into<String>) -> Self {
+        self.options.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Only objects matching this field selector.
+    #[must_use]
+    pub fn fields(mut self, selector: impl Into<String>) -> Self {
+        self.options.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Lets `tweak` change the options once, here (the options are then sent with
+    /// every list and watch).
+    #[must_use]
+    pub fn tweak(mut self, tweak: impl FnOnce(&mut ListOptions)) -> Self {
+        tweak(&mut self.options);
+        self
+    }
+
+    /// The options sent with every list and watch.
+    pub fn options(&self) -> &ListOptions {
+        &self.options
+    }
+
+    /// Whether decoded objects keep `metadata.managedFields`; by default they are
+    /// dropped while decoding (see [`ManagedFields`]).
+    #[must_use]
+    pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
+        self.managed_fields = managed_fields;
+        self
+    }
+
+    fn url(&self, params: &[(&str, &str)]) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in params {
+            query.append_pair(key, value);
+        }
+        if let Some(labels) = &self.options.label_selector {
+            query.append_pair("labelSelector", labels);
+        }
+        if let Some(fields) = &self.options.field_selector {
+            query.append_pair("fieldSelector", fields);
+        }
+        format!("{}?{}", self.url, query.finish())
+    }
+}
+
+impl<K> ApiListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    /// One list request, decoded as it streams in; objects that `cache` holds at the
+    /// listed resourceVersion are taken from it instead of decoded.
+    async fn list_page(
+        &self,
+        request: ListRequest,
+        cache: Option<Arc<dyn CachedObjects<K>>>,
+    ) -> Result<ListPage<K>, kube::Error> {
+        let limit = request.limit.map(|l| l.to_string());
+        let mut params = Vec::with_capacity(3);
+        if let Some(token) = &request.continue_token {
+            // A continue token carries the list's resourceVersion itself.
+            params.push(("continue", token.as_str()));
+        } else {
+            params.push(("resourceVersion", request.resource_version.as_str()));
+        }
+        if let Some(limit) = &limit {
+            params.push(("limit", limit));
+        }
+        let http = http::Request::get(self.url(&params))
+            .body(Vec::new())
+            .map_err(kube::Error::HttpError)?;
+        let body = self.client.request_stream(http).await?;
+        let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref());
+        decode_list_stream(body, decoder).await
+    }
+}
+
+impl<K> ListerWatcher<K> for ApiListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
+        Box::pin(self.list_page(request, None))
+    }
+
+    fn list_reusing(
+        &self,
+        request: ListRequest,
+        cache: Arc<dyn CachedObjects<K>>,
+    ) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
+        Box::pin(self.list_page(request, Some(cache)))
+    }
+
+    fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
+        Box::pin(async move {
+            let timeout = request.timeout.as_secs().max(1).to_string();
+            let mut params = vec![
+                ("watch", "true"),
+                ("resourceVersion", request.resource_version.as_str()),
+                ("timeoutSeconds", timeout.as_str()),
+            ];
+            if request.allow_bookmarks {
+                params.push(("allowWatchBookmarks", "true"));
+            }
+            let http = http::Request::get(self.url(&params))
+                // Watch streams must not be compressed: each event is read as it comes.
+                .header(http::header::ACCEPT_ENCODING, "identity")
+                .body(Vec::new())
+                .map_err(kube::Error::HttpError)?;
+            let body = self.client.request_stream(http).await?;
+            let kind = self.kind.clone();
+            let managed_fields = self.managed_fields;
+            // One event per line, read into a buffer reused from line to line.
+            let events = futures::stream::unfold(
+                (body, Vec::new(), kind),
+                move |(mut body, mut line, kind)| async move {
+                    loop {
+                        line.clear();
+                        let event = match body.read_until(b'\n', &mut line).await {
+                            Ok(0) => return None,
+                            Ok(_) if line.trim_ascii().is_empty() => continue,
+                            Ok(_) => decode_event(&line, &kind, managed_fields),
+                            // A cut or timed-out connection ends the watch like a server
+                            // close: the reflector resumes from the last resourceVersion
+                            // it saw.
+                            Err(e) if is_disconnect(&e) => {
+                                tracing::debug!(error = ?e, "watch connection closed");
+                                return None;
+                            }
+                            Err(e) => Err(kube::Error::ReadEvents(e)),
+                        };
+                        return Some((event, (body, line, kind)));
+                    }
+                },
+            );
+            Ok(events.boxed())
+        })
+    }
+}
+
+/// Whether a read error means the connection went away (rather than, say, a broken
+/// response). hyper and rustls nest the cause a few levels deep.
+fn is_disconnect(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{
+        BrokenPipe, ConnectionAborted, ConnectionReset, TimedOut, UnexpectedEof,
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cause {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe | TimedOut
+            ) {
+                return true;
+            }
+            // io::Error::other(inner) hides `inner` from `source()`.
+            if let Some(inner) = io.get_ref() {
+                cause = Some(inner);
+                continue;
+            }
+        }
+        cause = err.source();
+    }
+    let text = format!("{e:?}");
+    text.contains("UnexpectedEof") || text.contains("unexpected EOF")
+}

@@ -1,0 +1,186 @@
+//! One watch event: a line `{"type": .., "object": {..}}` of a watch stream.
+//!
+//! The object is decoded on its own, so one that does not fit `K` (or is of another
+//! kind) becomes a [`WatchEvent::Undecodable`] and the stream goes on; an `ERROR` event
+//! is the API server's `Status`, returned as the error it describes.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use super::managed_fields::ManagedFields;
+use super::object::{RawHeader, decode_object};
+use crate::reflector::error::ReflectorError;
+use crate::reflector::lister_watcher::WatchEvent;
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// Decodes one line of a watch stream.
+pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
+    line: &[u8],
+    kind: &str,
+    managed_fields: ManagedFields,
+) -> Result<WatchEvent<K>, kube::Error> {
+    let event: RawEvent<'_> = serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
+    let wrap: fn(K) -> WatchEvent<K> = match event.kind {
+        "ADDED" => WatchEvent::Added,
+        "MODIFIED" => WatchEvent::Modified,
+        "DELETED" => WatchEvent::Deleted,
+        "BOOKMARK" => {
+            let header = RawHeader::read(event.object);
+            return Ok(WatchEvent::Bookmark {
+                resource_version: header.metadata.resource_version.unwrap_or_default(),
+            });
+        }
+        "ERROR" => {
+            let status: kube::core::Status =
+                serde_json::from_str(event.object.get()).map_err(kube::Error::SerdeError)?;
+            return Err(kube::Error::Api(Box::new(status)));
+        }
+        other => {
+            return Ok(WatchEvent::Undecodable(ReflectorError::Malformed(format!(
+                "unknown watch event type {other:?}"
+            ))));
+        }
+    };
+    // Events carry the object's kind: an object of another kind is skipped, not
+    // forced into the wrong type.
+    let header_kind = if starts_with_kind(event.object, kind) {
+        None
+    } else {
+        kind_of(event.object)
+    };
+    if let Some(found) = header_kind
+        && found != kind
+    {
+        let header = RawHeader::read(event.object);
+        return Ok(WatchEvent::Undecodable(ReflectorError::UnexpectedKind {
+            expected: kind.to_owned(),
+            found,
+            key: header.key(),
+        }));
+    }
+    Ok(match decode_object(event.object, kind, managed_fields) {
+        Ok(object) => wrap(object),
+        Err(e) => WatchEvent::Undecodable(e.into()),
+    })
+}
+
+/// Whether the object's JSON starts with `{"kind":"<kind>"`, as the API server writes
+/// it: then its kind is known without reading the rest of it.
+fn starts_with_kind(raw: &RawValue, kind: &str) -> bool {
+    raw.get()
+        .as_bytes()
+        .strip_prefix(br#"{"kind":""#)
+        .and_then(|rest| rest.strip_prefix(kind.as_bytes()))
+        .is_some_and(|rest| rest.first() == Some(&b'"'))
+}
+
+/// The object's `kind`, read without decoding the rest of it.
+fn kind_of(raw: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct KindOnly<'a> {
+        #[serde(borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<KindOnly<'_>>(raw.get())
+        .ok()
+        .and_then(|k| k.kind)
+        .map(|k| k.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[test]
+    fn the_kind_is_read_from_the_front_only_when_it_is_exactly_there() {
+        let raw = |s: &str| serde_json::from_str::<Box<RawValue>>(s).unwrap();
+        assert!(starts_with_kind(
+            &raw(r#"{"kind":"ConfigMap","a":1}"#),
+            "ConfigMap"
+        ));
+        assert!(!starts_with_kind(
+            &raw(r#"{"kind":"ConfigMapList"}"#),
+            "ConfigMap"
+        ));
+        assert!(!starts_with_kind(
+            &raw(r#"{"apiVersion":"v1","kind":"ConfigMap"}"#),
+            "ConfigMap"
+        ));
+        let listed: WatchEvent<ConfigMap> = decode_event(
+            br#"{"type":"ADDED","object":{"kind":"ConfigMapList","metadata":{"name":"s"}}}"#,
+            "ConfigMap",
+            ManagedFields::Drop,
+        )
+        .unwrap();
+        assert!(matches!(
+            listed,
+            WatchEvent::Undecodable(ReflectorError::UnexpectedKind { .. })
+        ));
+    }
+
+    #[test]
+    fn watch_events_decode_by_type() {
+        let added: WatchEvent<ConfigMap> = decode_event(
+            br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#,
+            "ConfigMap",
+            ManagedFields::Drop,
+        )
+        .unwrap();
+        assert!(matches!(added, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
+
+        let bookmark: WatchEvent<ConfigMap> = decode_event(
+            br#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"9"}}}"#,
+            "ConfigMap",
+            ManagedFields::Drop,
+        )
+        .unwrap();
+        assert!(
+            matches!(bookmark, WatchEvent::Bookmark { resource_version } if resource_version == "9")
+        );
+    }
+
+    #[test]
+    fn watch_error_event_is_an_api_error_with_its_code() {
+        let err = decode_event::<ConfigMap>(
+            br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
+            "ConfigMap",
+            ManagedFields::Drop,
+        )
+        .unwrap_err();
+        assert!(crate::reflector::error::is_expired(&err), "{err:?}");
+    }
+
+    #[test]
+    fn undecodable_and_foreign_objects_are_reported_not_fatal() {
+        let bad: WatchEvent<ConfigMap> = decode_event(
+            br#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":[]}}"#,
+            "ConfigMap",
+            ManagedFields::Drop,
+        )
+        .unwrap();
+        assert!(
+            matches!(&bad, WatchEvent::Undecodable(ReflectorError::Decode(e)) if e.key == "n/x"),
+            "{bad:?}"
+        );
+
+        let foreign: WatchEvent<ConfigMap> = decode_event(
+            br#"{"type":"ADDED","object":{"kind":"Secret","metadata":{"name":"s","namespace":"n"}}}"#,
+            "ConfigMap",
+            ManagedFields::Drop,
+        )
+        .unwrap();
+        assert!(
+            matches!(&foreign, WatchEvent::Undecodable(ReflectorError::UnexpectedKind { found, .. }) if found == "Secret"),
+            "{foreign:?}"
+        );
+    }
+}
