@@ -309,7 +309,15 @@ impl<K> Listener<K> {
         let mut resync = self.resync.lock().expect("lock");
         resync.due = match self.resync_period {
             Some(period) if now >= resync.next => {
-                resync.next = now + period;
+                // The next deadline follows the one just met, not the moment this tick
+                // was handled: a tick handled a moment late would otherwise push every
+                // later deadline past the tick meant to meet it, and a handler whose
+                // period equals the check period would resync only every other tick.
+                // Deadlines missed altogether (a stalled runtime) are skipped, not
+                // made up in a burst.
+                let behind = now.duration_since(resync.next).as_nanos() / period.as_nanos();
+                let periods = u32::try_from(behind + 1).unwrap_or(u32::MAX);
+                resync.next += period.saturating_mul(periods);
                 true
             }
             _ => false,

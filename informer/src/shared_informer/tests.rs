@@ -1,5 +1,6 @@
 //! The informer's own wiring, driven by a fixed lister-watcher on paused time.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -89,4 +90,80 @@ async fn a_registration_wakes_its_waiter_when_its_handler_has_the_initial_list()
         .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
         .collect();
     assert!(time_to_sync(items, true).await < Duration::from_secs(60));
+}
+
+/// client-go's rule for per-handler resync: a handler whose period equals the check
+/// period is resynced at every tick, so 6 times in 6.5 periods (each of the 3 cached
+/// objects once per resync).
+#[tokio::test(start_paused = true)]
+async fn a_handler_whose_period_equals_the_check_period_resyncs_at_every_tick() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let items = (0..3)
+        .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
+        .collect();
+    let informer =
+        SharedIndexInformer::with_options(FixedList { items }, InformerOptions::default())
+            .expect("no indexes");
+    let resyncs = Arc::new(AtomicUsize::new(0));
+    let registration = informer
+        .add_event_handler_with_resync(
+            ResourceEventHandlerFns::new().on_update({
+                let resyncs = Arc::clone(&resyncs);
+                move |old: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
+                    if Arc::ptr_eq(old, new) {
+                        resyncs.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }),
+            Duration::from_secs(1),
+        )
+        .expect("added");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn({
+        let informer = informer.clone();
+        async move {
+            informer
+                .run(async {
+                    stopped.await.ok();
+                })
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(6500)).await;
+    // The handler runs on its own thread, outside the paused clock: let it catch up.
+    while registration.stats().pending > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(resyncs.load(Ordering::SeqCst), 6 * 3);
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+}
+
+/// The rule behind the test above, where a tick is handled a moment after it fired (on
+/// paused time it never is): the next deadline follows the previous deadline.
+#[test]
+fn resync_plans_each_deadline_from_the_previous_one_not_from_the_tick() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    let _entered = runtime.enter();
+    let second = Duration::from_secs(1);
+    let start = Instant::now();
+    let (listener, _receiver) = super::listener::Listener::<ConfigMap>::new(
+        1,
+        Some(second),
+        Arc::new(super::sync::SyncSignal::default()),
+    );
+    let late = Duration::from_millis(30);
+    assert!(!listener.check_resync(start + second - late));
+    assert!(listener.check_resync(start + second + late));
+    assert!(listener.check_resync(start + 2 * second + late));
+    assert!(listener.check_resync(start + 3 * second));
+    // Deadlines missed altogether are skipped, not made up in a burst.
+    assert!(listener.check_resync(start + 10 * second + late));
+    assert!(!listener.check_resync(start + 10 * second + 2 * late));
+    assert!(listener.check_resync(start + 11 * second));
 }
