@@ -161,7 +161,9 @@ where
             return Err(RunError::AlreadyRunning);
         }
         let span = tracing::info_span!("reflector", kind = self.name);
+        // Biased: a shutdown that has already happened wins before the first request.
         tokio::select! {
+            biased;
             () = shutdown => {}
             () = self.run_forever().instrument(span) => {}
         }

@@ -331,7 +331,9 @@ where
         let _ = inner.reflector_stats.set(reflector.stats_handle());
         inner.processor.start();
 
+        // Biased: a shutdown signalled before `run` sends no list or watch.
         tokio::select! {
+            biased;
             () = shutdown => {}
             _ = reflector.run(std::future::pending()) => {}
             () = inner.process() => {}

@@ -12,13 +12,17 @@ use super::*;
 use crate::reflector::{ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream};
 use crate::test_support::config_map;
 
-/// Lists `items` once, then watches a stream that never sends anything.
+/// Lists `items`, then watches a stream that never sends anything; counts requests.
+#[derive(Default)]
 struct FixedList {
     items: Vec<ConfigMap>,
+    requests: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ListerWatcher<ConfigMap> for FixedList {
     fn list(&self, _: ListRequest) -> BoxFuture<'_, Result<ListPage<ConfigMap>, kube::Error>> {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let page = ListPage {
             items: self.items.clone(),
             resource_version: "10".into(),
@@ -28,6 +32,8 @@ impl ListerWatcher<ConfigMap> for FixedList {
     }
 
     fn watch(&self, _: WatchRequest) -> BoxFuture<'_, Result<WatchStream<ConfigMap>, kube::Error>> {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Box::pin(async { Ok(futures::stream::pending().boxed()) })
     }
 }
@@ -35,9 +41,14 @@ impl ListerWatcher<ConfigMap> for FixedList {
 /// Starts an informer over `items` and waits for `synced` of what `wait_on` picks;
 /// returns how much (paused) time that took.
 async fn time_to_sync(items: Vec<ConfigMap>, with_handler: bool) -> Duration {
-    let informer =
-        SharedIndexInformer::with_options(FixedList { items }, InformerOptions::default())
-            .expect("no indexes");
+    let informer = SharedIndexInformer::with_options(
+        FixedList {
+            items,
+            ..FixedList::default()
+        },
+        InformerOptions::default(),
+    )
+    .expect("no indexes");
     let registration = with_handler.then(|| {
         informer
             .add_event_handler(ResourceEventHandlerFns::new())
@@ -102,9 +113,14 @@ async fn a_handler_whose_period_equals_the_check_period_resyncs_at_every_tick() 
     let items = (0..3)
         .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
         .collect();
-    let informer =
-        SharedIndexInformer::with_options(FixedList { items }, InformerOptions::default())
-            .expect("no indexes");
+    let informer = SharedIndexInformer::with_options(
+        FixedList {
+            items,
+            ..FixedList::default()
+        },
+        InformerOptions::default(),
+    )
+    .expect("no indexes");
     let resyncs = Arc::new(AtomicUsize::new(0));
     let registration = informer
         .add_event_handler_with_resync(
@@ -166,4 +182,21 @@ fn resync_plans_each_deadline_from_the_previous_one_not_from_the_tick() {
     assert!(listener.check_resync(start + 10 * second + late));
     assert!(!listener.check_resync(start + 10 * second + 2 * late));
     assert!(listener.check_resync(start + 11 * second));
+}
+
+/// A shutdown signalled before `run` is honoured before any request goes out (an
+/// unbiased choice between the two would send a list about every other time).
+#[tokio::test]
+async fn shutdown_signalled_before_run_sends_no_list_or_watch() {
+    let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for _ in 0..20 {
+        let source = FixedList {
+            requests: Arc::clone(&requests),
+            ..FixedList::default()
+        };
+        let informer = SharedIndexInformer::with_options(source, InformerOptions::default())
+            .expect("no indexes");
+        informer.run(std::future::ready(())).await.expect("ran");
+    }
+    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
