@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use crate::fifo::DeletedObject;
+use educe::Educe;
 
 /// Reacts to an informer's notifications; every method has an empty default, so a
 /// handler implements only what it needs. Closures work through
@@ -131,7 +132,8 @@ impl<K: 'static> ResourceEventHandler<K> for ResourceEventHandlerFns<K> {
 }
 
 /// One notification, as delivered to handlers and [`subscribe`](super::SharedIndexInformer::subscribe)rs.
-#[derive(Debug)]
+#[derive(Debug, Educe)]
+#[educe(Clone)]
 pub enum Notification<K> {
     /// See [`ResourceEventHandler::on_add`].
     Add {
@@ -149,25 +151,6 @@ pub enum Notification<K> {
     },
     /// See [`ResourceEventHandler::on_delete`].
     Delete(DeletedObject<K>),
-}
-
-impl<K> Clone for Notification<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Add {
-                object,
-                is_initial_list,
-            } => Self::Add {
-                object: Arc::clone(object),
-                is_initial_list: *is_initial_list,
-            },
-            Self::Update { old, new } => Self::Update {
-                old: Arc::clone(old),
-                new: Arc::clone(new),
-            },
-            Self::Delete(deleted) => Self::Delete(deleted.clone()),
-        }
-    }
 }
 
 impl<K> Notification<K> {

@@ -4,6 +4,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use educe::Educe;
 use futures::Stream;
 use futures::future::BoxFuture;
 
@@ -15,17 +16,12 @@ use super::sync::HasSynced;
 /// A registered event handler (client-go's `ResourceEventHandlerRegistration`).
 ///
 /// Dropping it does not remove the handler; call [`Registration::remove`].
+#[derive(Educe)]
+#[educe(Debug)]
 pub struct Registration<K> {
+    #[educe(Debug(ignore))]
     pub(super) informer: Arc<Inner<K>>,
     pub(super) listener: Arc<Listener<K>>,
-}
-
-impl<K> std::fmt::Debug for Registration<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registration")
-            .field("listener", &self.listener)
-            .finish()
-    }
 }
 
 impl<K: Send + Sync + 'static> Registration<K> {
@@ -65,17 +61,12 @@ impl<K: Send + Sync + 'static> HasSynced for Registration<K> {
 /// A stream of an informer's notifications for async code, from
 /// [`subscribe`](super::SharedIndexInformer::subscribe). It buffers without bound like
 /// a handler does; dropping it unsubscribes.
+#[derive(Educe)]
+#[educe(Debug)]
 pub struct Subscription<K> {
     pub(super) registration: Registration<K>,
+    #[educe(Debug(ignore))]
     pub(super) receiver: Receiver<K>,
-}
-
-impl<K> std::fmt::Debug for Subscription<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Subscription")
-            .field("registration", &self.registration)
-            .finish()
-    }
 }
 
 impl<K: Send + Sync + 'static> Subscription<K> {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use educe::Educe;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
@@ -27,16 +28,10 @@ use crate::store::{Indexer, NAMESPACE_INDEX, Writer};
 
 /// A shared, indexed informer for resource type `K`; see the [module docs](super).
 /// Cloning gives another handle to the same informer.
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct SharedIndexInformer<K> {
     inner: Arc<Inner<K>>,
-}
-
-impl<K> Clone for SharedIndexInformer<K> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: Arc::clone(&self.inner),
-        }
-    }
 }
 
 /// Two handles are equal when they are the same informer.

@@ -135,6 +135,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use educe::Educe;
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
 
@@ -197,6 +198,8 @@ impl fmt::Debug for QueueConfig {
 /// A cheap handle (an `Arc` inside): clones share the queue and its rate limiter. See
 /// the [module documentation](self) for the rules.
 #[doc(alias = "DelayingQueue", alias = "RateLimitingQueue")]
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct WorkQueue<T> {
     shared: Arc<Shared<T>>,
 }
@@ -270,14 +273,6 @@ impl<T: Hash + Eq + Clone> State<T> {
             queued += usize::from(self.add(item, metrics));
         }
         queued
-    }
-}
-
-impl<T> Clone for WorkQueue<T> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
     }
 }
 
