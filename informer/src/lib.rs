@@ -78,7 +78,7 @@ pub use fifo::{
     DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas,
     KnownObjects, PopError, ProcessError,
 };
-pub use informable::{AsIndexKey, Index, IndexKey, IndexQuery, Informable};
+pub use informable::Informable;
 pub use informer::{
     HasSynced, InformerError, InformerOptions, Notification, Registration, ResourceEventHandler,
     ResourceEventHandlerFns, SharedIndexInformer, Subscription, wait_for_cache_sync,
@@ -87,8 +87,8 @@ pub use key::{KeyFn, ObjectKey, ObjectKeyRef};
 pub use lister::{Lister, NamespaceLister, NotFound};
 pub use reflector::{ApiListerWatcher, ListerWatcher, ManagedFields, Reflector, ReflectorError};
 pub use store::{
-    IndexFunc, Indexer, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex, Requirement,
-    Selector, StoreError,
+    AsIndexKey, Index, IndexFunc, IndexKey, IndexQuery, Indexer, Indexers, LabelIndex,
+    NAMESPACE_INDEX, NamespaceIndex, Requirement, Selector, StoreError,
 };
 pub use workqueue::{DelayingQueue, RateLimitingQueue, Runner, RunnerConfig, WorkQueue};
 
@@ -96,13 +96,13 @@ pub use workqueue::{DelayingQueue, RateLimitingQueue, Runner, RunnerConfig, Work
 pub mod prelude {
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
-    pub use crate::informable::{IndexQuery, Informable};
+    pub use crate::informable::Informable;
     pub use crate::informer::{
         HasSynced, Notification, ResourceEventHandler, ResourceEventHandlerFns,
         SharedIndexInformer, wait_for_cache_sync,
     };
     pub use crate::key::ObjectKey;
     pub use crate::lister::{Lister, NamespaceLister};
-    pub use crate::store::{Indexer, Indexers, Selector};
+    pub use crate::store::{IndexQuery, Indexer, Indexers, Selector};
     pub use crate::workqueue::{RateLimitingQueue, Runner, RunnerConfig};
 }

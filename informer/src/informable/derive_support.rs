@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
-use super::AsIndexKey;
+use crate::store::AsIndexKey;
 
 /// The object's metadata.
 pub fn meta<K: Resource>(object: &K) -> &ObjectMeta {
