@@ -165,17 +165,13 @@
 //! [`Lister::namespaced`]: crate::lister::Lister::namespaced
 //! [`SharedInformerFactory::informable`]: crate::factory::SharedInformerFactory::informable
 
-use std::sync::Arc;
-
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
-use crate::factory::{FactoryScope, InformerScope, SharedInformerFactory};
 use crate::informer::{InformerOptions, SharedIndexInformer};
-use crate::key::{KeyFn, ObjectKey};
-use crate::lister::{Lister, NamespaceLister};
+use crate::key::KeyFn;
 use crate::reflector::ApiListerWatcher;
-use crate::store::{AsIndexKey, Index, IndexQuery, Indexers, typed_query};
+use crate::store::Indexers;
 
 pub use informer_derive::Informable;
 
@@ -217,92 +213,7 @@ impl<K: Resource> IsResource for K {}
 #[path = "informable/derive_support.rs"]
 pub mod __private;
 
-impl<K: Resource + 'static> IndexQuery<K> for Lister<K> {
-    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        IndexQuery::by_index::<I>(self.indexer(), value)
-    }
-}
-
-impl<K: Resource + 'static> IndexQuery<K> for NamespaceLister<K> {
-    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        let mut found = IndexQuery::by_index::<I>(self.indexer(), value);
-        found.retain(|object| object.meta().namespace.as_deref() == Some(self.namespace()));
-        found
-    }
-}
-
-impl<K: Resource + 'static> Lister<K> {
-    /// The objects with the key `value` in index `I` (client-go's `ByIndex`, typed):
-    /// [`IndexQuery::by_index`] without the import.
-    ///
-    /// `I` must be an index of `K` and `value` a key of `I`'s key type, or this does
-    /// not compile. A cache that lacks the index gets it first.
-    pub fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        IndexQuery::by_index::<I>(self, value)
-    }
-
-    /// The keys of the objects with the key `value` in index `I` (client-go's
-    /// `IndexKeys`, typed).
-    pub fn index_keys<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<ObjectKey>> {
-        let key = value.as_index_key(I::encode);
-        typed_query::<K, I, _>(self.indexer(), |indexer| indexer.index_keys(I::NAME, &key))
-    }
-
-    /// Every key of index `I` that has at least one object, in its string form
-    /// (client-go's `ListIndexFuncValues`).
-    pub fn index_values<I: Index<K>>(&self) -> Vec<Arc<str>> {
-        typed_query::<K, I, _>(self.indexer(), |indexer| indexer.index_values(I::NAME))
-    }
-}
-
-impl<K: Resource + 'static> NamespaceLister<K> {
-    /// The objects of this namespace with the key `value` in index `I`:
-    /// [`IndexQuery::by_index`] without the import.
-    pub fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        IndexQuery::by_index::<I>(self, value)
-    }
-}
-
-impl SharedInformerFactory {
-    /// The shared informer for `K` in the factory's namespace, maintaining `K`'s key
-    /// function and indexes. Same sharing as [`informer`](Self::informer): both return
-    /// the same informer for a type.
-    ///
-    /// If `informer::<K>()` made it first, the derived indexes are added to it now;
-    /// its key function stays the default one.
-    pub fn informable<K>(&self) -> SharedIndexInformer<K>
-    where
-        K: Informable<DynamicType = ()> + DeserializeOwned,
-        K::Scope: FactoryScope,
-    {
-        self.informable_for(self.default_scope())
-    }
-
-    /// [`informable`](Self::informable) in `scope`, shared like
-    /// [`informer_for`](Self::informer_for).
-    pub fn informable_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
-    where
-        K: Informable<DynamicType = ()> + DeserializeOwned,
-        K::Scope: FactoryScope,
-    {
-        let (informer, made) = self.informer_with(scope, InformerOptions::informable);
-        if !made {
-            let indexer = informer.indexer();
-            let defined = indexer.index_names();
-            let mut missing = K::indexers();
-            missing
-                .entries
-                .retain(|(name, _)| !defined.iter().any(|d| d == name));
-            if !missing.is_empty() {
-                // All or nothing, and only names absent a moment ago: a conflict means
-                // someone else added them meanwhile.
-                let _ = indexer.add_indexers(missing);
-            }
-        }
-        informer
-    }
-}
-
+// moves to the informer module (both constructors below, with their imports)
 impl<K: Informable> InformerOptions<K> {
     /// Default options with `K`'s key function and indexes.
     pub fn informable() -> Self {
