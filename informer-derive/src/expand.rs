@@ -43,7 +43,7 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
         indexes,
         ..
     } = model;
-    let api = quote!(#krate::informable);
+    let informable = quote!(#krate::informable);
     let markers = indexes.iter().map(|index| marker(model, index));
     let index_impls = indexes.iter().map(|index| index_impl(model, index));
     let names = indexes.iter().map(|index| &index.name);
@@ -65,7 +65,7 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
             #(#index_impls)*
 
             #[automatically_derived]
-            impl #api::Informable for #kind {
+            impl #informable::Informable for #kind {
                 const INDEX_NAMES: &'static [&'static str] = &[#(#names),*];
 
                 #key_fn
@@ -111,7 +111,8 @@ fn marker(model: &Model, index: &Index) -> TokenStream {
 /// `impl Index<Kind> for Marker`.
 fn index_impl(model: &Model, index: &Index) -> TokenStream {
     let Model { krate, kind, .. } = model;
-    let api = quote!(#krate::informable);
+    let store = quote!(#krate::store);
+    let runtime = quote!(#krate::informable::__private);
     let marker = &index.marker;
     let name = &index.name;
     let value_ty = &index.value;
@@ -120,17 +121,17 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
     let emit = Ident::new("emit", Span::mixed_site());
     let encode = match index.format {
         Format::Key => quote_spanned! {index.span=>
-            <Self::Value as #api::IndexKey>::index_key(#value)
+            <Self::Value as #store::IndexKey>::index_key(#value)
         },
         Format::Display => quote_spanned! {index.span=>
             ::std::borrow::Cow::Owned(::std::string::ToString::to_string(#value))
         },
         Format::Serde => quote_spanned! {index.span=>
-            #api::__private::serde_key(#value)
+            #runtime::serde_key(#value)
         },
     };
     let walk = Walk {
-        api: &api,
+        runtime: &runtime,
         span: index.span,
         emit: &emit,
         counter: std::cell::Cell::new(0),
@@ -140,7 +141,7 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
             let start = walk.fresh();
             let root = match root {
                 Root::Object => quote!(let #start = #object;),
-                Root::Meta => quote!(let #start = #api::__private::meta(#object);),
+                Root::Meta => quote!(let #start = #runtime::meta(#object);),
             };
             let steps = walk.steps(steps, &start);
             quote! {
@@ -183,7 +184,7 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
                 quote!(if #(#conditions)&&* { #emit_key })
             };
             quote! {
-                let #references = &#api::__private::meta(#object).owner_references;
+                let #references = &#runtime::meta(#object).owner_references;
                 for #reference in ::core::iter::Iterator::flatten(::core::option::Option::iter(#references)) {
                     #emit_key
                 }
@@ -199,7 +200,7 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
     });
     quote! {
         #[automatically_derived]
-        impl #api::Index<#kind> for #marker {
+        impl #store::Index<#kind> for #marker {
             const NAME: &'static str = #name;
             type Value = #value_ty;
 
@@ -209,7 +210,7 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
 
             #[allow(unused_imports)]
             fn index_values(#object: &#kind, #emit: &mut dyn ::core::ops::FnMut(&str)) {
-                use #api::__private::{StepInto as _, StepStay as _};
+                use #runtime::{StepInto as _, StepStay as _};
                 #body
             }
 
@@ -222,7 +223,8 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
 /// followed by two unwrapping steps (`Option`, `Vec`, sets: into their elements; any
 /// other value: itself), then the key emission.
 struct Walk<'a> {
-    api: &'a TokenStream,
+    /// `informer::informable::__private`, the derive's runtime.
+    runtime: &'a TokenStream,
     span: Span,
     emit: &'a Ident,
     counter: std::cell::Cell<usize>,
@@ -236,7 +238,7 @@ impl Walk<'_> {
     }
 
     fn steps(&self, steps: &[Step], current: &Ident) -> TokenStream {
-        let api = self.api;
+        let runtime = self.runtime;
         match steps.split_first() {
             None => self.leaf(current),
             Some((Step::Field(field), rest)) => {
@@ -250,7 +252,7 @@ impl Walk<'_> {
             }
             Some((Step::Key(key), rest)) => {
                 let next = self.fresh();
-                let lookup = quote_spanned!(self.span=> #api::__private::map_get(#current, #key));
+                let lookup = quote_spanned!(self.span=> #runtime::map_get(#current, #key));
                 let after = self.unwrap(&quote!(#next), &mut |value| self.steps(rest, value));
                 quote! {
                     if let ::core::option::Option::Some(#next) = #lookup {
@@ -267,13 +269,13 @@ impl Walk<'_> {
         value: &TokenStream,
         inner: &mut dyn FnMut(&Ident) -> TokenStream,
     ) -> TokenStream {
-        let api = self.api;
+        let runtime = self.runtime;
         let outer = self.fresh();
         let element = self.fresh();
         let body = inner(&element);
         quote! {
-            (&#api::__private::Step(#value)).step(&mut |#outer| {
-                (&#api::__private::Step(#outer)).step(&mut |#element| {
+            (&#runtime::Step(#value)).step(&mut |#outer| {
+                (&#runtime::Step(#outer)).step(&mut |#element| {
                     #body
                 });
             });
@@ -281,10 +283,10 @@ impl Walk<'_> {
     }
 
     fn leaf(&self, value: &Ident) -> TokenStream {
-        let api = self.api;
+        let runtime = self.runtime;
         let emit = self.emit;
         quote_spanned! {self.span=>
-            #api::__private::emit::<Self::Value, _>(#value, Self::encode, #emit);
+            #runtime::emit::<Self::Value, _>(#value, Self::encode, #emit);
         }
     }
 }
@@ -301,7 +303,7 @@ fn lister_trait_items(model: &Model) -> (TokenStream, TokenStream) {
         indexes,
         ..
     } = model;
-    let api = quote!(#krate::informable);
+    let store = quote!(#krate::store);
     let doc = format!(
         " Typed index queries of {kind_link}, one method per index, for its `Lister`, \
          `NamespaceLister` and `Indexer`; generated by `#[derive(Informable)]`."
@@ -316,7 +318,7 @@ fn lister_trait_items(model: &Model) -> (TokenStream, TokenStream) {
             quote! {
                 fn #method(
                     &self,
-                    #value: impl #api::AsIndexKey<<#marker as #api::Index<#kind>>::Value>,
+                    #value: impl #store::AsIndexKey<<#marker as #store::Index<#kind>>::Value>,
                 ) -> ::std::vec::Vec<::std::sync::Arc<#kind>>
             }
         })
@@ -340,10 +342,10 @@ fn lister_trait_items(model: &Model) -> (TokenStream, TokenStream) {
     };
     let implementation = quote! {
         #[automatically_derived]
-        impl<#lister: ?::core::marker::Sized + #api::IndexQuery<#kind>> #lister_trait for #lister {
+        impl<#lister: ?::core::marker::Sized + #store::IndexQuery<#kind>> #lister_trait for #lister {
             #(
                 #signatures {
-                    #api::IndexQuery::<#kind>::by_index::<#markers>(self, #value)
+                    #store::IndexQuery::<#kind>::by_index::<#markers>(self, #value)
                 }
             )*
         }

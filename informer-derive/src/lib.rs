@@ -26,7 +26,7 @@ mod validate;
 mod tests;
 
 /// Implements `informer::informable::Informable` for a resource type, with a typed
-/// index (a marker type implementing `informer::informable::Index`) per
+/// index (a marker type implementing `informer::store::Index`) per
 /// `index(...)`, and a query trait with one method per index for the resource's
 /// `Lister` and `NamespaceLister`.
 ///

@@ -322,7 +322,7 @@ fn output_names_std_items_by_absolute_paths_only() {
     let text = output.to_string();
     for expected in [
         "impl :: informer :: informable :: Informable for SlimPod",
-        "impl :: informer :: informable :: Index < SlimPod > for ByNode",
+        "impl :: informer :: store :: Index < SlimPod > for ByNode",
         "const NAME : & 'static str = \"by_node\"",
         "type Value = :: std :: string :: String",
         ":: informer :: key :: KeyFn :: owned (keys :: by_uid)",

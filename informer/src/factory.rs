@@ -5,6 +5,9 @@
 //! asked, so every controller in a process shares one watch and one cache per type.
 //! Informers are keyed by (type, namespace, label selector, field selector):
 //! [`SharedInformerFactory::informer_for`] asks for a differently scoped one.
+//! [`informable`](SharedInformerFactory::informable) and
+//! [`informable_for`](SharedInformerFactory::informable_for) share the same informers
+//! and make them maintain an [`Informable`] type's key function and indexes.
 //!
 //! [`start`](SharedInformerFactory::start) runs every informer not yet running (call
 //! it again after asking for more), [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync)
@@ -54,6 +57,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
 use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
@@ -299,7 +303,7 @@ impl SharedInformerFactory {
     }
 
     /// The scope [`informer`](Self::informer) uses: the factory's namespace.
-    pub(crate) fn default_scope(&self) -> InformerScope {
+    fn default_scope(&self) -> InformerScope {
         InformerScope {
             namespace: self.options.namespace.clone(),
             ..InformerScope::default()
@@ -316,10 +320,48 @@ impl SharedInformerFactory {
         self.informer_with(scope, InformerOptions::default).0
     }
 
+    /// The shared informer for `K` in the factory's namespace, maintaining `K`'s key
+    /// function and indexes. Same sharing as [`informer`](Self::informer): both return
+    /// the same informer for a type.
+    ///
+    /// If `informer::<K>()` made it first, the derived indexes are added to it now;
+    /// its key function stays the default one.
+    pub fn informable<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Informable<DynamicType = ()> + DeserializeOwned,
+        K::Scope: FactoryScope,
+    {
+        self.informable_for(self.default_scope())
+    }
+
+    /// [`informable`](Self::informable) in `scope`, shared like
+    /// [`informer_for`](Self::informer_for).
+    pub fn informable_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
+    where
+        K: Informable<DynamicType = ()> + DeserializeOwned,
+        K::Scope: FactoryScope,
+    {
+        let (informer, made) = self.informer_with(scope, InformerOptions::informable);
+        if !made {
+            let indexer = informer.indexer();
+            let defined = indexer.index_names();
+            let mut missing = K::indexers();
+            missing
+                .entries
+                .retain(|(name, _)| !defined.iter().any(|d| d == name));
+            if !missing.is_empty() {
+                // All or nothing, and only names absent a moment ago: a conflict means
+                // someone else added them meanwhile.
+                let _ = indexer.add_indexers(missing);
+            }
+        }
+        informer
+    }
+
     /// [`informer_for`](Self::informer_for), made from `base()` when new (the
     /// factory's resync, transform and reflector settings go on top); also says whether
     /// this call made it.
-    pub(crate) fn informer_with<K>(
+    fn informer_with<K>(
         &self,
         scope: InformerScope,
         base: impl FnOnce() -> InformerOptions<K>,

@@ -14,8 +14,8 @@
 //! Nothing checks that `"byNod"` exists, that the value is a node name, or that the
 //! objects are Pods. Here the index is a type:
 //!
-//! - [`Index<K>`] is one named index of resource `K`: its [`NAME`](Index::NAME), its
-//!   key type [`Value`](Index::Value) (a `String`, an integer, an enum...), and the
+//! - [`Index<K>`] is one named index of resource `K`: its [`NAME`](crate::store::Index::NAME), its
+//!   key type [`Value`](crate::store::Index::Value) (a `String`, an integer, an enum...), and the
 //!   function that lists an object's keys. Implementing it makes a *marker type*
 //!   (`ByNode`) that queries name: `lister.by_index::<ByNode>("n1")` returns
 //!   `Vec<Arc<Pod>>`. Asking a `Lister<Widget>` for an index of `Pod` does not
@@ -127,7 +127,7 @@
 //!
 //! ```
 //! use std::borrow::Cow;
-//! use informer::informable::{Index, IndexKey};
+//! use informer::store::{Index, IndexKey};
 //! use k8s_openapi::api::core::v1::Pod;
 //!
 //! /// Pods by the node they run on.
@@ -154,23 +154,24 @@
 //!
 //! A typed query on a cache that does not maintain the index yet (an informer made
 //! with [`SharedIndexInformer::new`], say) adds it first, built over the current
-//! content ([`Indexer::add_indexers`]); informers made with the constructors here
-//! maintain the derived indexes from the start.
-
-use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
-use std::sync::Arc;
+//! content ([`Indexer::add_indexers`]); informers made with the `informable`
+//! constructors above maintain the derived indexes from the start.
+//!
+//! [`Index<K>`]: crate::store::Index
+//! [`Index`]: crate::store::Index
+//! [`IndexKey`]: crate::store::IndexKey
+//! [`Indexer::add_indexers`]: crate::store::Indexer::add_indexers
+//! [`Lister::get`]: crate::lister::Lister::get
+//! [`Lister::namespaced`]: crate::lister::Lister::namespaced
+//! [`SharedInformerFactory::informable`]: crate::factory::SharedInformerFactory::informable
+//! [`SharedIndexInformer::informable`]: crate::shared_informer::SharedIndexInformer::informable
+//! [`SharedIndexInformer::new`]: crate::shared_informer::SharedIndexInformer::new
+//! [`InformerOptions::informable`]: crate::shared_informer::InformerOptions::informable
 
 use kube::Resource;
-use serde::de::DeserializeOwned;
 
-use crate::factory::{FactoryScope, InformerScope, SharedInformerFactory};
-use crate::key::{KeyFn, ObjectKey};
-use crate::lister::{Lister, NamespaceLister};
-use crate::reflector::ApiListerWatcher;
-use crate::shared_informer::{InformerOptions, SharedIndexInformer};
-use crate::store::{IndexFunc, IndexedField, Indexer, Indexers, StoreError};
+use crate::key::KeyFn;
+use crate::store::Indexers;
 
 pub use informer_derive::Informable;
 
@@ -188,7 +189,8 @@ pub trait Informable: IsResource + Sized + Send + Sync + 'static {
         KeyFn::meta_namespace()
     }
 
-    /// The indexes, one [`TypedIndex`] per [`Index`] of the type.
+    /// The indexes, one [`TypedIndex`](crate::store::TypedIndex) per
+    /// [`Index`](crate::store::Index) of the type.
     fn indexers() -> Indexers<Self>;
 }
 
@@ -207,473 +209,9 @@ pub trait IsResource: Resource {}
 
 impl<K: Resource> IsResource for K {}
 
-/// One named, typed index of resource type `K`, implemented by a marker type.
-///
-/// The index maps each key to the objects that have it. An object has zero or more
-/// keys ([`index_values`](Self::index_values)), each the string form
-/// ([`encode`](Self::encode)) of a [`Value`](Self::Value). Queries take a `Value` (or
-/// anything that [`AsIndexKey`] it) and encode it the same way, so they only find what
-/// the index function emitted.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an index of `{K}`",
-    label = "not an index of `{K}`",
-    note = "the indexes of a type are declared with `#[informable(index(...))]` on it, \
-            or by implementing `informer::informable::Index<{K}>` for a marker type"
-)]
-pub trait Index<K>: 'static {
-    /// The index's name in the store.
-    const NAME: &'static str;
-
-    /// The type of the keys queries pass (`String` for a node name, `u32`, an enum...).
-    type Value;
-
-    /// The string form under which objects with key `value` are indexed.
-    ///
-    /// When `Value` is `String`, this must return the string unchanged: queries and
-    /// index functions that hold a `&str` use it as it is, without a `String` to pass
-    /// here (checked by debug assertions).
-    fn encode(value: &Self::Value) -> Cow<'_, str>;
-
-    /// Calls `emit` with the string form of each key of `object` (duplicates are
-    /// harmless). Runs under the store's write lock: keep it quick and panic-free.
-    fn index_values(object: &K, emit: &mut dyn FnMut(&str));
-
-    /// What the index holds, when the store can use it to answer label selectors.
-    fn indexed_field() -> IndexedField<'static> {
-        IndexedField::Custom
-    }
-}
-
-/// A value that can be an index key: it has one canonical string form.
-///
-/// Implemented for strings, integers, `bool` and `char`. Implement it for your own key
-/// types (an enum, a newtype), or index them by `Display` or serde form with
-/// `format = "display"` / `format = "serde"` in the derive.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be an index key",
-    label = "not an index key",
-    note = "index keys are strings, integers, `bool` or `char`; implement \
-            `informer::informable::IndexKey` for `{Self}`, or use `format = \"display\"` \
-            or `format = \"serde\"` in the index attribute"
-)]
-pub trait IndexKey {
-    /// The string under which this key is indexed.
-    fn index_key(&self) -> Cow<'_, str>;
-}
-
-impl IndexKey for str {
-    fn index_key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self)
-    }
-}
-
-impl IndexKey for String {
-    fn index_key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self)
-    }
-}
-
-impl IndexKey for bool {
-    fn index_key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(if *self { "true" } else { "false" })
-    }
-}
-
-macro_rules! index_key_by_display {
-    ($($ty:ty),* $(,)?) => {$(
-        impl IndexKey for $ty {
-            fn index_key(&self) -> Cow<'_, str> {
-                Cow::Owned(self.to_string())
-            }
-        }
-    )*};
-}
-
-index_key_by_display!(
-    char, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize
-);
-
-/// A value a query can pass for keys of type `V`: a `V`, a `&V`, and for `String`
-/// keys any string (`&str`, `&String`, `Cow<str>`, `Arc<str>`).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a key of an index whose keys are `{V}`",
-    label = "expected a `{V}` (or a reference to one)",
-    note = "the key type of a derived index is the field's type; declare it with \
-            `value = ...` in `#[informable(index(...))]` when the derive cannot see it"
-)]
-pub trait AsIndexKey<V> {
-    /// The string form of this key, by `encode` unless it is already a string.
-    fn as_index_key(&self, encode: fn(&V) -> Cow<'_, str>) -> Cow<'_, str>;
-}
-
-impl<V> AsIndexKey<V> for V {
-    fn as_index_key(&self, encode: fn(&V) -> Cow<'_, str>) -> Cow<'_, str> {
-        encode(self)
-    }
-}
-
-impl<V> AsIndexKey<V> for &V {
-    fn as_index_key(&self, encode: fn(&V) -> Cow<'_, str>) -> Cow<'_, str> {
-        encode(self)
-    }
-}
-
-// Every format (`IndexKey`, `Display`, serde) writes a `String` as itself, and
-// `Index::encode` promises to, so borrowed strings need no encoding (nor a `String`).
-macro_rules! string_keys {
-    ($($ty:ty),* $(,)?) => {$(
-        impl AsIndexKey<String> for $ty {
-            fn as_index_key(&self, encode: fn(&String) -> Cow<'_, str>) -> Cow<'_, str> {
-                <str as AsIndexKey<String>>::as_index_key(self, encode)
-            }
-        }
-    )*};
-}
-
-string_keys!(&str, Cow<'_, str>, Arc<str>, Box<str>);
-
-impl AsIndexKey<String> for str {
-    fn as_index_key(&self, encode: fn(&String) -> Cow<'_, str>) -> Cow<'_, str> {
-        debug_assert_eq!(
-            encode(&self.to_owned()),
-            self,
-            "`Index::encode` must return a `String` key unchanged"
-        );
-        Cow::Borrowed(self)
-    }
-}
-
-/// The [`IndexFunc`] of an [`Index`]: what the store runs to maintain it.
-pub struct TypedIndex<I>(PhantomData<fn() -> I>);
-
-impl<I> TypedIndex<I> {
-    /// The index function of `I`.
-    pub fn new() -> Self {
-        Self(PhantomData)
-    }
-}
-
-impl<I> Default for TypedIndex<I> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<I> Clone for TypedIndex<I> {
-    fn clone(&self) -> Self {
-        Self::new()
-    }
-}
-
-impl<I> fmt::Debug for TypedIndex<I> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TypedIndex<{}>", std::any::type_name::<I>())
-    }
-}
-
-impl<K: 'static, I: Index<K>> IndexFunc<K> for TypedIndex<I> {
-    fn index_values(&self, obj: &K, emit: &mut dyn FnMut(&str)) {
-        I::index_values(obj, emit);
-    }
-
-    fn indexed_field(&self) -> IndexedField<'_> {
-        I::indexed_field()
-    }
-}
-
-impl<K: 'static> Indexers<K> {
-    /// Adds the typed index `I` under its name.
-    #[must_use]
-    pub fn with_index<I: Index<K>>(self) -> Self {
-        self.with(I::NAME, TypedIndex::<I>::new())
-    }
-}
-
-/// Runs `query` on index `I`, defining `I` first if the cache lacks it.
-fn typed_query<K, I, T>(
-    indexer: &Indexer<K>,
-    query: impl Fn(&Indexer<K>) -> Result<Vec<T>, StoreError>,
-) -> Vec<T>
-where
-    K: 'static,
-    I: Index<K>,
-{
-    match query(indexer) {
-        Ok(found) => found,
-        Err(StoreError::IndexNotFound(_)) => {
-            tracing::debug!(index = I::NAME, "typed query on a missing index: adding it");
-            // Another thread may have added it meanwhile: a conflict is fine.
-            let _ = indexer.add_indexers(Indexers::new().with_index::<I>());
-            query(indexer).unwrap_or_default()
-        }
-        Err(_) => Vec::new(),
-    }
-}
-
-/// Typed index queries over a cache of `K`: implemented by [`Lister`],
-/// [`NamespaceLister`] (its namespace only) and [`Indexer`].
-///
-/// The query trait `#[derive(Informable)]` generates (`lister.by_node("n1")`) is
-/// implemented for every `IndexQuery<K>`. `Lister` and `NamespaceLister` also have
-/// `by_index` as an inherent method, so `lister.by_index::<ByNode>("n1")` needs no
-/// import; `Indexer` has an untyped inherent `by_index`, so call this one as
-/// `IndexQuery::by_index(&indexer, ...)`.
-pub trait IndexQuery<K> {
-    /// The objects with the key `value` in index `I` (client-go's `ByIndex`, typed).
-    ///
-    /// `I` must be an index of `K` and `value` a key of `I`'s key type, or this does
-    /// not compile. A cache that lacks the index gets it first.
-    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>>;
-}
-
-impl<K: 'static> IndexQuery<K> for Indexer<K> {
-    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        let key = value.as_index_key(I::encode);
-        typed_query::<K, I, _>(self, |indexer| indexer.by_index(I::NAME, &key))
-    }
-}
-
-impl<K: Resource + 'static> IndexQuery<K> for Lister<K> {
-    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        IndexQuery::by_index::<I>(self.indexer(), value)
-    }
-}
-
-impl<K: Resource + 'static> IndexQuery<K> for NamespaceLister<K> {
-    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        let mut found = IndexQuery::by_index::<I>(self.indexer(), value);
-        found.retain(|object| object.meta().namespace.as_deref() == Some(self.namespace()));
-        found
-    }
-}
-
-impl<K: Resource + 'static> Lister<K> {
-    /// The objects with the key `value` in index `I` (client-go's `ByIndex`, typed):
-    /// [`IndexQuery::by_index`] without the import.
-    ///
-    /// `I` must be an index of `K` and `value` a key of `I`'s key type, or this does
-    /// not compile. A cache that lacks the index gets it first.
-    pub fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        IndexQuery::by_index::<I>(self, value)
-    }
-
-    /// The keys of the objects with the key `value` in index `I` (client-go's
-    /// `IndexKeys`, typed).
-    pub fn index_keys<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<ObjectKey>> {
-        let key = value.as_index_key(I::encode);
-        typed_query::<K, I, _>(self.indexer(), |indexer| indexer.index_keys(I::NAME, &key))
-    }
-
-    /// Every key of index `I` that has at least one object, in its string form
-    /// (client-go's `ListIndexFuncValues`).
-    pub fn index_values<I: Index<K>>(&self) -> Vec<Arc<str>> {
-        typed_query::<K, I, _>(self.indexer(), |indexer| indexer.index_values(I::NAME))
-    }
-}
-
-impl<K: Resource + 'static> NamespaceLister<K> {
-    /// The objects of this namespace with the key `value` in index `I`:
-    /// [`IndexQuery::by_index`] without the import.
-    pub fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
-        IndexQuery::by_index::<I>(self, value)
-    }
-}
-
-impl<K: Informable> InformerOptions<K> {
-    /// Default options with `K`'s key function and indexes.
-    pub fn informable() -> Self {
-        Self::default().key_fn(K::key_fn()).indexers(K::indexers())
-    }
-}
-
-impl<K> SharedIndexInformer<K>
-where
-    K: Informable + DeserializeOwned,
-    K::DynamicType: Default,
-{
-    /// An informer over what `api` addresses, maintaining `K`'s key function and
-    /// indexes ([`InformerOptions::informable`]).
-    pub fn informable(api: kube::Api<K>) -> Self {
-        Self::with_options(ApiListerWatcher::new(api), InformerOptions::informable())
-            .expect("derived indexes have distinct names")
-    }
-}
-
-impl SharedInformerFactory {
-    /// The shared informer for `K` in the factory's namespace, maintaining `K`'s key
-    /// function and indexes. Same sharing as [`informer`](Self::informer): both return
-    /// the same informer for a type.
-    ///
-    /// If `informer::<K>()` made it first, the derived indexes are added to it now;
-    /// its key function stays the default one.
-    pub fn informable<K>(&self) -> SharedIndexInformer<K>
-    where
-        K: Informable<DynamicType = ()> + DeserializeOwned,
-        K::Scope: FactoryScope,
-    {
-        self.informable_for(self.default_scope())
-    }
-
-    /// [`informable`](Self::informable) in `scope`, shared like
-    /// [`informer_for`](Self::informer_for).
-    pub fn informable_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
-    where
-        K: Informable<DynamicType = ()> + DeserializeOwned,
-        K::Scope: FactoryScope,
-    {
-        let (informer, made) = self.informer_with(scope, InformerOptions::informable);
-        if !made {
-            let indexer = informer.indexer();
-            let defined = indexer.index_names();
-            let mut missing = K::indexers();
-            missing
-                .entries
-                .retain(|(name, _)| !defined.iter().any(|d| d == name));
-            if !missing.is_empty() {
-                // All or nothing, and only names absent a moment ago: a conflict means
-                // someone else added them meanwhile.
-                let _ = indexer.add_indexers(missing);
-            }
-        }
-        informer
-    }
-}
-
-/// What the derive's output uses. Not public API: may change in any release.
 #[doc(hidden)]
-pub mod __private {
-    use std::borrow::Cow;
-    use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    use kube::Resource;
-
-    use super::AsIndexKey;
-
-    /// The object's metadata.
-    pub fn meta<K: Resource>(object: &K) -> &ObjectMeta {
-        object.meta()
-    }
-
-    /// A value on the way from an object to its keys.
-    pub struct Step<'a, T: ?Sized>(pub &'a T);
-
-    /// Into the elements of a container (`Option`, `Vec`, sets, arrays). Chosen over
-    /// [`StepStay`] by method resolution when it applies (no autoref needed).
-    pub trait StepInto<'a> {
-        /// The element type.
-        type Item: ?Sized + 'a;
-        /// Calls `f` with each element.
-        fn step(&self, f: &mut dyn FnMut(&'a Self::Item));
-    }
-
-    /// Any other value stays as it is.
-    pub trait StepStay<'a> {
-        /// The value's type.
-        type Item: ?Sized + 'a;
-        /// Calls `f` with the value.
-        fn step(&self, f: &mut dyn FnMut(&'a Self::Item));
-    }
-
-    impl<'a, T: ?Sized + 'a> StepStay<'a> for &Step<'a, T> {
-        type Item = T;
-        fn step(&self, f: &mut dyn FnMut(&'a T)) {
-            f(self.0);
-        }
-    }
-
-    impl<'a, T: 'a> StepInto<'a> for Step<'a, Option<T>> {
-        type Item = T;
-        fn step(&self, f: &mut dyn FnMut(&'a T)) {
-            if let Some(value) = self.0 {
-                f(value);
-            }
-        }
-    }
-
-    macro_rules! step_into_elements {
-        ($($container:ty),* $(,)?) => {$(
-            impl<'a, T: 'a> StepInto<'a> for Step<'a, $container> {
-                type Item = T;
-                fn step(&self, f: &mut dyn FnMut(&'a T)) {
-                    for value in self.0 {
-                        f(value);
-                    }
-                }
-            }
-        )*};
-    }
-
-    step_into_elements!(Vec<T>, [T], BTreeSet<T>);
-
-    impl<'a, T: 'a, S: 'a> StepInto<'a> for Step<'a, HashSet<T, S>> {
-        type Item = T;
-        fn step(&self, f: &mut dyn FnMut(&'a T)) {
-            for value in self.0 {
-                f(value);
-            }
-        }
-    }
-
-    impl<'a, T: 'a, const N: usize> StepInto<'a> for Step<'a, [T; N]> {
-        type Item = T;
-        fn step(&self, f: &mut dyn FnMut(&'a T)) {
-            for value in self.0 {
-                f(value);
-            }
-        }
-    }
-
-    /// A map with string keys, for `['key']` in a path.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` is not a map with string keys",
-        label = "`['...']` looks a key up in a map",
-        note = "`['key']` in an index path reads a `BTreeMap<String, _>` or `HashMap<String, _>`"
-    )]
-    pub trait MapGet {
-        /// The map's value type.
-        type Value;
-        /// The value under `key`.
-        fn map_get(&self, key: &str) -> Option<&Self::Value>;
-    }
-
-    impl<V> MapGet for BTreeMap<String, V> {
-        type Value = V;
-        fn map_get(&self, key: &str) -> Option<&V> {
-            self.get(key)
-        }
-    }
-
-    impl<V, S: std::hash::BuildHasher> MapGet for HashMap<String, V, S> {
-        type Value = V;
-        fn map_get(&self, key: &str) -> Option<&V> {
-            self.get(key)
-        }
-    }
-
-    /// `map[key]`, if present.
-    pub fn map_get<'a, M: ?Sized + MapGet>(map: &'a M, key: &str) -> Option<&'a M::Value> {
-        map.map_get(key)
-    }
-
-    /// Emits the string form of one key.
-    pub fn emit<V, Q: ?Sized + AsIndexKey<V>>(
-        key: &Q,
-        encode: fn(&V) -> Cow<'_, str>,
-        emit: &mut dyn FnMut(&str),
-    ) {
-        emit(&key.as_index_key(encode));
-    }
-
-    /// The serde (JSON) form of a key: a string as itself, anything else as JSON.
-    pub fn serde_key<T: ?Sized + serde::Serialize>(value: &T) -> Cow<'static, str> {
-        match serde_json::to_value(value) {
-            Ok(serde_json::Value::String(s)) => Cow::Owned(s),
-            Ok(other) => Cow::Owned(other.to_string()),
-            Err(_) => Cow::Borrowed(""),
-        }
-    }
-}
+#[path = "informable/derive_support.rs"]
+pub mod __private;
 
 #[cfg(test)]
 mod tests;

@@ -90,13 +90,13 @@ mod test_support;
 pub mod prelude {
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
-    pub use crate::informable::{IndexQuery, Informable};
+    pub use crate::informable::Informable;
     pub use crate::key::ObjectKey;
     pub use crate::lister::{Lister, NamespaceLister};
     pub use crate::shared_informer::{
         HasSynced, InformerOptions, Notification, ResourceEventHandler, ResourceEventHandlerFns,
         SharedIndexInformer, wait_for_cache_sync,
     };
-    pub use crate::store::{Indexer, Indexers, Selector};
+    pub use crate::store::{IndexQuery, Indexer, Indexers, Selector};
     pub use crate::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
 }

@@ -10,6 +10,12 @@
 //! Namespaced listing is answered from the namespace index, and a label selector with
 //! an equality on an indexed label from that label's index, never by a full scan.
 //!
+//! Typed index queries ([`Lister::by_index`], [`Lister::index_keys`],
+//! [`Lister::index_values`], [`NamespaceLister::by_index`]) take an
+//! [`Index`] marker type and a key of its type; they are also the
+//! [`IndexQuery`] implementations behind the query traits `#[derive(Informable)]`
+//! generates.
+//!
 //! ```no_run
 //! # fn demo(lister: informer::lister::Lister<k8s_openapi::api::core::v1::Pod>)
 //! #     -> Result<(), Box<dyn std::error::Error>> {
@@ -31,7 +37,7 @@ use kube::Resource;
 use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
 
 use crate::key::ObjectKey;
-use crate::store::{Indexer, Selector};
+use crate::store::{AsIndexKey, Index, IndexQuery, Indexer, Selector, typed_query};
 
 /// The object asked for is not in the cache.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -169,5 +175,51 @@ impl<K: Resource + 'static> NamespaceLister<K> {
             kind: crate::key::short_type_name::<K>(),
             key,
         })
+    }
+}
+
+impl<K: Resource + 'static> IndexQuery<K> for Lister<K> {
+    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
+        IndexQuery::by_index::<I>(self.indexer(), value)
+    }
+}
+
+impl<K: Resource + 'static> IndexQuery<K> for NamespaceLister<K> {
+    fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
+        let mut found = IndexQuery::by_index::<I>(self.indexer(), value);
+        found.retain(|object| object.meta().namespace.as_deref() == Some(self.namespace()));
+        found
+    }
+}
+
+impl<K: Resource + 'static> Lister<K> {
+    /// The objects with the key `value` in index `I` (client-go's `ByIndex`, typed):
+    /// [`IndexQuery::by_index`] without the import.
+    ///
+    /// `I` must be an index of `K` and `value` a key of `I`'s key type, or this does
+    /// not compile. A cache that lacks the index gets it first.
+    pub fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
+        IndexQuery::by_index::<I>(self, value)
+    }
+
+    /// The keys of the objects with the key `value` in index `I` (client-go's
+    /// `IndexKeys`, typed).
+    pub fn index_keys<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<ObjectKey>> {
+        let key = value.as_index_key(I::encode);
+        typed_query::<K, I, _>(self.indexer(), |indexer| indexer.index_keys(I::NAME, &key))
+    }
+
+    /// Every key of index `I` that has at least one object, in its string form
+    /// (client-go's `ListIndexFuncValues`).
+    pub fn index_values<I: Index<K>>(&self) -> Vec<Arc<str>> {
+        typed_query::<K, I, _>(self.indexer(), |indexer| indexer.index_values(I::NAME))
+    }
+}
+
+impl<K: Resource + 'static> NamespaceLister<K> {
+    /// The objects of this namespace with the key `value` in index `I`:
+    /// [`IndexQuery::by_index`] without the import.
+    pub fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
+        IndexQuery::by_index::<I>(self, value)
     }
 }

@@ -1,8 +1,8 @@
 //! The SharedIndexInformer: one list-and-watch, one cache, many handlers.
 //!
 //! client-go's `SharedIndexInformer`, typed. [`SharedIndexInformer::run`] starts a
-//! [`Reflector`] that feeds a [`DeltaFifo`]; the process loop pops each object's
-//! deltas, writes them to the [`Indexer`] first, then tells every handler:
+//! [`Reflector`](crate::reflector::Reflector) that feeds a [`DeltaFifo`](crate::fifo::DeltaFifo); the process loop pops each object's
+//! deltas, writes them to the [`Indexer`](crate::store::Indexer) first, then tells every handler:
 //!
 //! - `Added`, `Updated`, `Sync` and `Replaced` become an add when the key was not in
 //!   the cache and an update (old, new) when it was. Resync notifications (a `Sync`,

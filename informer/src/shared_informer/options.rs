@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kube::Resource;
 
+use crate::informable::Informable;
 use crate::key::KeyFn;
 use crate::reflector;
 use crate::store::Indexers;
@@ -59,6 +60,14 @@ impl<K> std::fmt::Debug for InformerOptions<K> {
     }
 }
 
+impl<K: Informable> InformerOptions<K> {
+    /// Default options with `K`'s key function and indexes (see
+    /// [`informable`](crate::informable)).
+    pub fn informable() -> Self {
+        Self::default().key_fn(K::key_fn()).indexers(K::indexers())
+    }
+}
+
 impl<K> InformerOptions<K> {
     /// The default resync period for handlers.
     pub fn resync(mut self, period: Duration) -> Self {
@@ -67,7 +76,7 @@ impl<K> InformerOptions<K> {
     }
 
     /// Indexes to maintain (more can be added later with
-    /// [`Indexer::add_indexers`]).
+    /// [`Indexer::add_indexers`](crate::store::Indexer::add_indexers)).
     pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
         self.indexers = indexers;
         self

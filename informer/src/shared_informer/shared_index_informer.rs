@@ -19,6 +19,7 @@ use super::registration::{Registration, Subscription};
 use super::sink::FifoSink;
 use super::sync::{HasSynced, SyncSignal};
 use crate::fifo::{DeltaFifo, DeltaFifoOptions};
+use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
 use crate::reflector::{
@@ -108,6 +109,19 @@ where
     pub fn new(api: kube::Api<K>) -> Self {
         Self::with_options(ApiListerWatcher::new(api), InformerOptions::default())
             .expect("default options define no conflicting index")
+    }
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Informable + DeserializeOwned,
+    K::DynamicType: Default,
+{
+    /// An informer over what `api` addresses, maintaining `K`'s key function and
+    /// indexes ([`InformerOptions::informable`]).
+    pub fn informable(api: kube::Api<K>) -> Self {
+        Self::with_options(ApiListerWatcher::new(api), InformerOptions::informable())
+            .expect("derived indexes have distinct names")
     }
 }
 

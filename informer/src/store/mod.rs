@@ -29,6 +29,12 @@
 //! nothing. Query them with [`Indexer::by_index`], [`Indexer::index_keys`],
 //! [`Indexer::index_values`] and [`Indexer::by_index_of`].
 //!
+//! # Typed indexes
+//! A marker type implementing [`Index<K>`] is one named index with a typed key:
+//! register it with [`Indexers::with_index`] and query it with
+//! [`IndexQuery::by_index`], which takes a key of the index's type and checks at
+//! compile time that the index belongs to `K` (see [`Index`]).
+//!
 //! # Replace without two copies
 //! client-go's `Replace` builds a second map beside the first and rebuilds every index.
 //! [`Writer::replace`] instead stores each listed object in place (releasing the object
@@ -78,6 +84,7 @@
 mod index;
 mod indexer;
 pub mod selector;
+mod typed_index;
 
 #[cfg(test)]
 mod tests;
@@ -89,6 +96,8 @@ pub use index::{
 pub(crate) use indexer::WriteBatch;
 pub use indexer::{Indexer, Writer};
 pub use selector::{Operator, Requirement, Selector, SelectorError};
+pub(crate) use typed_index::typed_query;
+pub use typed_index::{AsIndexKey, Index, IndexKey, IndexQuery, TypedIndex};
 
 /// The hasher of the maps keyed by object keys (the store's and the DeltaFIFO's) and
 /// by index values: foldhash, seeded per process, several times cheaper than SipHash on

@@ -1,0 +1,142 @@
+//! The derive's hidden runtime, reached as `informer::informable::__private`: what
+//! the code `#[derive(Informable)]` generates calls. Not public API: it may change in
+//! any release, together with the derive.
+//!
+//! Generated index functions walk from an object to its keys one path step at a time.
+//! [`Step`] with the [`StepInto`] / [`StepStay`] pair picks, by method resolution
+//! rather than by the derive guessing at types, whether a value is a container to look
+//! into or a key itself; [`map_get`] reads `['key']`; [`emit`] and [`serde_key`] turn
+//! keys into their string form. Living here rather than in the expansion keeps the
+//! generated code small and lets `#[diagnostic::on_unimplemented]` explain mistakes.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+
+use crate::store::AsIndexKey;
+
+/// The object's metadata.
+pub fn meta<K: Resource>(object: &K) -> &ObjectMeta {
+    object.meta()
+}
+
+/// A value on the way from an object to its keys.
+pub struct Step<'a, T: ?Sized>(pub &'a T);
+
+/// Into the elements of a container (`Option`, `Vec`, sets, arrays). Chosen over
+/// [`StepStay`] by method resolution when it applies (no autoref needed).
+pub trait StepInto<'a> {
+    /// The element type.
+    type Item: ?Sized + 'a;
+    /// Calls `f` with each element.
+    fn step(&self, f: &mut dyn FnMut(&'a Self::Item));
+}
+
+/// Any other value stays as it is.
+pub trait StepStay<'a> {
+    /// The value's type.
+    type Item: ?Sized + 'a;
+    /// Calls `f` with the value.
+    fn step(&self, f: &mut dyn FnMut(&'a Self::Item));
+}
+
+impl<'a, T: ?Sized + 'a> StepStay<'a> for &Step<'a, T> {
+    type Item = T;
+    fn step(&self, f: &mut dyn FnMut(&'a T)) {
+        f(self.0);
+    }
+}
+
+impl<'a, T: 'a> StepInto<'a> for Step<'a, Option<T>> {
+    type Item = T;
+    fn step(&self, f: &mut dyn FnMut(&'a T)) {
+        if let Some(value) = self.0 {
+            f(value);
+        }
+    }
+}
+
+macro_rules! step_into_elements {
+    ($($container:ty),* $(,)?) => {$(
+        impl<'a, T: 'a> StepInto<'a> for Step<'a, $container> {
+            type Item = T;
+            fn step(&self, f: &mut dyn FnMut(&'a T)) {
+                for value in self.0 {
+                    f(value);
+                }
+            }
+        }
+    )*};
+}
+
+step_into_elements!(Vec<T>, [T], BTreeSet<T>);
+
+impl<'a, T: 'a, S: 'a> StepInto<'a> for Step<'a, HashSet<T, S>> {
+    type Item = T;
+    fn step(&self, f: &mut dyn FnMut(&'a T)) {
+        for value in self.0 {
+            f(value);
+        }
+    }
+}
+
+impl<'a, T: 'a, const N: usize> StepInto<'a> for Step<'a, [T; N]> {
+    type Item = T;
+    fn step(&self, f: &mut dyn FnMut(&'a T)) {
+        for value in self.0 {
+            f(value);
+        }
+    }
+}
+
+/// A map with string keys, for `['key']` in a path.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a map with string keys",
+    label = "`['...']` looks a key up in a map",
+    note = "`['key']` in an index path reads a `BTreeMap<String, _>` or `HashMap<String, _>`"
+)]
+pub trait MapGet {
+    /// The map's value type.
+    type Value;
+    /// The value under `key`.
+    fn map_get(&self, key: &str) -> Option<&Self::Value>;
+}
+
+impl<V> MapGet for BTreeMap<String, V> {
+    type Value = V;
+    fn map_get(&self, key: &str) -> Option<&V> {
+        self.get(key)
+    }
+}
+
+impl<V, S: std::hash::BuildHasher> MapGet for HashMap<String, V, S> {
+    type Value = V;
+    fn map_get(&self, key: &str) -> Option<&V> {
+        self.get(key)
+    }
+}
+
+/// `map[key]`, if present.
+pub fn map_get<'a, M: ?Sized + MapGet>(map: &'a M, key: &str) -> Option<&'a M::Value> {
+    map.map_get(key)
+}
+
+/// Emits the string form of one key.
+pub fn emit<V, Q: ?Sized + AsIndexKey<V>>(
+    key: &Q,
+    encode: fn(&V) -> Cow<'_, str>,
+    emit: &mut dyn FnMut(&str),
+) {
+    emit(&key.as_index_key(encode));
+}
+
+/// The serde (JSON) form of a key: a string as itself, anything else as JSON.
+pub fn serde_key<T: ?Sized + serde::Serialize>(value: &T) -> Cow<'static, str> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => Cow::Owned(s),
+        Ok(other) => Cow::Owned(other.to_string()),
+        Err(_) => Cow::Borrowed(""),
+    }
+}
