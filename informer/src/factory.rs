@@ -59,6 +59,7 @@ use tokio::task::JoinHandle;
 
 use crate::informable::Informable;
 use crate::key::short_type_name;
+use crate::lock::MutexExt;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
 use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
 
@@ -262,7 +263,7 @@ pub struct SharedInformerFactory {
 
 impl std::fmt::Debug for SharedInformerFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.state.lock().expect("lock");
+        let state = self.state.locked();
         f.debug_struct("SharedInformerFactory")
             .field("options", &self.options)
             .field(
@@ -378,7 +379,7 @@ impl SharedInformerFactory {
             type_id: TypeId::of::<K>(),
             scope,
         };
-        let mut state = self.state.lock().expect("lock");
+        let mut state = self.state.locked();
         if let Some(entry) = state.informers.get(&key) {
             let informer = entry
                 .informer
@@ -459,7 +460,7 @@ impl SharedInformerFactory {
     /// it again after asking for more informers. Must be called inside a tokio
     /// runtime. After [`shutdown`](Self::shutdown) it starts nothing.
     pub fn start(&self) {
-        let mut state = self.state.lock().expect("lock");
+        let mut state = self.state.locked();
         if state.shut_down {
             return;
         }
@@ -475,7 +476,7 @@ impl SharedInformerFactory {
     /// returns, per informer (named by type and namespace), whether it synced.
     pub async fn wait_for_cache_sync(&self) -> BTreeMap<String, bool> {
         let started: Vec<(String, Arc<dyn ManagedInformer>)> = {
-            let state = self.state.lock().expect("lock");
+            let state = self.state.locked();
             state
                 .informers
                 .values()
@@ -499,7 +500,7 @@ impl SharedInformerFactory {
     /// have ended. The factory starts nothing afterwards.
     pub async fn shutdown(&self) {
         let tasks = {
-            let mut state = self.state.lock().expect("lock");
+            let mut state = self.state.locked();
             state.shut_down = true;
             std::mem::take(&mut state.tasks)
         };
@@ -513,7 +514,7 @@ impl SharedInformerFactory {
 
     /// How many informers the factory has made.
     pub fn len(&self) -> usize {
-        self.state.lock().expect("lock").informers.len()
+        self.state.locked().informers.len()
     }
 
     /// Whether the factory has made no informer yet.
@@ -524,7 +525,7 @@ impl SharedInformerFactory {
 
 impl HasSynced for SharedInformerFactory {
     fn has_synced(&self) -> bool {
-        let state = self.state.lock().expect("lock");
+        let state = self.state.locked();
         state
             .informers
             .values()
@@ -534,7 +535,7 @@ impl HasSynced for SharedInformerFactory {
 
     fn synced(&self) -> BoxFuture<'_, ()> {
         let started: Vec<Arc<dyn ManagedInformer>> = {
-            let state = self.state.lock().expect("lock");
+            let state = self.state.locked();
             state
                 .informers
                 .values()

@@ -82,6 +82,7 @@ pub mod shared_informer;
 pub mod store;
 pub mod workqueue;
 
+mod lock;
 mod panic;
 #[cfg(test)]
 mod test_support;

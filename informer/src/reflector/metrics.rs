@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use super::error::ReflectorError;
 
+use crate::lock::MutexExt;
+
 /// Hooks called as a reflector works; every method has an empty default.
 pub trait ReflectorMetrics: Send + Sync {
     /// A full (re)list finished with `items` objects after `duration`.
@@ -66,7 +68,7 @@ pub struct StatsSnapshot {
 impl ReflectorStats {
     /// The last synced resourceVersion.
     pub fn last_resource_version(&self) -> String {
-        self.last_resource_version.lock().expect("lock").clone()
+        self.last_resource_version.locked().clone()
     }
 
     /// Reads all counters.
@@ -78,7 +80,7 @@ impl ReflectorStats {
             short_watches: self.short_watches.load(Ordering::Relaxed),
             watch_events: self.watch_events.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
-            last_resource_version: self.last_resource_version.lock().expect("lock").clone(),
+            last_resource_version: self.last_resource_version.locked().clone(),
         }
     }
 }
@@ -101,7 +103,7 @@ impl ReflectorMetrics for ReflectorStats {
         self.errors.fetch_add(1, Ordering::Relaxed);
     }
     fn resource_version(&self, resource_version: &str) {
-        let mut last = self.last_resource_version.lock().expect("lock");
+        let mut last = self.last_resource_version.locked();
         last.clear();
         last.push_str(resource_version);
     }

@@ -25,6 +25,8 @@ use tokio::time::Instant;
 use super::handler::{Notification, ResourceEventHandler};
 use super::sync::SyncSignal;
 
+use crate::lock::MutexExt;
+
 /// Counters of one handler's buffer, from [`super::Registration::stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ListenerStats {
@@ -72,7 +74,7 @@ struct BufferState<K> {
 
 impl<K> Buffer<K> {
     fn lock(&self) -> MutexGuard<'_, BufferState<K>> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 }
 
@@ -306,7 +308,7 @@ impl<K> Listener<K> {
     /// At a resync tick: whether this listener's period is due (and if so, plans the
     /// next one). Remembers the answer for [`Listener::resync_due`].
     pub(crate) fn check_resync(&self, now: Instant) -> bool {
-        let mut resync = self.resync.lock().expect("lock");
+        let mut resync = self.resync.locked();
         resync.due = match self.resync_period {
             Some(period) if now >= resync.next => {
                 // The next deadline follows the one just met, not the moment this tick
@@ -327,7 +329,7 @@ impl<K> Listener<K> {
 
     /// Whether this listener takes part in the resync under way.
     pub(crate) fn resync_due(&self) -> bool {
-        self.resync.lock().expect("lock").due
+        self.resync.locked().due
     }
 }
 

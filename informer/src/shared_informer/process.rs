@@ -11,6 +11,7 @@ use super::handler::Notification;
 use super::listener::Listener;
 use super::processor::Processor;
 use crate::fifo::{Delta, Deltas, PopBatch, ProcessError};
+use crate::lock::MutexExt;
 use crate::store::WriteBatch;
 
 /// Keys processed at most between two wake-ups of the handlers while the DeltaFIFO
@@ -52,7 +53,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     /// [`handle_deltas`](Self::handle_deltas), with the writer, the cache and the
     /// handler list locked once for the batch; returns how many keys it applied.
     fn handle_batch(&self, batch: &mut PopBatch<'_, K>) -> usize {
-        let mut writer = self.writer.lock().expect("lock");
+        let mut writer = self.writer.locked();
         let mut store = writer.batch();
         let listeners = self.processor.listeners();
         let mut processed = 0;

@@ -10,6 +10,8 @@ use super::handler::{Notification, ResourceEventHandler};
 use super::listener::{Listener, Receiver};
 use super::sync::SyncSignal;
 
+use crate::lock::{MutexExt, RwLockExt};
+
 /// A handler registered before start, with the listener and buffer it will drain.
 struct Waiting<K> {
     listener: Arc<Listener<K>>,
@@ -55,7 +57,7 @@ impl<K> Processor<K> {
     /// The listeners, read-locked, for several [`distribute_to`](Self::distribute_to)
     /// calls under one lock (the set cannot change meanwhile).
     pub(crate) fn listeners(&self) -> RwLockReadGuard<'_, Vec<Arc<Listener<K>>>> {
-        self.listeners.read().expect("lock")
+        self.listeners.read_locked()
     }
 
     /// Hands `notification` to every one of `listeners`, or, for a resync, to those whose
@@ -84,7 +86,7 @@ impl<K> Processor<K> {
     /// (Self::distribute_to) and waits for them: the process loop calls this when it has
     /// nothing more to do for now.
     pub(crate) fn wake(&self) {
-        for listener in self.listeners.read().expect("lock").iter() {
+        for listener in self.listeners.read_locked().iter() {
             listener.wake();
         }
     }
@@ -93,7 +95,7 @@ impl<K> Processor<K> {
     pub(crate) fn should_resync(&self) -> bool {
         let now = Instant::now();
         let mut any = false;
-        for listener in self.listeners.read().expect("lock").iter() {
+        for listener in self.listeners.read_locked().iter() {
             // Every listener must be checked: no short-circuit.
             any |= listener.check_resync(now);
         }
@@ -101,13 +103,13 @@ impl<K> Processor<K> {
     }
 
     pub(crate) fn listener_count(&self) -> usize {
-        self.listeners.read().expect("lock").len()
+        self.listeners.read_locked().len()
     }
 
     /// Removes a listener: it gets nothing more.
     pub(crate) fn remove(&self, id: u64) {
-        let mut lifecycle = self.lifecycle.lock().expect("lock");
-        self.listeners.write().expect("lock").retain(|l| {
+        let mut lifecycle = self.lifecycle.locked();
+        self.listeners.write_locked().retain(|l| {
             if l.id == id {
                 l.close();
                 false
@@ -128,7 +130,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
         resync: Option<Duration>,
         replay: impl FnOnce(&Listener<K>),
     ) -> Option<Arc<Listener<K>>> {
-        let mut lifecycle = self.lifecycle.lock().expect("lock");
+        let mut lifecycle = self.lifecycle.locked();
         if lifecycle.stopped {
             return None;
         }
@@ -143,10 +145,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
                 handler,
             });
         }
-        self.listeners
-            .write()
-            .expect("lock")
-            .push(Arc::clone(&listener));
+        self.listeners.write_locked().push(Arc::clone(&listener));
         Some(listener)
     }
 
@@ -156,16 +155,13 @@ impl<K: Send + Sync + 'static> Processor<K> {
         resync: Option<Duration>,
         replay: impl FnOnce(&Listener<K>),
     ) -> Option<(Arc<Listener<K>>, Receiver<K>)> {
-        let lifecycle = self.lifecycle.lock().expect("lock");
+        let lifecycle = self.lifecycle.locked();
         if lifecycle.stopped {
             return None;
         }
         let (listener, receiver) = self.new_listener(resync);
         replay(&listener);
-        self.listeners
-            .write()
-            .expect("lock")
-            .push(Arc::clone(&listener));
+        self.listeners.write_locked().push(Arc::clone(&listener));
         drop(lifecycle);
         Some((listener, receiver))
     }
@@ -194,7 +190,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     /// Starts the threads of handlers registered so far.
     pub(crate) fn start(&self) {
-        let mut lifecycle = self.lifecycle.lock().expect("lock");
+        let mut lifecycle = self.lifecycle.locked();
         lifecycle.started = true;
         for waiting in std::mem::take(&mut lifecycle.waiting) {
             self.spawn(
@@ -208,9 +204,9 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     /// Closes every listener and returns the handler threads to join.
     pub(crate) fn stop(&self) -> Vec<std::thread::JoinHandle<()>> {
-        let mut lifecycle = self.lifecycle.lock().expect("lock");
+        let mut lifecycle = self.lifecycle.locked();
         lifecycle.stopped = true;
-        for listener in self.listeners.write().expect("lock").drain(..) {
+        for listener in self.listeners.write_locked().drain(..) {
             listener.close();
         }
         lifecycle.waiting.clear();

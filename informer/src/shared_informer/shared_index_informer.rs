@@ -22,6 +22,7 @@ use crate::fifo::{DeltaFifo, DeltaFifoOptions};
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
+use crate::lock::MutexExt;
 use crate::reflector::{
     self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
 };
@@ -205,7 +206,7 @@ where
         }
         // No deltas are applied while the replay is queued: the handler sees the
         // cache as of one moment, then every change after it.
-        let _writer = inner.writer.lock().expect("lock");
+        let _writer = inner.writer.locked();
         let listener = inner
             .processor
             .add_handler(handler, resync, |listener| inner.replay(listener))
@@ -223,7 +224,7 @@ where
         if inner.stopped.load(Ordering::SeqCst) {
             return Err(InformerError::Stopped);
         }
-        let _writer = inner.writer.lock().expect("lock");
+        let _writer = inner.writer.locked();
         let (listener, receiver) = inner
             .processor
             .add_subscriber(inner.default_resync, |listener| inner.replay(listener))
@@ -381,7 +382,7 @@ impl<K: Resource + Send + Sync + 'static> HasSynced for SharedIndexInformer<K> {
 
 impl<K> Inner<K> {
     fn startup(&self) -> MutexGuard<'_, Option<Startup<K>>> {
-        self.startup.lock().expect("lock")
+        self.startup.locked()
     }
 }
 

@@ -52,6 +52,8 @@ use rand::Rng;
 use tokio::sync::OnceCell;
 
 use process::Supervised;
+
+use crate::lock::MutexExt;
 pub use proxy::FaultProxy;
 
 /// How long a server may take to become ready.
@@ -463,7 +465,7 @@ impl TestEnv {
     /// Stops the API server; etcd keeps running with all data. Clients see
     /// connection errors until [`TestEnv::start_apiserver`].
     pub async fn stop_apiserver(&self) {
-        let running = self.apiserver.lock().expect("lock").take();
+        let running = self.apiserver.locked().take();
         if let Some(mut server) = running {
             // Stopping waits for the process: keep that off the async worker.
             let _ = tokio::task::spawn_blocking(move || server.stop()).await;
@@ -473,7 +475,7 @@ impl TestEnv {
     /// Starts the API server (on the same port as before) and waits until it is
     /// ready. Does nothing if it is already running.
     pub async fn start_apiserver(&self) -> Result<(), TestEnvError> {
-        if self.apiserver.lock().expect("lock").is_some() {
+        if self.apiserver.locked().is_some() {
             return Ok(());
         }
         let server = Supervised::spawn(
@@ -484,7 +486,7 @@ impl TestEnv {
             None,
         )?;
         let ready = self.wait_for_apiserver(&server).await;
-        *self.apiserver.lock().expect("lock") = Some(server);
+        *self.apiserver.locked() = Some(server);
         ready
     }
 
@@ -565,10 +567,20 @@ impl TestEnv {
 impl Drop for TestEnv {
     fn drop(&mut self) {
         // The API server first: etcd's supervisor removes the directory after etcd.
-        if let Some(mut server) = self.apiserver.get_mut().expect("lock").take() {
+        if let Some(mut server) = self
+            .apiserver
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
             server.stop();
         }
-        if let Some(mut server) = self.etcd.get_mut().expect("lock").take() {
+        if let Some(mut server) = self
+            .etcd
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
             server.stop();
         }
     }

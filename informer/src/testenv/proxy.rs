@@ -14,6 +14,8 @@ use tokio::task::JoinHandle;
 
 use super::TestEnvError;
 
+use crate::lock::MutexExt;
+
 /// A cuttable TCP proxy to the API server; see the [module docs](crate::testenv).
 #[derive(Debug)]
 pub struct FaultProxy {
@@ -57,7 +59,7 @@ impl FaultProxy {
     /// Drops every open connection and refuses new ones until
     /// [`FaultProxy::reconnect`]. When this returns, the port is closed.
     pub async fn disconnect(&self) {
-        let acceptor = self.acceptor.lock().expect("lock").take();
+        let acceptor = self.acceptor.locked().take();
         if let Some(acceptor) = acceptor {
             acceptor.abort();
             // Wait until the listener is really gone.
@@ -68,7 +70,7 @@ impl FaultProxy {
 
     /// Accepts connections again, on the same port.
     pub async fn reconnect(&self) -> Result<(), TestEnvError> {
-        if self.acceptor.lock().expect("lock").is_some() {
+        if self.acceptor.locked().is_some() {
             return Ok(());
         }
         self.serve(bind(self.port).await?);
@@ -93,13 +95,18 @@ impl FaultProxy {
                 });
             }
         });
-        *self.acceptor.lock().expect("lock") = Some(acceptor);
+        *self.acceptor.locked() = Some(acceptor);
     }
 }
 
 impl Drop for FaultProxy {
     fn drop(&mut self) {
-        if let Some(acceptor) = self.acceptor.get_mut().expect("lock").take() {
+        if let Some(acceptor) = self
+            .acceptor
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
             acceptor.abort();
         }
         self.generation.send_modify(|g| *g += 1);

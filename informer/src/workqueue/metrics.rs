@@ -48,8 +48,10 @@
 //! assert_eq!(metrics.snapshot().depth, 1);
 //! ```
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::lock::MutexExt;
 
 /// Receives the workqueue's metrics; every hook defaults to doing nothing.
 ///
@@ -159,11 +161,11 @@ impl InMemoryMetrics {
 
     /// A copy of everything recorded so far.
     pub fn snapshot(&self) -> MetricsSnapshot {
-        *self.record.lock().unwrap_or_else(PoisonError::into_inner)
+        *self.record.locked()
     }
 
     fn update(&self, change: impl FnOnce(&mut MetricsSnapshot)) {
-        change(&mut self.record.lock().unwrap_or_else(PoisonError::into_inner));
+        change(&mut self.record.locked());
     }
 }
 

@@ -132,7 +132,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use educe::Educe;
@@ -142,6 +142,8 @@ use tokio::time::{Instant, sleep_until};
 use super::delay::{DelayHeap, deadline_after};
 use super::metrics::{NoopMetrics, QueueMetrics, UnfinishedWork};
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+
+use crate::lock::MutexExt;
 
 /// A queue's name and where its metrics go.
 ///
@@ -300,12 +302,7 @@ where
 
 impl<T> WorkQueue<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // A panicking metrics hook must not wedge every worker: the state itself is
-        // updated in steps that leave it consistent, so a poisoned lock is still usable.
-        self.shared
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.state.locked()
     }
 
     /// Wakes one waiting `get` per item queued.

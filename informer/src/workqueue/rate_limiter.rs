@@ -38,10 +38,12 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::lock::MutexExt;
 
 /// Decides how long an item waits before its retry; client-go's `RateLimiter`.
 ///
@@ -70,10 +72,6 @@ impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<R> {
     fn num_requeues(&self, item: &T) -> u32 {
         (**self).num_requeues(item)
     }
-}
-
-fn lock<S>(mutex: &Mutex<S>) -> MutexGuard<'_, S> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Per-item exponential backoff: the n-th failure in a row waits `base * 2^(n-1)`,
@@ -109,7 +107,7 @@ impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
         f.debug_struct("ItemExponentialFailureRateLimiter")
             .field("base", &self.base)
             .field("max", &self.max)
-            .field("items", &lock(&self.failures).len())
+            .field("items", &self.failures.locked().len())
             .finish()
     }
 }
@@ -120,7 +118,7 @@ where
 {
     fn when(&self, item: &T) -> Duration {
         let exponent = {
-            let mut failures = lock(&self.failures);
+            let mut failures = self.failures.locked();
             let count = failures.entry(item.clone()).or_insert(0);
             let exponent = *count;
             *count = count.saturating_add(1);
@@ -134,11 +132,11 @@ where
     }
 
     fn forget(&self, item: &T) {
-        lock(&self.failures).remove(item);
+        self.failures.locked().remove(item);
     }
 
     fn num_requeues(&self, item: &T) -> u32 {
-        lock(&self.failures).get(item).copied().unwrap_or(0)
+        self.failures.locked().get(item).copied().unwrap_or(0)
     }
 }
 
@@ -169,7 +167,7 @@ impl<T> fmt::Debug for ItemFastSlowRateLimiter<T> {
             .field("fast", &self.fast)
             .field("slow", &self.slow)
             .field("max_fast_attempts", &self.max_fast_attempts)
-            .field("items", &lock(&self.failures).len())
+            .field("items", &self.failures.locked().len())
             .finish()
     }
 }
@@ -179,7 +177,7 @@ where
     T: Hash + Eq + Clone + Send,
 {
     fn when(&self, item: &T) -> Duration {
-        let mut failures = lock(&self.failures);
+        let mut failures = self.failures.locked();
         let count = failures.entry(item.clone()).or_insert(0);
         *count = count.saturating_add(1);
         if *count <= self.max_fast_attempts {
@@ -190,11 +188,11 @@ where
     }
 
     fn forget(&self, item: &T) {
-        lock(&self.failures).remove(item);
+        self.failures.locked().remove(item);
     }
 
     fn num_requeues(&self, item: &T) -> u32 {
-        lock(&self.failures).get(item).copied().unwrap_or(0)
+        self.failures.locked().get(item).copied().unwrap_or(0)
     }
 }
 
@@ -261,7 +259,7 @@ impl<T> RateLimiter<T> for BucketRateLimiter {
         }
         let now = Instant::now();
         let burst = f64::from(self.burst);
-        let mut guard = lock(&self.bucket);
+        let mut guard = self.bucket.locked();
         let bucket = guard.get_or_insert(Bucket {
             tokens: burst,
             updated: now,
