@@ -31,6 +31,7 @@
 //! # }
 //! ```
 
+use educe::Educe;
 use std::sync::Arc;
 
 use kube::Resource;
@@ -60,16 +61,10 @@ impl NamespaceScoped for NamespaceResourceScope {}
 impl NamespaceScoped for DynamicResourceScope {}
 
 /// Typed reads of a cache; see the [module docs](self).
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct Lister<K> {
     indexer: Indexer<K>,
-}
-
-impl<K> Clone for Lister<K> {
-    fn clone(&self) -> Self {
-        Self {
-            indexer: self.indexer.clone(),
-        }
-    }
 }
 
 impl<K> std::fmt::Debug for Lister<K> {

@@ -1,5 +1,6 @@
 //! Deltas: what happened to one object, typed.
 
+use educe::Educe;
 use std::{fmt, iter, sync::Arc, vec};
 
 use crate::key::ObjectKey;
@@ -34,7 +35,8 @@ impl fmt::Display for DeltaType {
 /// The tombstone of an object whose deletion the watch never reported: a relist found it
 /// missing (client-go's `DeletedFinalStateUnknown`). Its state is the last one known,
 /// possibly stale.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Educe)]
+#[educe(Clone)]
 pub struct DeletedFinalStateUnknown<K> {
     /// The key of the deleted object.
     pub key: Arc<ObjectKey>,
@@ -42,18 +44,10 @@ pub struct DeletedFinalStateUnknown<K> {
     pub last_known: Arc<K>,
 }
 
-impl<K> Clone for DeletedFinalStateUnknown<K> {
-    fn clone(&self) -> Self {
-        Self {
-            key: Arc::clone(&self.key),
-            last_known: Arc::clone(&self.last_known),
-        }
-    }
-}
-
 /// A deleted object: its final state from the watch, or a tombstone. What client-go
 /// passes to `OnDelete` as `interface{}`, as a type you match on.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Educe)]
+#[educe(Clone)]
 pub enum DeletedObject<K> {
     /// The watch reported the deletion with the object's final state.
     Final(Arc<K>),
@@ -76,21 +70,13 @@ impl<K> DeletedObject<K> {
     }
 }
 
-impl<K> Clone for DeletedObject<K> {
-    fn clone(&self) -> Self {
-        match self {
-            DeletedObject::Final(obj) => DeletedObject::Final(Arc::clone(obj)),
-            DeletedObject::Unknown(tombstone) => DeletedObject::Unknown(tombstone.clone()),
-        }
-    }
-}
-
 /// One change to one object (client-go's `Delta`): its kind and the object's state
 /// after the change (for a deletion, its final or last known state).
 ///
 /// Only [`Delta::Deleted`] can carry a tombstone, so a tombstone never hides behind an
 /// `Added` the way an `interface{}` could.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Educe)]
+#[educe(Clone)]
 pub enum Delta<K> {
     /// See [`DeltaType::Added`].
     Added(Arc<K>),
@@ -142,24 +128,13 @@ impl<K> Delta<K> {
     }
 }
 
-impl<K> Clone for Delta<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Delta::Added(obj) => Delta::Added(Arc::clone(obj)),
-            Delta::Updated(obj) => Delta::Updated(Arc::clone(obj)),
-            Delta::Deleted(deleted) => Delta::Deleted(deleted.clone()),
-            Delta::Replaced(obj) => Delta::Replaced(Arc::clone(obj)),
-            Delta::Sync(obj) => Delta::Sync(Arc::clone(obj)),
-        }
-    }
-}
-
 /// Every change to one object since it was last popped, oldest first (client-go's
 /// `Deltas`). Never empty.
 ///
 /// The oldest delta is stored inline, so the common case of one delta per key costs no
 /// extra allocation.
-#[derive(Debug)]
+#[derive(Debug, Educe)]
+#[educe(Clone)]
 pub struct Deltas<K> {
     pub(super) key: Arc<ObjectKey>,
     /// The hash of `key` in the queue's map.
@@ -258,19 +233,6 @@ impl<K> Deltas<K> {
     /// The changes as a vector, oldest first.
     pub fn into_vec(self) -> Vec<Delta<K>> {
         self.into_iter().collect()
-    }
-}
-
-impl<K> Clone for Deltas<K> {
-    fn clone(&self) -> Self {
-        Self {
-            key: Arc::clone(&self.key),
-            hash: self.hash,
-            oldest: self.oldest.clone(),
-            rest: self.rest.clone(),
-            initial: self.initial,
-            listed_by: self.listed_by,
-        }
     }
 }
 

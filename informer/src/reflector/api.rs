@@ -7,6 +7,7 @@
 //! violates its schema) becomes one [`WatchEvent::Undecodable`](super::WatchEvent::Undecodable) or one entry in
 //! [`ListPage::undecodable`], never an error that fails the whole list or stream.
 
+use educe::Educe;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -26,6 +27,8 @@ use super::lister_watcher::{
 ///
 /// Objects are decoded without `metadata.managedFields` unless
 /// [`managed_fields`](Self::managed_fields) says [`ManagedFields::Keep`].
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct ApiListerWatcher<K> {
     client: kube::Client,
     url: String,
@@ -33,19 +36,6 @@ pub struct ApiListerWatcher<K> {
     options: ListOptions,
     managed_fields: ManagedFields,
     _type: PhantomData<fn() -> K>,
-}
-
-impl<K> Clone for ApiListerWatcher<K> {
-    fn clone(&self) -> Self {
-        Self {
-            client: self.client.clone(),
-            url: self.url.clone(),
-            kind: self.kind.clone(),
-            options: self.options.clone(),
-            managed_fields: self.managed_fields,
-            _type: PhantomData,
-        }
-    }
 }
 
 impl<K> fmt::Debug for ApiListerWatcher<K> {

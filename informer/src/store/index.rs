@@ -11,6 +11,7 @@
 //! to date allocates nothing when an update leaves the values unchanged: the built-in
 //! [`NamespaceIndex`] and [`LabelIndex`] do so.
 
+use educe::Educe;
 use std::{
     collections::HashSet,
     fmt,
@@ -124,6 +125,8 @@ impl<K: Resource + 'static> IndexFunc<K> for LabelIndex {
 /// A set of named index functions (client-go's `Indexers`), given to
 /// [`Writer::with_indexers`](super::Writer::with_indexers) or
 /// [`Indexer::add_indexers`](super::Indexer::add_indexers).
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct Indexers<K> {
     pub(crate) entries: Vec<(String, Arc<dyn IndexFunc<K>>)>,
 }
@@ -187,14 +190,6 @@ impl<K: Resource + 'static> Indexers<K> {
 impl<K> Default for Indexers<K> {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl<K> Clone for Indexers<K> {
-    fn clone(&self) -> Self {
-        Self {
-            entries: self.entries.clone(),
-        }
     }
 }
 
