@@ -14,8 +14,12 @@
 //!   straight from the object's metadata.
 //!
 //! Inside the store and the DeltaFIFO a key is allocated once per object and shared as
-//! an `Arc<ObjectKey>`: the FIFO's queue, the indexer's map and every index set hold the
-//! same allocation, so cloning a key is a reference-count increment.
+//! an `Arc<ObjectKey>`: the FIFO's queue and map and the store's map and slots hold the
+//! same allocation, so cloning a key is a reference-count increment. Those maps are
+//! hashbrown maps and tables keyed by the `Arc<ObjectKey>`, searched either by the shared
+//! key itself (equal allocations compare equal without reading the strings) or by an
+//! [`ObjectKeyRef`], through its `hashbrown::Equivalent<Arc<ObjectKey>>` impl: one lookup
+//! scheme, no allocation.
 //!
 //! ```
 //! use informer::key::ObjectKey;
@@ -27,7 +31,6 @@
 //! ```
 
 use std::{
-    borrow::Borrow,
     fmt,
     hash::{Hash, Hasher},
     str::FromStr,
@@ -312,81 +315,23 @@ impl KeyCandidate<'_> {
     }
 
     /// The shared key, allocating only if needed.
-    pub(crate) fn into_shared(self) -> SharedKey {
+    pub(crate) fn into_shared(self) -> Arc<ObjectKey> {
         match self {
-            KeyCandidate::Ref(r) => SharedKey(Arc::new(r.to_object_key())),
-            KeyCandidate::Owned(k) => SharedKey(Arc::new(k)),
-            KeyCandidate::Shared(k) => SharedKey(k),
+            KeyCandidate::Ref(r) => Arc::new(r.to_object_key()),
+            KeyCandidate::Owned(k) => Arc::new(k),
+            KeyCandidate::Shared(k) => k,
         }
     }
 }
 
-/// Anything that can present itself as an [`ObjectKeyRef`]: lets maps keyed by
-/// [`SharedKey`] be searched with a borrowed key, without allocating.
-pub(crate) trait KeyLike {
-    fn key_ref(&self) -> ObjectKeyRef<'_>;
-}
-
-impl KeyLike for ObjectKey {
-    fn key_ref(&self) -> ObjectKeyRef<'_> {
-        self.as_key_ref()
+/// Lets maps and tables keyed by a shared key (the store's, the DeltaFIFO's) be searched
+/// with a borrowed key, without allocating. Sound because `ObjectKeyRef` hashes like
+/// `ObjectKey` and so like `Arc<ObjectKey>`.
+impl hashbrown::Equivalent<Arc<ObjectKey>> for ObjectKeyRef<'_> {
+    #[inline]
+    fn equivalent(&self, key: &Arc<ObjectKey>) -> bool {
+        *self == key.as_key_ref()
     }
-}
-
-impl KeyLike for ObjectKeyRef<'_> {
-    fn key_ref(&self) -> ObjectKeyRef<'_> {
-        *self
-    }
-}
-
-impl Hash for dyn KeyLike + '_ {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.key_ref().hash(state);
-    }
-}
-
-impl PartialEq for dyn KeyLike + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.key_ref() == other.key_ref()
-    }
-}
-
-impl Eq for dyn KeyLike + '_ {}
-
-/// A key as held by the store and the FIFO: one allocation, shared by every map and set
-/// that mentions the object.
-#[derive(Clone, Debug)]
-pub(crate) struct SharedKey(pub(crate) Arc<ObjectKey>);
-
-impl SharedKey {
-    pub(crate) fn key_ref(&self) -> ObjectKeyRef<'_> {
-        self.0.as_key_ref()
-    }
-}
-
-impl Hash for SharedKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.key_ref().hash(state);
-    }
-}
-
-impl PartialEq for SharedKey {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
-    }
-}
-
-impl Eq for SharedKey {}
-
-impl<'a> Borrow<dyn KeyLike + 'a> for SharedKey {
-    fn borrow(&self) -> &(dyn KeyLike + 'a) {
-        &*self.0
-    }
-}
-
-/// A borrowed key as the query type of a map keyed by [`SharedKey`].
-pub(crate) fn query<'k>(key: &'k (dyn KeyLike + 'k)) -> &'k (dyn KeyLike + 'k) {
-    key
 }
 
 /// The last path segment of `K`'s type name, without generics: `Deployment` for
@@ -400,8 +345,9 @@ pub(crate) fn short_type_name<K>() -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{HashMap, hash_map::DefaultHasher};
+    use std::{collections::hash_map::DefaultHasher, hash::BuildHasher};
 
+    use hashbrown::{Equivalent, HashMap, HashTable};
     use k8s_openapi::{
         api::core::v1::{ConfigMap, Namespace},
         apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -409,6 +355,7 @@ mod tests {
     use kube::ResourceExt;
 
     use super::*;
+    use crate::store::FastState;
 
     fn hash_of(v: &(impl Hash + ?Sized)) -> u64 {
         let mut h = DefaultHasher::new();
@@ -485,16 +432,35 @@ mod tests {
         let owned = ObjectKey::namespaced("ns", "a");
         let borrowed = ObjectKeyRef::parse("ns/a").unwrap();
         assert_eq!(hash_of(&owned), hash_of(&borrowed));
-        assert_eq!(
-            hash_of(&owned as &dyn KeyLike),
-            hash_of(&borrowed as &dyn KeyLike)
-        );
+        let shared = Arc::new(owned.clone());
+        assert_eq!(hash_of(&shared), hash_of(&borrowed));
         assert_eq!(owned, borrowed);
-        let mut map = HashMap::new();
-        map.insert(SharedKey(Arc::new(owned.clone())), 1);
-        assert_eq!(map.get(query(&borrowed)), Some(&1));
-        assert_eq!(map.get(query(&owned)), Some(&1));
-        assert_eq!(map.get(query(&ObjectKeyRef::parse("a").unwrap())), None);
+        let mut map = HashMap::with_hasher(FastState::default());
+        map.insert(shared, 1);
+        assert_eq!(map.get(&borrowed), Some(&1));
+        assert_eq!(map.get(&owned), Some(&1));
+        assert_eq!(map.get(&ObjectKeyRef::parse("a").unwrap()), None);
+    }
+
+    /// The DeltaFIFO's scheme: a table of entries under a shared key, probed with the
+    /// hash of a borrowed key computed once.
+    #[test]
+    fn a_borrowed_key_finds_a_shared_key_in_a_hash_table() {
+        let hasher = FastState::default();
+        let shared = Arc::new(ObjectKey::namespaced("ns", "a"));
+        let mut table = HashTable::new();
+        table.insert_unique(hasher.hash_one(&shared), Arc::clone(&shared), |k| {
+            hasher.hash_one(k)
+        });
+        let borrowed = ObjectKeyRef::parse("ns/a").unwrap();
+        let found = table.find(hasher.hash_one(borrowed), |k| borrowed.equivalent(k));
+        assert!(found.is_some_and(|k| Arc::ptr_eq(k, &shared)));
+        let other = ObjectKeyRef::parse("a").unwrap();
+        assert!(
+            table
+                .find(hasher.hash_one(other), |k| other.equivalent(k))
+                .is_none()
+        );
     }
 
     #[test]

@@ -104,14 +104,14 @@ use std::{
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
-use hashbrown::{HashTable, hash_table::Entry};
+use hashbrown::{Equivalent, HashTable, hash_table::Entry};
 use kube::Resource;
 use tokio::sync::Notify;
 
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Deltas};
 pub use known::KnownObjects;
 
-use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef, SharedKey};
+use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef};
 use crate::store::FastState;
 
 /// Why [`DeltaFifo::pop`] returned without a successful result.
@@ -243,20 +243,27 @@ impl<K> State<K> {
         self.hasher.hash_one(key)
     }
 
-    /// The deltas queued for `key`, whose hash is `hash`.
-    fn find(&self, hash: u64, key: ObjectKeyRef<'_>) -> Option<&Deltas<K>> {
-        self.items.find(hash, |d| d.key.as_key_ref() == key)
+    /// The deltas queued for `key` (an `ObjectKeyRef`, or an `Arc<ObjectKey>` compared
+    /// by address first), whose hash is `hash`.
+    fn find<Q>(&self, hash: u64, key: &Q) -> Option<&Deltas<K>>
+    where
+        Q: Equivalent<Arc<ObjectKey>> + ?Sized,
+    {
+        self.items.find(hash, |d| key.equivalent(&d.key))
     }
 
-    fn find_mut(&mut self, hash: u64, key: ObjectKeyRef<'_>) -> Option<&mut Deltas<K>> {
-        self.items.find_mut(hash, |d| d.key.as_key_ref() == key)
+    fn find_mut<Q>(&mut self, hash: u64, key: &Q) -> Option<&mut Deltas<K>>
+    where
+        Q: Equivalent<Arc<ObjectKey>> + ?Sized,
+    {
+        self.items.find_mut(hash, |d| key.equivalent(&d.key))
     }
 
     /// The key the known objects hold for `candidate` (whose key is not queued), or a
     /// new one.
-    fn new_key(candidate: KeyCandidate<'_>, known: Option<&dyn KnownObjects<K>>) -> SharedKey {
+    fn new_key(candidate: KeyCandidate<'_>, known: Option<&dyn KnownObjects<K>>) -> Arc<ObjectKey> {
         match known.and_then(|k| k.get_key(candidate.key_ref())) {
-            Some(key) => SharedKey(key),
+            Some(key) => key,
             None => candidate.into_shared(),
         }
     }
@@ -267,16 +274,13 @@ impl<K> State<K> {
     fn push(
         &mut self,
         hash: u64,
-        key: SharedKey,
+        key: Arc<ObjectKey>,
         delta: Delta<K>,
         initial: bool,
     ) -> &mut Deltas<K> {
-        let key = key.0;
-        let entry = self.items.entry(
-            hash,
-            |d| Arc::ptr_eq(&d.key, &key) || *d.key == *key,
-            |d| d.hash,
-        );
+        let entry = self
+            .items
+            .entry(hash, |d| key.equivalent(&d.key), |d| d.hash);
         let deltas = match entry {
             Entry::Occupied(entry) => {
                 let deltas = entry.into_mut();
@@ -303,11 +307,11 @@ impl<K> State<K> {
     fn push_object(&mut self, shared: &Shared<K>, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) {
         let candidate = shared.key_fn.candidate(&obj);
         let hash = self.hash(candidate.key_ref());
-        if let Some(deltas) = self.find_mut(hash, candidate.key_ref()) {
+        if let Some(deltas) = self.find_mut(hash, &candidate.key_ref()) {
             deltas.push(make(Arc::clone(&obj)));
             return;
         }
-        let key = Self::new_key(candidate, shared.known.as_deref()).0;
+        let key = Self::new_key(candidate, shared.known.as_deref());
         self.queue.push_back(Queued {
             hash,
             key: Arc::clone(&key),
@@ -318,9 +322,9 @@ impl<K> State<K> {
 
     /// Removes the deltas of the queued key `key` (just taken from `queue`).
     fn take(&mut self, hash: u64, key: &Arc<ObjectKey>) -> Option<Deltas<K>> {
-        let found = self
-            .items
-            .find_entry(hash, |d| Arc::ptr_eq(&d.key, key) || *d.key == **key);
+        // `Arc<ObjectKey>` equality compares addresses first, and the queue and the map
+        // share the key allocation: no string is read.
+        let found = self.items.find_entry(hash, |d| key.equivalent(&d.key));
         let Ok(found) = found else {
             tracing::error!(%key, "DeltaFIFO invariant broken: queued key without deltas");
             return None;
@@ -508,10 +512,10 @@ impl<K: 'static> DeltaFifo<K> {
             let candidate = self.shared.key_fn.candidate(&obj);
             let key = candidate.key_ref();
             let hash = state.hash(key);
-            match state.find(hash, key) {
-                Some(queued) => (hash, SharedKey(Arc::clone(&queued.key))),
+            match state.find(hash, &key) {
+                Some(queued) => (hash, Arc::clone(&queued.key)),
                 None => match self.shared.known.as_ref().and_then(|k| k.get_key(key)) {
-                    Some(known) => (hash, SharedKey(known)),
+                    Some(known) => (hash, known),
                     None => return,
                 },
             }
@@ -555,9 +559,7 @@ impl<K: 'static> DeltaFifo<K> {
             let candidate = self.shared.key_fn.candidate(&obj);
             let hash = state.hash(candidate.key_ref());
             let key_ref = candidate.key_ref();
-            let queued = state
-                .items
-                .find_mut(hash, |d| d.key.as_key_ref() == key_ref);
+            let queued = state.items.find_mut(hash, |d| key_ref.equivalent(&d.key));
             let deltas = match queued {
                 Some(deltas) => {
                     deltas.push(listed_kind(Arc::clone(&obj)));
@@ -596,7 +598,7 @@ impl<K: 'static> DeltaFifo<K> {
                 };
                 state.push(
                     hash,
-                    SharedKey(key),
+                    key,
                     Delta::Deleted(DeletedObject::Unknown(tombstone)),
                     initial,
                 );
@@ -608,7 +610,7 @@ impl<K: 'static> DeltaFifo<K> {
         if let Some(known) = known {
             known.for_each_known(&mut |key, obj| {
                 let hash = state.hash(key.as_key_ref());
-                if state.find(hash, key.as_key_ref()).is_some() {
+                if state.find(hash, key).is_some() {
                     return;
                 }
                 let tombstone = DeletedFinalStateUnknown {
@@ -616,7 +618,7 @@ impl<K: 'static> DeltaFifo<K> {
                     last_known: Arc::clone(obj),
                 };
                 let delta = Delta::Deleted(DeletedObject::Unknown(tombstone));
-                state.push(hash, SharedKey(Arc::clone(key)), delta, initial);
+                state.push(hash, Arc::clone(key), delta, initial);
             });
         }
         self.wake(guard);
@@ -631,13 +633,8 @@ impl<K: 'static> DeltaFifo<K> {
         let mut state = self.lock();
         known.for_each_known(&mut |key, obj| {
             let hash = state.hash(key.as_key_ref());
-            if state.find(hash, key.as_key_ref()).is_none() {
-                state.push(
-                    hash,
-                    SharedKey(Arc::clone(key)),
-                    Delta::Sync(Arc::clone(obj)),
-                    false,
-                );
+            if state.find(hash, key).is_none() {
+                state.push(hash, Arc::clone(key), Delta::Sync(Arc::clone(obj)), false);
             }
         });
         self.wake(state);
@@ -757,6 +754,6 @@ impl<K: 'static> DeltaFifo<K> {
     pub fn get(&self, key: &ObjectKey) -> Option<Deltas<K>> {
         let state = self.lock();
         let key = key.as_key_ref();
-        state.find(state.hash(key), key).cloned()
+        state.find(state.hash(key), &key).cloned()
     }
 }

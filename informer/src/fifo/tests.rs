@@ -644,6 +644,38 @@ fn keys_are_allocated_once_and_shared_with_the_store() {
     );
 }
 
+#[test]
+fn a_borrowed_key_finds_the_deltas_queued_under_a_known_key() {
+    let (fifo, writer) = fifo_with_known(&[("ns/a", 1)]);
+    let known_key = writer.indexer().list_keys().remove(0);
+    fifo.update(cm("ns/a", 2));
+    fifo.update(cm("ns/a", 3));
+    fifo.delete(cm("ns/a", 4));
+    assert_eq!(keys(&fifo), ["ns/a"]);
+    assert_eq!(
+        queued(&fifo, "ns/a"),
+        [
+            (Updated, 2, false),
+            (Updated, 3, false),
+            (Deleted, 4, false)
+        ]
+    );
+    assert!(Arc::ptr_eq(&fifo.list_keys()[0], &known_key));
+}
+
+#[test]
+fn a_borrowed_key_finds_the_deltas_queued_under_an_owned_key() {
+    let fifo = DeltaFifo::new(DeltaFifoOptions::new(KeyFn::owned(ObjectKey::of)));
+    fifo.add(cm("ns/a", 1));
+    fifo.update(cm("ns/a", 2));
+    fifo.add(cm("ns/b", 3));
+    assert_eq!(keys(&fifo), ["ns/a", "ns/b"]);
+    assert_eq!(
+        queued(&fifo, "ns/a"),
+        [(Added, 1, false), (Updated, 2, false)]
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Compile-time Send/Sync checks
 

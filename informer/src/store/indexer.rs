@@ -15,16 +15,16 @@ use std::{
 use kube::Resource;
 
 use super::{
-    FastMap, StoreError,
+    FastState, StoreError,
     index::{IdSet, Index, IndexedField, Indexers, NAMESPACE_INDEX, NamespaceIndex, Scratch},
     selector::{Operator, Requirement, Selector},
 };
-use crate::key::{KeyCandidate, KeyFn, KeyLike, ObjectKey, ObjectKeyRef, SharedKey, query};
+use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef};
 use crate::reflector::CachedObjects;
 
 /// One stored object and its key.
 struct Slot<K> {
-    key: SharedKey,
+    key: Arc<ObjectKey>,
     obj: Arc<K>,
     /// Bit `i`: index `i` files the object exactly under the key's namespace (see
     /// [`Index`]). Indexes from the 65th on never use the shortcut.
@@ -38,8 +38,9 @@ fn index_bit(i: usize) -> u64 {
 
 /// What the lock protects.
 struct State<K> {
-    /// Key -> slot id.
-    ids: FastMap<SharedKey, u32>,
+    /// Key -> slot id; searched by `Arc<ObjectKey>` or by `ObjectKeyRef` (see
+    /// [`crate::key`]).
+    ids: hashbrown::HashMap<Arc<ObjectKey>, u32, FastState>,
     /// The objects; `None` for a free slot.
     slots: Vec<Option<Slot<K>>>,
     /// Free slot ids, reused first.
@@ -67,7 +68,7 @@ impl<K> Shared<K> {
 impl<K: 'static> State<K> {
     fn new(indexes: Vec<Index<K>>) -> Self {
         Self {
-            ids: FastMap::default(),
+            ids: hashbrown::HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             indexes,
@@ -97,19 +98,17 @@ impl<K: 'static> State<K> {
     }
 
     fn get(&self, key: ObjectKeyRef<'_>) -> Option<&Arc<K>> {
-        let id = *self.ids.get(query(&key))?;
+        let id = *self.ids.get(&key)?;
         self.slot(id).map(|s| &s.obj)
     }
 
     fn contains_key(&self, key: ObjectKeyRef<'_>) -> bool {
-        self.ids.contains_key(query(&key))
+        self.ids.contains_key(&key)
     }
 
     /// The key the store holds for `key`, if any.
     fn stored_key(&self, key: ObjectKeyRef<'_>) -> Option<Arc<ObjectKey>> {
-        self.ids
-            .get_key_value(query(&key))
-            .map(|(k, _)| Arc::clone(&k.0))
+        self.ids.get_key_value(&key).map(|(k, _)| Arc::clone(k))
     }
 
     /// Stores `obj` (updating its slot if the key is stored, allocating the key only if
@@ -121,14 +120,14 @@ impl<K: 'static> State<K> {
         scratch: &mut Scratch,
     ) -> (u32, Option<Arc<K>>) {
         // A key shared with the DeltaFIFO is normally the stored allocation itself:
-        // looked up as a `SharedKey`, it compares by address first.
+        // looked up as an `Arc<ObjectKey>`, it compares by address first.
         let key = match key {
-            KeyCandidate::Shared(key) => Ok(SharedKey(key)),
+            KeyCandidate::Shared(key) => Ok(key),
             other => Err(other),
         };
         let found = match &key {
             Ok(shared) => self.ids.get(shared),
-            Err(candidate) => self.ids.get(query(&candidate.key_ref())),
+            Err(candidate) => self.ids.get(&candidate.key_ref()),
         };
         if let Some(&id) = found
             && let Some(slot) = self.slots.get_mut(id as usize).and_then(Option::as_mut)
@@ -136,7 +135,7 @@ impl<K: 'static> State<K> {
             let old = std::mem::replace(&mut slot.obj, Arc::clone(obj));
             // The key equals the stored key: same namespace.
             let key_ns = match &key {
-                Ok(shared) => shared.0.namespace.as_deref(),
+                Ok(shared) => shared.namespace.as_deref(),
                 Err(candidate) => candidate.key_ref().namespace,
             };
             let mut under_key_ns = 0;
@@ -155,7 +154,7 @@ impl<K: 'static> State<K> {
     }
 
     /// Stores `obj` under `key`, which is not stored yet.
-    fn insert(&mut self, key: SharedKey, obj: Arc<K>) -> u32 {
+    fn insert(&mut self, key: Arc<ObjectKey>, obj: Arc<K>) -> u32 {
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -163,14 +162,14 @@ impl<K: 'static> State<K> {
                 (self.slots.len() - 1) as u32
             }
         };
-        let key_ns = key.0.namespace.as_deref();
+        let key_ns = key.namespace.as_deref();
         let mut under_key_ns = 0;
         for (i, index) in self.indexes.iter_mut().enumerate() {
             if index.add(id, &obj, key_ns) {
                 under_key_ns |= index_bit(i);
             }
         }
-        self.ids.insert(key.clone(), id);
+        self.ids.insert(Arc::clone(&key), id);
         self.slots[id as usize] = Some(Slot {
             key,
             obj,
@@ -179,15 +178,15 @@ impl<K: 'static> State<K> {
         id
     }
 
-    fn remove(&mut self, key: &dyn KeyLike) -> Option<Arc<K>> {
-        let id = self.ids.remove(query(key))?;
+    fn remove(&mut self, key: ObjectKeyRef<'_>) -> Option<Arc<K>> {
+        let id = self.ids.remove(&key)?;
         self.free_slot(id)
     }
 
     /// Empties slot `id` (whose key is already out of `ids`), unindexing its object.
     fn free_slot(&mut self, id: u32) -> Option<Arc<K>> {
         let slot = self.slots.get_mut(id as usize)?.take()?;
-        let key_ns = slot.key.0.namespace.as_deref();
+        let key_ns = slot.key.namespace.as_deref();
         for (i, index) in self.indexes.iter_mut().enumerate() {
             let under_key_ns = slot.under_key_ns & index_bit(i) != 0;
             index.remove(id, &slot.obj, key_ns, under_key_ns);
@@ -208,7 +207,7 @@ impl<K: 'static> State<K> {
             let bit = index_bit(self.indexes.len());
             for (id, slot) in self.slots.iter_mut().enumerate() {
                 let Some(slot) = slot else { continue };
-                if index.add(id as u32, &slot.obj, slot.key.0.namespace.as_deref()) {
+                if index.add(id as u32, &slot.obj, slot.key.namespace.as_deref()) {
                     slot.under_key_ns |= bit;
                 }
             }
@@ -307,7 +306,7 @@ impl<K: 'static> Writer<K> {
     /// Removes the object stored under the key of `obj`; returns it.
     pub fn delete(&mut self, obj: &K) -> Option<Arc<K>> {
         let candidate = self.shared.key_fn.candidate(obj);
-        self.shared.write().remove(&candidate.key_ref())
+        self.shared.write().remove(candidate.key_ref())
     }
 
     /// Removes the object stored under `key`; returns it.
@@ -344,7 +343,7 @@ impl<K: 'static> Writer<K> {
                 continue;
             }
             let id = id as u32;
-            let Some(key) = state.slot(id).map(|slot| slot.key.clone()) else {
+            let Some(key) = state.slot(id).map(|slot| Arc::clone(&slot.key)) else {
                 continue;
             };
             state.ids.remove(&key);
@@ -379,7 +378,7 @@ impl<K: 'static> WriteBatch<'_, K> {
 
     /// [`Writer::delete_key`].
     pub(crate) fn delete_key(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.state.remove(key)
+        self.state.remove(key.as_key_ref())
     }
 }
 
@@ -456,7 +455,7 @@ impl<K: 'static> Indexer<K> {
     pub fn list_keys(&self) -> Vec<Arc<ObjectKey>> {
         let state = self.shared.read();
         let mut keys = Vec::with_capacity(state.len());
-        keys.extend(state.occupied().map(|(_, s)| Arc::clone(&s.key.0)));
+        keys.extend(state.occupied().map(|(_, s)| Arc::clone(&s.key)));
         keys
     }
 
@@ -475,7 +474,7 @@ impl<K: 'static> Indexer<K> {
     /// DeltaFIFO that feeds it (that would deadlock).
     pub fn for_each(&self, mut f: impl FnMut(&Arc<ObjectKey>, &Arc<K>)) {
         for (_, slot) in self.shared.read().occupied() {
-            f(&slot.key.0, &slot.obj);
+            f(&slot.key, &slot.obj);
         }
     }
 
@@ -498,7 +497,7 @@ impl<K: 'static> Indexer<K> {
             .ids(value)
             .map(|ids| {
                 ids.iter()
-                    .filter_map(|&id| state.slot(id).map(|s| Arc::clone(&s.key.0)))
+                    .filter_map(|&id| state.slot(id).map(|s| Arc::clone(&s.key)))
                     .collect()
             })
             .unwrap_or_default())

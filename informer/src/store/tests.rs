@@ -471,6 +471,31 @@ fn keys_are_shared_between_the_map_and_the_indexes() {
 }
 
 #[test]
+fn a_borrowed_key_finds_the_object_stored_under_a_shared_key() {
+    let mut writer = Writer::new();
+    let key = Arc::new(ObjectKey::namespaced("ns", "a"));
+    writer.upsert_keyed(&key, Arc::new(cm("ns/a", &[], 1)));
+    let indexer = writer.indexer();
+    let borrowed = ObjectKeyRef::parse("ns/a").unwrap();
+    assert_eq!(version(&indexer.get_ref(borrowed).unwrap()), 1);
+    assert!(indexer.contains_key(borrowed));
+    assert!(Arc::ptr_eq(&indexer.stored_key(borrowed).unwrap(), &key));
+    assert!(
+        indexer
+            .get_ref(ObjectKeyRef::parse("ns/b").unwrap())
+            .is_none()
+    );
+    // `upsert` looks the object's own borrowed key up: same slot, same key.
+    writer.upsert(cm("ns/a", &[], 2));
+    assert_eq!(indexer.len(), 1);
+    assert_eq!(version(&indexer.get_ref(borrowed).unwrap()), 2);
+    assert!(Arc::ptr_eq(&indexer.list_keys()[0], &key));
+    let removed = writer.delete_key(&ObjectKey::namespaced("ns", "a"));
+    assert_eq!(version(&removed.unwrap()), 2);
+    assert!(indexer.is_empty());
+}
+
+#[test]
 fn selectors_on_an_indexed_label_are_answered_from_the_index() {
     let mut writer = Writer::new();
     let indexer = writer.indexer();
