@@ -101,7 +101,7 @@ use std::{
     collections::VecDeque,
     fmt,
     hash::BuildHasher,
-    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    sync::{Arc, Mutex, MutexGuard},
 };
 
 use hashbrown::{Equivalent, HashTable, hash_table::Entry};
@@ -112,6 +112,7 @@ pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Delta
 pub use known::KnownObjects;
 
 use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef};
+use crate::lock::MutexExt;
 use crate::store::FastState;
 
 /// Why [`DeltaFifo::pop`] returned without a successful result.
@@ -439,12 +440,9 @@ impl<K: Resource + 'static> Default for DeltaFifo<K> {
 
 impl<K> DeltaFifo<K> {
     // A panicking process function poisons the lock; the queue's own state is consistent
-    // at every point where user code runs, so carry on.
+    // at every point where user code runs, so carry on (the crate's policy, `lock.rs`).
     fn lock(&self) -> MutexGuard<'_, State<K>> {
-        self.shared
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.state.locked()
     }
 }
 

@@ -9,7 +9,7 @@
 use std::{
     collections::HashSet,
     fmt,
-    sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
 use kube::Resource;
@@ -20,6 +20,7 @@ use super::{
     selector::{Operator, Requirement, Selector},
 };
 use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef};
+use crate::lock::RwLockExt;
 use crate::reflector::CachedObjects;
 
 /// One stored object and its key.
@@ -57,11 +58,11 @@ impl<K> Shared<K> {
     // A panic in a user's index function poisons the lock; the store stays usable (the
     // interrupted object's index entries may be stale), as client-go's would.
     fn read(&self) -> RwLockReadGuard<'_, State<K>> {
-        self.state.read().unwrap_or_else(PoisonError::into_inner)
+        self.state.read_locked()
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, State<K>> {
-        self.state.write().unwrap_or_else(PoisonError::into_inner)
+        self.state.write_locked()
     }
 }
 
