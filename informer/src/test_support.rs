@@ -35,3 +35,13 @@ pub(crate) fn version(obj: &ConfigMap) -> u32 {
         .parse()
         .expect("a numeric resourceVersion")
 }
+
+/// The names of `objects`, sorted, to compare query results whatever their order.
+pub(crate) fn names<K: kube::Resource>(objects: &[std::sync::Arc<K>]) -> Vec<String> {
+    let mut names: Vec<String> = objects
+        .iter()
+        .map(|o| o.meta().name.clone().unwrap_or_default())
+        .collect();
+    names.sort();
+    names
+}

@@ -13,6 +13,7 @@ use crate::key::ObjectKey;
 use crate::lister::Lister;
 use crate::shared_informer::InformerOptions;
 use crate::store::{Index, IndexFunc, IndexQuery, IndexedField, TypedIndex, Writer};
+use crate::test_support::names;
 
 /// The keys `I` gives `object`, sorted.
 fn keys<K, I: Index<K>>(object: &K) -> Vec<String> {
@@ -20,15 +21,6 @@ fn keys<K, I: Index<K>>(object: &K) -> Vec<String> {
     I::index_values(object, &mut |key| keys.push(key.to_owned()));
     keys.sort();
     keys
-}
-
-fn names<K: kube::Resource>(objects: &[Arc<K>]) -> Vec<String> {
-    let mut names: Vec<String> = objects
-        .iter()
-        .map(|o| o.meta().name.clone().unwrap_or_default())
-        .collect();
-    names.sort();
-    names
 }
 
 // --- A CRD: the derive sits on the spec and implements the traits for `Widget`. ---

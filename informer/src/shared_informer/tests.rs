@@ -38,6 +38,25 @@ impl ListerWatcher<ConfigMap> for FixedList {
     }
 }
 
+/// Runs `informer` in a task until the returned sender is used (or dropped).
+fn spawn_run(
+    informer: &SharedIndexInformer<ConfigMap>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), InformerError>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let informer = informer.clone();
+    let running = tokio::spawn(async move {
+        informer
+            .run(async {
+                stopped.await.ok();
+            })
+            .await
+    });
+    (stop, running)
+}
+
 /// Starts an informer over `items` and waits for `synced` of what `wait_on` picks;
 /// returns how much (paused) time that took.
 async fn time_to_sync(items: Vec<ConfigMap>, with_handler: bool) -> Duration {
@@ -54,17 +73,7 @@ async fn time_to_sync(items: Vec<ConfigMap>, with_handler: bool) -> Duration {
             .add_event_handler(ResourceEventHandlerFns::new())
             .expect("added")
     });
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn({
-        let informer = informer.clone();
-        async move {
-            informer
-                .run(async {
-                    stopped.await.ok();
-                })
-                .await
-        }
-    });
+    let (stop, running) = spawn_run(&informer);
     let start = Instant::now();
     match &registration {
         Some(registration) => wait_for_cache_sync(&[&informer, registration]).await,
@@ -135,17 +144,7 @@ async fn a_handler_whose_period_equals_the_check_period_resyncs_at_every_tick() 
             Duration::from_secs(1),
         )
         .expect("added");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn({
-        let informer = informer.clone();
-        async move {
-            informer
-                .run(async {
-                    stopped.await.ok();
-                })
-                .await
-        }
-    });
+    let (stop, running) = spawn_run(&informer);
     tokio::time::sleep(Duration::from_millis(6500)).await;
     // The handler runs on its own thread, outside the paused clock: let it catch up.
     while registration.stats().pending > 0 {

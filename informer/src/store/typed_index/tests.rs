@@ -11,15 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::{AsIndexKey, Index, IndexKey};
 use crate::lister::Lister;
 use crate::store::{Indexers, Writer};
-
-fn names<K: kube::Resource>(objects: &[Arc<K>]) -> Vec<String> {
-    let mut names: Vec<String> = objects
-        .iter()
-        .map(|o| o.meta().name.clone().unwrap_or_default())
-        .collect();
-    names.sort();
-    names
-}
+use crate::test_support::names;
 
 // --- A built-in type, indexed by a hand-written marker. ---
 
