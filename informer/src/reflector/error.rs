@@ -82,19 +82,21 @@ pub(crate) fn is_expired(e: &kube::Error) -> bool {
 
 /// "Too large resource version": the server (say, restarted with an empty watch
 /// cache) is behind the version asked for. Like 410, a consistent relist fixes it.
+///
+/// As client-go's `isTooLargeResourceVersionError`: the `ResourceVersionTooLarge`
+/// cause; or, from servers that predate it, a timeout whose cause (1.17.0 to 1.18.5)
+/// or message (before 1.17) says "Too large resource version".
 pub(crate) fn is_too_large_resource_version(e: &kube::Error) -> bool {
-    match e {
-        kube::Error::Api(status) => {
-            status.code == 504
-                && (status.message.contains("Too large resource version")
-                    || status.details.as_ref().is_some_and(|d| {
-                        d.causes
-                            .iter()
-                            .any(|c| c.reason == "ResourceVersionTooLarge")
-                    }))
-        }
-        _ => false,
+    const MESSAGE: &str = "Too large resource version";
+    let kube::Error::Api(status) = e else {
+        return false;
+    };
+    let causes = || status.details.iter().flat_map(|details| &details.causes);
+    if causes().any(|cause| cause.reason == "ResourceVersionTooLarge") {
+        return true;
     }
+    let timeout = status.reason == "Timeout" || status.code == 504;
+    timeout && (causes().any(|cause| cause.message == MESSAGE) || status.message.contains(MESSAGE))
 }
 
 /// Whether the cause is a refused TCP connection (the API server is not up), in which

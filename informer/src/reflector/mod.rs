@@ -356,6 +356,13 @@ where
                 // The server closed the watch (its timeout): resume.
                 None => {}
                 Some(e) if is_expired(&e) => return self.expired(e),
+                Some(e) if is_too_many_requests(&e) => {
+                    // The server asks us to slow down (client-go: back off, then watch
+                    // again from the last resourceVersion; the cache is still good).
+                    self.report(&ReflectorError::Watch(e));
+                    tokio::time::sleep(connect_backoff.next_delay()).await;
+                    continue;
+                }
                 Some(kube::Error::Api(status)) => {
                     // An error event from the server: start over with a relist.
                     return Err(ReflectorError::Watch(kube::Error::Api(status)));

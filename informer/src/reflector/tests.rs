@@ -532,3 +532,90 @@ async fn a_store_that_offers_its_cache_gets_unchanged_objects_back_as_its_own() 
     // `a` is cached at the listed version; `c` only at an older one.
     assert_eq!(run.log(), ["replace [b,c] unchanged [a] at 10"]);
 }
+
+/// client-go's watch loop: a 429 (too many requests), as an error at the start of a
+/// watch or inside its stream, backs off and watches again from the last
+/// resourceVersion; the cache is still good, so there is no relist.
+#[tokio::test(start_paused = true)]
+async fn a_429_inside_a_watch_backs_off_and_watches_again_without_relisting() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(page(&["a"], "10", None));
+    script.watches.lock().unwrap().extend([
+        // At once, with no event: not a "very short watch" either.
+        Ok(vec![Err(status(429, "too many requests"))]),
+        Ok(vec![
+            Ok(WatchEvent::Added(cm("b", "11"))),
+            Err(status(429, "too many requests")),
+        ]),
+    ]);
+    let run = run(
+        script,
+        Config::default().backoff(BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        }),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(run.calls().len(), 2, "no second watch before the backoff");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        run.calls(),
+        [
+            list("0", Some(500), None),
+            Call::Watch("10".into()),
+            Call::Watch("10".into()),
+            Call::Watch("11".into()),
+        ]
+    );
+    assert_eq!(run.log(), ["replace [a] at 10", "add b"]);
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        ["watch failed", "watch failed"]
+    );
+    assert_eq!(run.reflector.stats().short_watches, 0);
+}
+
+/// API servers 1.17.0 to 1.18.5 say "too large resource version" as a timeout whose
+/// cause's message (not its reason) names it; client-go recognises that form, as it
+/// does the `ResourceVersionTooLarge` cause of later servers, and lists consistently.
+#[tokio::test(start_paused = true)]
+async fn a_too_large_resource_version_from_servers_1_17_to_1_18_5_falls_back_to_a_consistent_list()
+{
+    // The status such a server sends, as it sends it.
+    let too_large: kube::core::Status = serde_json::from_value(serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": "Timeout: request did not complete within the allotted timeout",
+        "reason": "Timeout",
+        "details": {"causes": [{"message": "Too large resource version"}], "retryAfterSeconds": 1},
+        "code": 504
+    }))
+    .expect("a Status");
+    let script = Script::default();
+    script.lists.lock().unwrap().extend([
+        page(&["a"], "10", None),
+        Err(kube::Error::Api(too_large.boxed())),
+        page(&["a", "b"], "30", None),
+    ]);
+    script.watches.lock().unwrap().extend([Ok(vec![
+        Ok(WatchEvent::Added(cm("b", "11"))),
+        Err(status(410, "too old resource version")),
+    ])]);
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        run.calls()[..5],
+        [
+            list("0", Some(500), None),
+            Call::Watch("10".into()),
+            list("11", None, None),
+            list("", Some(500), None),
+            Call::Watch("30".into()),
+        ]
+    );
+}
