@@ -26,9 +26,9 @@
 //!   update the known objects before any other operation looks at them (this closes the
 //!   races client-go's lock closes). Returning [`ProcessError::Requeue`] puts the
 //!   deltas back at the end of the queue (client-go's `ErrRequeue`).
-//! - **Close.** [`close`] wakes every waiting [`pop`]; from then on `pop` returns
-//!   [`PopError::Closed`] at once, even with changes still queued (client-go drains
-//!   them first; a closed informer has no use for them).
+//! - **Close.** [`close`] wakes every waiting [`pop`]; from then on `pop` hands out
+//!   what is still queued and then returns [`PopError::Closed`] instead of waiting
+//!   (client-go's rule: nothing queued is lost to a close).
 //! - **Synced.** [`has_synced`] turns true once every key queued by the first
 //!   [`replace`] has been popped and processed without requeue; it is true at once if an
 //!   `add`, `update` or `delete` came first. Keys of that first list report
@@ -670,7 +670,7 @@ impl<K: 'static> DeltaFifo<K> {
     /// the deltas of up to `max` queued keys, one key at a time, in queue order, each
     /// exactly as `pop` would (`pop` is a batch of one). Lets the consumer take its own
     /// locks once per batch rather than once per key. Returns what `run` returns and whether the queue is empty now;
-    /// `None` once the queue is closed.
+    /// `None` once the queue is closed and empty.
     pub(crate) async fn pop_batch<T>(
         &self,
         max: usize,
@@ -686,7 +686,8 @@ impl<K: 'static> DeltaFifo<K> {
                 if std::mem::take(&mut waiting.registered) {
                     state.waiters -= 1;
                 }
-                if state.closed {
+                // Closed: what is still queued is handed out first (client-go's `Pop`).
+                if state.closed && state.queue.is_empty() {
                     return None;
                 }
                 if !state.queue.is_empty() {
@@ -708,8 +709,9 @@ impl<K: 'static> DeltaFifo<K> {
         }
     }
 
-    /// Closes the queue: wakes every waiting [`pop`](Self::pop), which then returns
-    /// [`PopError::Closed`], as does every later `pop`.
+    /// Closes the queue: wakes every waiting [`pop`](Self::pop). From then on a `pop`
+    /// hands out what is still queued, and returns [`PopError::Closed`] instead of
+    /// waiting for more.
     pub fn close(&self) {
         self.lock().closed = true;
         // Wakes every pop registered so far, polled or not.

@@ -350,7 +350,9 @@ async fn a_failed_process_drops_the_deltas() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn close_wakes_every_waiter_and_pop_then_returns_closed() {
+// client-go's TestDeltaFIFO_PopShouldUnblockWhenClosed, and `Pop` draining what is
+// queued before it reports the close.
+async fn close_wakes_every_waiter_and_a_closed_fifo_hands_out_what_is_queued() {
     let fifo = DeltaFifo::<ConfigMap>::default();
     let waiters: Vec<_> = (0..3)
         .map(|_| {
@@ -369,12 +371,13 @@ async fn close_wakes_every_waiter_and_pop_then_returns_closed() {
     }
     assert!(fifo.is_closed());
     fifo.add(cm("ns/a", 1));
+    let popped = fifo
+        .pop(|deltas| Ok::<_, ProcessError<()>>(deltas.key().to_string()))
+        .await;
+    assert_eq!(popped.expect("queued before the pop"), "ns/a");
+    assert_eq!(fifo.len(), 0);
     let result = fifo.pop(|_| Ok::<_, ProcessError<()>>(())).await;
-    assert!(
-        matches!(result, Err(PopError::Closed)),
-        "closed even with keys queued"
-    );
-    assert_eq!(fifo.len(), 1);
+    assert!(matches!(result, Err(PopError::Closed)), "closed and empty");
 }
 
 #[tokio::test]
