@@ -76,7 +76,32 @@ impl<K> Buffer<K> {
     fn lock(&self) -> MutexGuard<'_, BufferState<K>> {
         self.state.locked()
     }
+
+    /// Waits for `pause` on the handler thread, or less if the listener is closed
+    /// meanwhile (removal and shutdown do not wait for it).
+    fn pause_unless_closed(&self, pause: Duration) {
+        let deadline = std::time::Instant::now() + pause;
+        let mut state = self.lock();
+        while !state.closed {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            // `close` (and a push) wake a waiting thread; a push only ends this wait
+            // early for another look at the deadline.
+            state.thread_waiting = true;
+            state = self
+                .ready
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
 }
+
+/// How long a handler's thread waits after the handler panicked (client-go's listener
+/// restarts after one second).
+const PAUSE_AFTER_PANIC: Duration = Duration::from_secs(1);
 
 /// The state shared by the process loop (producer) and the handler (consumer).
 pub(crate) struct Listener<K> {
@@ -354,15 +379,22 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     notification.deliver(handler.as_mut());
                 }));
+                let panicked = outcome.is_err();
                 if let Err(panic) = outcome {
                     listener.panics.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(
                         handler = listener.id,
                         panic = crate::panic::message(panic.as_ref()),
-                        "event handler panicked; going on with the next notification"
+                        "event handler panicked; going on with the next notification in {:?}",
+                        PAUSE_AFTER_PANIC
                     );
                 }
                 listener.delivered(initial);
+                if panicked {
+                    // client-go restarts a crashed listener after a second: a handler
+                    // that panics on every notification does not spin a core.
+                    listener.buffer.pause_unless_closed(PAUSE_AFTER_PANIC);
+                }
             }
             // Removed or stopped: drop what is still buffered.
             receiver.batch.clear();

@@ -28,6 +28,10 @@ use crate::reflector::{
 };
 use crate::store::{Indexer, NAMESPACE_INDEX, Writer};
 
+/// The smallest handler resync period (client-go's `minimumResyncPeriod`): smaller
+/// ones are raised to it.
+const MINIMUM_RESYNC: Duration = Duration::from_secs(1);
+
 /// A shared, indexed informer for resource type `K`; see the [module docs](super).
 /// Cloning gives another handle to the same informer.
 #[derive(Educe)]
@@ -182,11 +186,16 @@ where
         &self,
         handler: impl ResourceEventHandler<K>,
     ) -> Result<Registration<K>, InformerError> {
-        self.add_boxed(Box::new(handler), self.inner.default_resync)
+        let resync = self
+            .inner
+            .default_resync
+            .and_then(|period| self.inner.adjust_resync(period));
+        self.add_boxed(Box::new(handler), resync)
     }
 
     /// Registers a handler with its own resync period (client-go's
-    /// `AddEventHandlerWithResyncPeriod`).
+    /// `AddEventHandlerWithResyncPeriod`). A period under one second is raised to one
+    /// second; after start, one under the informer's check period is raised to it.
     pub fn add_event_handler_with_resync(
         &self,
         handler: impl ResourceEventHandler<K>,
@@ -399,6 +408,17 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         if requested.is_zero() {
             return None;
         }
+        let requested = if requested < MINIMUM_RESYNC {
+            tracing::warn!(
+                kind = self.kind,
+                ?requested,
+                minimum = ?MINIMUM_RESYNC,
+                "resync period too small; raised to the minimum"
+            );
+            MINIMUM_RESYNC
+        } else {
+            requested
+        };
         let mut startup = self.startup();
         if let Some(startup) = startup.as_mut() {
             let check = &mut startup.resync_check_period;

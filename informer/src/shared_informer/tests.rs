@@ -199,3 +199,70 @@ async fn shutdown_signalled_before_run_sends_no_list_or_watch() {
     }
     assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
+
+/// client-go's `minimumResyncPeriod`: a handler asking for less than a second is
+/// resynced every second.
+#[tokio::test(start_paused = true)]
+async fn a_handler_resync_below_one_second_is_raised_to_one_second() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let items = vec![config_map("default/cm", &[], 1)];
+    let informer = SharedIndexInformer::with_options(
+        FixedList {
+            items,
+            ..FixedList::default()
+        },
+        InformerOptions::default(),
+    )
+    .expect("no indexes");
+    let resyncs = Arc::new(AtomicUsize::new(0));
+    let registration = informer
+        .add_event_handler_with_resync(
+            ResourceEventHandlerFns::new().on_update({
+                let resyncs = Arc::clone(&resyncs);
+                move |_: &Arc<ConfigMap>, _: &Arc<ConfigMap>| {
+                    resyncs.fetch_add(1, Ordering::SeqCst);
+                }
+            }),
+            Duration::from_millis(200),
+        )
+        .expect("added");
+    let (stop, running) = spawn_run(&informer);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    while registration.stats().pending > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(resyncs.load(Ordering::SeqCst), 2, "at 1 s and 2 s");
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+}
+
+/// client-go restarts a listener whose handler panicked after a second, so a handler
+/// that panics on every notification does not spin: three panics take two pauses.
+#[tokio::test]
+async fn a_handler_that_panics_waits_a_second_before_its_next_notification() {
+    let items = (0..3)
+        .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
+        .collect();
+    let informer = SharedIndexInformer::with_options(
+        FixedList {
+            items,
+            ..FixedList::default()
+        },
+        InformerOptions::default(),
+    )
+    .expect("no indexes");
+    let registration = informer
+        .add_event_handler(
+            ResourceEventHandlerFns::new().on_add(|_: &Arc<ConfigMap>, _| panic!("always")),
+        )
+        .expect("added");
+    let started = std::time::Instant::now();
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&registration]).await;
+    assert_eq!(registration.stats().panics, 3);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2));
+    // Stopping does not wait out a pause.
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+}
