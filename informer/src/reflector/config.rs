@@ -16,13 +16,20 @@ pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 /// Sees every error a reflector meets (client-go's `WatchErrorHandler`).
 pub type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
+/// The page size of lists when none is set (client-go's pager default).
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
 /// How a [`super::Reflector`] lists and watches. The defaults are client-go's.
 #[derive(Clone)]
 #[must_use]
 pub struct Config {
-    /// Objects per list page when the server pages (default 500). `None` lists all
-    /// at once. Lists at resourceVersion "0" are served whole from the watch cache
-    /// whatever the page size, exactly as for client-go.
+    /// Objects per list page (client-go's `WatchListPageSize`). `None`, the default,
+    /// is client-go's default: lists at resourceVersion "" or "0" ask for pages of
+    /// [`DEFAULT_PAGE_SIZE`], and a relist at a specific resourceVersion is asked for
+    /// whole (so the watch cache can serve it) unless the first list came back in pages
+    /// (the watch cache is off: paging spares etcd). `Some(n)` pages every list by `n`.
+    /// A list at resourceVersion "0" is served whole from the watch cache whatever the
+    /// page size, as for client-go.
     pub page_size: Option<u32>,
     /// How often to ask the store to resync (`None`, the default: never).
     pub resync_period: Option<Duration>,
@@ -44,7 +51,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            page_size: Some(500),
+            page_size: None,
             resync_period: None,
             should_resync: None,
             watch_timeout: Duration::from_secs(300)..=Duration::from_secs(600),
@@ -72,7 +79,8 @@ impl fmt::Debug for Config {
 }
 
 impl Config {
-    /// Objects per list page (`None`: no paging).
+    /// Objects per list page, for every list (`None`: client-go's default; see
+    /// [`Config::page_size`](Self#structfield.page_size)).
     pub fn page_size(mut self, page_size: Option<u32>) -> Self {
         self.page_size = page_size;
         self

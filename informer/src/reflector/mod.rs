@@ -52,7 +52,7 @@ use tracing::Instrument;
 
 pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
-pub use config::{Config, ShouldResync, WatchErrorHandler};
+pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError};
 pub use lister_watcher::{
@@ -107,6 +107,10 @@ struct Progress {
     /// The last resourceVersion answered 410 to a list: the next list must be a
     /// consistent read.
     resource_version_unavailable: bool,
+    /// The first list at "0" came back in pages: the server pages (its watch cache is
+    /// off), so relists at a specific version are paged too (client-go's
+    /// `paginatedResult`).
+    paginated_result: bool,
 }
 
 impl<K> Reflector<K>
@@ -178,6 +182,7 @@ where
                 last_resource_version: String::new(),
                 event_resource_version: String::new(),
                 resource_version_unavailable: false,
+                paginated_result: false,
             };
             let mut backoff = Backoff::new(self.config.backoff.clone());
             loop {
@@ -235,7 +240,7 @@ where
     async fn list(&self, progress: &mut Progress) -> Result<(), ReflectorError> {
         let started = Instant::now();
         let resource_version = Self::relist_resource_version(progress).to_owned();
-        let listed = match self.list_all(&resource_version).await {
+        let listed = match self.list_all(&resource_version, progress).await {
             Ok(listed) => listed,
             Err(e)
                 if (is_expired(&e) || is_too_large_resource_version(&e))
@@ -245,7 +250,9 @@ where
                 // a consistent read, so the reflector always makes progress.
                 self.report(&ReflectorError::Expired(e));
                 progress.resource_version_unavailable = true;
-                self.list_all("").await.map_err(ReflectorError::List)?
+                self.list_all("", progress)
+                    .await
+                    .map_err(ReflectorError::List)?
             }
             Err(e) => return Err(ReflectorError::List(e)),
         };
@@ -262,17 +269,24 @@ where
 
     /// Lists every page at `resource_version`, into one page. Objects the store holds
     /// unchanged are taken from it (see [`ReflectorStore::cached_objects`]).
-    async fn list_all(&self, resource_version: &str) -> Result<ListPage<K>, kube::Error> {
+    async fn list_all(
+        &self,
+        resource_version: &str,
+        progress: &mut Progress,
+    ) -> Result<ListPage<K>, kube::Error> {
         let cache = self.store.cached_objects();
         let list = |request: ListRequest| match &cache {
             Some(cache) => self.lister_watcher.list_reusing(request, Arc::clone(cache)),
             None => self.lister_watcher.list(request),
         };
-        // Like client-go: page only for "" and "0"; a list at a specific version is
-        // served by the watch cache, which ignores limits anyway.
-        let limit = match resource_version {
-            "" | "0" => self.config.page_size,
-            _ => None,
+        // client-go's rule: an explicit page size pages every list; otherwise "" and
+        // "0" are paged by default, and a specific version is asked for whole, so that
+        // the watch cache serves it, unless the server paged the first list (then there
+        // is no watch cache, and paging spares etcd).
+        let limit = match (self.config.page_size, resource_version) {
+            (Some(size), _) => Some(size),
+            (None, "" | "0") => Some(DEFAULT_PAGE_SIZE),
+            (None, _) => progress.paginated_result.then_some(DEFAULT_PAGE_SIZE),
         };
         let mut listed = ListPage::default();
         let mut request = ListRequest {
@@ -299,7 +313,12 @@ where
             append(&mut listed.items, page.items);
             append(&mut listed.unchanged, page.unchanged);
             match page.continue_token {
-                Some(token) => request.continue_token = Some(token),
+                Some(token) => {
+                    if resource_version == "0" {
+                        progress.paginated_result = true;
+                    }
+                    request.continue_token = Some(token);
+                }
                 None => {
                     listed.resource_version = page.resource_version;
                     return Ok(listed);

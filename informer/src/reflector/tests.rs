@@ -619,3 +619,57 @@ async fn a_too_large_resource_version_from_servers_1_17_to_1_18_5_falls_back_to_
         ]
     );
 }
+
+/// client-go's pager rule for relists at a specific resourceVersion: whole by
+/// default (the watch cache serves them), but paged when the first list came back in
+/// pages (no watch cache: paging spares etcd) or when a page size was set explicitly.
+#[tokio::test(start_paused = true)]
+async fn a_relist_at_a_version_is_paged_when_the_server_paged_the_first_list() {
+    let script = Script::default();
+    script.lists.lock().unwrap().extend([
+        page(&["a"], "10", Some("more")),
+        page(&["b"], "10", None),
+        page(&["a", "b"], "20", None),
+    ]);
+    script.watches.lock().unwrap().extend([Ok(vec![
+        Ok(WatchEvent::Added(cm("c", "11"))),
+        Err(status(410, "too old resource version")),
+    ])]);
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        run.calls()[..5],
+        [
+            list("0", Some(500), None),
+            list("0", Some(500), Some("more")),
+            Call::Watch("10".into()),
+            list("11", Some(500), None),
+            Call::Watch("20".into()),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_at_a_version_is_paged_when_a_page_size_was_set() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .extend([page(&["a"], "10", None), page(&["a", "b"], "20", None)]);
+    script.watches.lock().unwrap().extend([Ok(vec![
+        Ok(WatchEvent::Added(cm("b", "11"))),
+        Err(status(410, "too old resource version")),
+    ])]);
+    let run = run(script, Config::default().page_size(Some(50)));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        run.calls()[..4],
+        [
+            list("0", Some(50), None),
+            Call::Watch("10".into()),
+            list("11", Some(50), None),
+            Call::Watch("20".into()),
+        ]
+    );
+}
