@@ -33,6 +33,7 @@
 //! `INFORMER_TESTENV_NO_INSTALL` forbids installing; `INFORMER_TESTENV_KEEP` keeps the
 //! servers' directory (logs, data, certificates) after they stop, for debugging.
 
+mod credentials;
 mod install;
 mod pki;
 mod process;
@@ -46,7 +47,6 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use rand::Rng;
 use tokio::sync::OnceCell;
@@ -212,16 +212,10 @@ impl TestEnv {
             .keep();
         let pki = pki::write(&dir)?;
 
-        let admin_token = random_token();
-        let restricted_token = random_token();
+        let admin_token = credentials::random_token();
+        let restricted_token = credentials::random_token();
         let tokens = dir.join("tokens.csv");
-        write_file(
-            &tokens,
-            &format!(
-                "{admin_token},{ADMIN_USER},{ADMIN_USER}-uid,\"system:masters\"\n\
-                 {restricted_token},{RESTRICTED_USER},{RESTRICTED_USER}-uid\n"
-            ),
-        )?;
+        credentials::write_token_file(&tokens, &admin_token, &restricted_token)?;
 
         let etcd_port = free_port(&dir)?;
         let etcd_peer_port = free_port(&dir)?;
@@ -230,15 +224,15 @@ impl TestEnv {
         let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
 
         let kubeconfig = dir.join("kubeconfig");
-        write_kubeconfig(
+        credentials::write_kubeconfig(
             &kubeconfig,
             apiserver_port,
             &pki.ca_cert,
             &admin_token,
             &restricted_token,
         )?;
-        let admin = load_config(&kubeconfig, ADMIN_USER).await?;
-        let restricted = load_config(&kubeconfig, RESTRICTED_USER).await?;
+        let admin = credentials::load_config(&kubeconfig, ADMIN_USER).await?;
+        let restricted = credentials::load_config(&kubeconfig, RESTRICTED_USER).await?;
 
         let keep = std::env::var_os("INFORMER_TESTENV_KEEP").is_some();
         let etcd_args = vec![
@@ -623,64 +617,4 @@ fn free_port(dir: &Path) -> Result<u16, TestEnvError> {
             path: dir.to_path_buf(),
             source,
         })
-}
-
-fn random_token() -> String {
-    let bytes: [u8; 16] = rand::rng().random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn write_file(path: &Path, contents: &str) -> Result<(), TestEnvError> {
-    std::fs::write(path, contents).map_err(|source| TestEnvError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn write_kubeconfig(
-    path: &Path,
-    port: u16,
-    ca: &Path,
-    admin_token: &str,
-    restricted_token: &str,
-) -> Result<(), TestEnvError> {
-    let context = |user: &str| {
-        serde_json::json!({
-            "name": user,
-            "context": { "cluster": "informer-testenv", "user": user, "namespace": "default" }
-        })
-    };
-    // JSON is YAML, so every kubeconfig reader accepts this file.
-    let kubeconfig = serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{
-            "name": "informer-testenv",
-            "cluster": {
-                "server": format!("https://127.0.0.1:{port}"),
-                "certificate-authority": ca,
-            }
-        }],
-        "users": [
-            { "name": ADMIN_USER, "user": { "token": admin_token } },
-            { "name": RESTRICTED_USER, "user": { "token": restricted_token } },
-        ],
-        "contexts": [context(ADMIN_USER), context(RESTRICTED_USER)],
-        "current-context": ADMIN_USER,
-    });
-    write_file(
-        path,
-        &serde_json::to_string_pretty(&kubeconfig).expect("JSON values serialise"),
-    )
-}
-
-async fn load_config(kubeconfig: &Path, context: &str) -> Result<Config, TestEnvError> {
-    let file = Kubeconfig::read_from(kubeconfig).map_err(TestEnvError::Kubeconfig)?;
-    let options = KubeConfigOptions {
-        context: Some(context.to_owned()),
-        ..KubeConfigOptions::default()
-    };
-    Config::from_custom_kubeconfig(file, &options)
-        .await
-        .map_err(TestEnvError::Kubeconfig)
 }
