@@ -38,6 +38,7 @@ mod install;
 mod pki;
 mod process;
 mod proxy;
+mod readiness;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -254,7 +255,7 @@ impl TestEnv {
             &dir.join("etcd.log"),
             (!keep).then_some(dir.as_path()),
         )?;
-        wait_for_port(&etcd, etcd_port).await?;
+        readiness::wait_for_port(&etcd, etcd_port).await?;
 
         let mut apiserver_args = vec![
             format!("--etcd-servers={etcd_url}"),
@@ -534,28 +535,6 @@ impl TestEnv {
             })
         }
     }
-
-    async fn wait_for_apiserver(&self, server: &Supervised) -> Result<(), TestEnvError> {
-        let client = self.client()?;
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            if !server.is_running() {
-                return Err(not_ready("kube-apiserver", "exited".into(), server));
-            }
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("a static request is valid");
-            let last = match client.request_text(request).await {
-                Ok(body) if body.trim() == "ok" => return Ok(()),
-                Ok(body) => body,
-                Err(e) => e.to_string(),
-            };
-            if Instant::now() >= deadline {
-                return Err(not_ready("kube-apiserver", last, server));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
 }
 
 impl Drop for TestEnv {
@@ -577,33 +556,6 @@ impl Drop for TestEnv {
         {
             server.stop();
         }
-    }
-}
-
-fn not_ready(component: &'static str, reason: String, server: &Supervised) -> TestEnvError {
-    TestEnvError::NotReady {
-        component,
-        reason,
-        log_tail: server.log_tail(),
-    }
-}
-
-async fn wait_for_port(server: &Supervised, port: u16) -> Result<(), TestEnvError> {
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return Ok(());
-        }
-        if !server.is_running() {
-            return Err(not_ready("etcd", "exited".into(), server));
-        }
-        if Instant::now() >= deadline {
-            return Err(not_ready("etcd", format!("port {port} closed"), server));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
