@@ -33,27 +33,26 @@
 //! `INFORMER_TESTENV_NO_INSTALL` forbids installing; `INFORMER_TESTENV_KEEP` keeps the
 //! servers' directory (logs, data, certificates) after they stop, for debugging.
 
+mod credentials;
 mod install;
+mod levers;
 mod pki;
 mod process;
 mod proxy;
+mod readiness;
+mod resources;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use rand::Rng;
 use tokio::sync::OnceCell;
 
 use process::Supervised;
 
-use crate::lock::MutexExt;
 pub use proxy::FaultProxy;
 
 /// How long a server may take to become ready.
@@ -212,16 +211,10 @@ impl TestEnv {
             .keep();
         let pki = pki::write(&dir)?;
 
-        let admin_token = random_token();
-        let restricted_token = random_token();
+        let admin_token = credentials::random_token();
+        let restricted_token = credentials::random_token();
         let tokens = dir.join("tokens.csv");
-        write_file(
-            &tokens,
-            &format!(
-                "{admin_token},{ADMIN_USER},{ADMIN_USER}-uid,\"system:masters\"\n\
-                 {restricted_token},{RESTRICTED_USER},{RESTRICTED_USER}-uid\n"
-            ),
-        )?;
+        credentials::write_token_file(&tokens, &admin_token, &restricted_token)?;
 
         let etcd_port = free_port(&dir)?;
         let etcd_peer_port = free_port(&dir)?;
@@ -230,15 +223,15 @@ impl TestEnv {
         let etcd_peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
 
         let kubeconfig = dir.join("kubeconfig");
-        write_kubeconfig(
+        credentials::write_kubeconfig(
             &kubeconfig,
             apiserver_port,
             &pki.ca_cert,
             &admin_token,
             &restricted_token,
         )?;
-        let admin = load_config(&kubeconfig, ADMIN_USER).await?;
-        let restricted = load_config(&kubeconfig, RESTRICTED_USER).await?;
+        let admin = credentials::load_config(&kubeconfig, ADMIN_USER).await?;
+        let restricted = credentials::load_config(&kubeconfig, RESTRICTED_USER).await?;
 
         let keep = std::env::var_os("INFORMER_TESTENV_KEEP").is_some();
         let etcd_args = vec![
@@ -260,7 +253,7 @@ impl TestEnv {
             &dir.join("etcd.log"),
             (!keep).then_some(dir.as_path()),
         )?;
-        wait_for_port(&etcd, etcd_port).await?;
+        readiness::wait_for_port(&etcd, etcd_port).await?;
 
         let mut apiserver_args = vec![
             format!("--etcd-servers={etcd_url}"),
@@ -349,219 +342,6 @@ impl TestEnv {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-
-    /// Creates a namespace with a unique name starting with `prefix`, for a test to
-    /// isolate its objects from other tests sharing this control plane.
-    pub async fn create_namespace(&self, prefix: &str) -> Result<String, TestEnvError> {
-        let n = self.namespaces.fetch_add(1, Ordering::Relaxed);
-        let suffix: u32 = rand::rng().random_range(0..0x10000);
-        let name = format!("{prefix}-{n}-{suffix:04x}");
-        let namespace: Namespace = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": name }
-        }))
-        .expect("a namespace with a name is valid");
-        Api::<Namespace>::all(self.client()?)
-            .create(&PostParams::default(), &namespace)
-            .await
-            .map_err(TestEnvError::Client)?;
-        Ok(name)
-    }
-
-    /// Lets [`RESTRICTED_USER`] use `verbs` on `resource` (of API group `api_group`,
-    /// `""` for the core group) in `namespace`, through a Role and RoleBinding named
-    /// after the resource. RBAC's authorizer learns of the binding through its own
-    /// informer, so allow a moment before the user is let in.
-    pub async fn allow_restricted(
-        &self,
-        namespace: &str,
-        api_group: &str,
-        resource: &str,
-        verbs: &[&str],
-    ) -> Result<(), TestEnvError> {
-        use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-        let name = format!("restricted-{resource}");
-        let role: Role = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": name },
-            "rules": [{ "apiGroups": [api_group], "resources": [resource], "verbs": verbs }],
-        }))
-        .expect("a valid Role");
-        let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": name },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name },
-            "subjects": [{
-                "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RESTRICTED_USER,
-            }],
-        }))
-        .expect("a valid RoleBinding");
-        let client = self.client()?;
-        Api::<Role>::namespaced(client.clone(), namespace)
-            .create(&PostParams::default(), &role)
-            .await
-            .map_err(TestEnvError::Client)?;
-        Api::<RoleBinding>::namespaced(client, namespace)
-            .create(&PostParams::default(), &binding)
-            .await
-            .map_err(TestEnvError::Client)?;
-        Ok(())
-    }
-
-    /// Installs a CustomResourceDefinition (an existing one of the same name is
-    /// kept) and waits until the API server serves its resource, as envtest does.
-    pub async fn install_crd(
-        &self,
-        crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    ) -> Result<(), TestEnvError> {
-        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-        let client = self.client()?;
-        match Api::<CustomResourceDefinition>::all(client.clone())
-            .create(&PostParams::default(), crd)
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            Err(e) => return Err(TestEnvError::Client(e)),
-        }
-        let spec = &crd.spec;
-        let version = spec
-            .versions
-            .iter()
-            .find(|v| v.served)
-            .map(|v| v.name.as_str())
-            .unwrap_or("v1");
-        let url = format!(
-            "/apis/{}/{version}/{}?limit=1",
-            spec.group, spec.names.plural
-        );
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            let request = http::Request::get(url.as_str())
-                .body(Vec::new())
-                .expect("a valid request");
-            match client.request_text(request).await {
-                Ok(_) => return Ok(()),
-                Err(e) if Instant::now() >= deadline => return Err(TestEnvError::Client(e)),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-    }
-
-    /// Deletes a namespace (and with it everything in it). Without a namespace
-    /// controller the namespace itself stays Terminating; its name is not reused.
-    pub async fn delete_namespace(&self, name: &str) -> Result<(), TestEnvError> {
-        Api::<Namespace>::all(self.client()?)
-            .delete(name, &DeleteParams::default())
-            .await
-            .map(|_| ())
-            .map_err(TestEnvError::Client)
-    }
-
-    /// Starts a [`FaultProxy`] to the API server: clients made from it can be cut
-    /// off and reconnected while other clients go on. It lives as long as the
-    /// returned value, on the calling tokio runtime.
-    pub async fn fault_proxy(&self) -> Result<FaultProxy, TestEnvError> {
-        FaultProxy::start(self.apiserver_port, &self.admin).await
-    }
-
-    /// Stops the API server; etcd keeps running with all data. Clients see
-    /// connection errors until [`TestEnv::start_apiserver`].
-    pub async fn stop_apiserver(&self) {
-        let running = self.apiserver.locked().take();
-        if let Some(mut server) = running {
-            // Stopping waits for the process: keep that off the async worker.
-            let _ = tokio::task::spawn_blocking(move || server.stop()).await;
-        }
-    }
-
-    /// Starts the API server (on the same port as before) and waits until it is
-    /// ready. Does nothing if it is already running.
-    pub async fn start_apiserver(&self) -> Result<(), TestEnvError> {
-        if self.apiserver.locked().is_some() {
-            return Ok(());
-        }
-        let server = Supervised::spawn(
-            "kube-apiserver",
-            &self.binaries.kube_apiserver,
-            &self.apiserver_args,
-            &self.dir.join("kube-apiserver.log"),
-            None,
-        )?;
-        let ready = self.wait_for_apiserver(&server).await;
-        *self.apiserver.locked() = Some(server);
-        ready
-    }
-
-    /// Stops and starts the API server while etcd keeps its data: every watch
-    /// breaks, and objects changed meanwhile must be caught up by a relist.
-    pub async fn restart_apiserver(&self) -> Result<(), TestEnvError> {
-        self.stop_apiserver().await;
-        self.start_apiserver().await
-    }
-
-    /// Compacts etcd's history up to its current revision and returns that revision.
-    ///
-    /// Afterwards any older resourceVersion is gone: with the watch cache off
-    /// ([`TestEnvBuilder::watch_cache`]), a watch or list from one answers 410 Gone.
-    pub async fn compact_etcd(&self) -> Result<i64, TestEnvError> {
-        let status = self
-            .etcdctl(
-                "endpoint status",
-                &["endpoint", "status", "--write-out=json"],
-            )
-            .await?;
-        let revision = serde_json::from_str::<serde_json::Value>(&status)
-            .ok()
-            .and_then(|v| v[0]["Status"]["header"]["revision"].as_i64())
-            .ok_or_else(|| TestEnvError::Etcdctl {
-                action: "endpoint status",
-                message: format!("no revision in {status}"),
-            })?;
-        self.etcdctl("compact", &["compact", &revision.to_string(), "--physical"])
-            .await?;
-        Ok(revision)
-    }
-
-    async fn etcdctl(&self, action: &'static str, args: &[&str]) -> Result<String, TestEnvError> {
-        let output = tokio::process::Command::new(&self.binaries.etcdctl)
-            .env("ETCDCTL_API", "3")
-            .arg(format!("--endpoints={}", self.etcd_url))
-            .args(args)
-            .output()
-            .await
-            .map_err(|source| TestEnvError::Spawn {
-                program: self.binaries.etcdctl.clone(),
-                source,
-            })?;
-        if output.status.success() {
-            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-        } else {
-            Err(TestEnvError::Etcdctl {
-                action,
-                message: String::from_utf8_lossy(&output.stderr).into_owned(),
-            })
-        }
-    }
-
-    async fn wait_for_apiserver(&self, server: &Supervised) -> Result<(), TestEnvError> {
-        let client = self.client()?;
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            if !server.is_running() {
-                return Err(not_ready("kube-apiserver", "exited".into(), server));
-            }
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("a static request is valid");
-            let last = match client.request_text(request).await {
-                Ok(body) if body.trim() == "ok" => return Ok(()),
-                Ok(body) => body,
-                Err(e) => e.to_string(),
-            };
-            if Instant::now() >= deadline {
-                return Err(not_ready("kube-apiserver", last, server));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
 }
 
 impl Drop for TestEnv {
@@ -586,33 +366,6 @@ impl Drop for TestEnv {
     }
 }
 
-fn not_ready(component: &'static str, reason: String, server: &Supervised) -> TestEnvError {
-    TestEnvError::NotReady {
-        component,
-        reason,
-        log_tail: server.log_tail(),
-    }
-}
-
-async fn wait_for_port(server: &Supervised, port: u16) -> Result<(), TestEnvError> {
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return Ok(());
-        }
-        if !server.is_running() {
-            return Err(not_ready("etcd", "exited".into(), server));
-        }
-        if Instant::now() >= deadline {
-            return Err(not_ready("etcd", format!("port {port} closed"), server));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// A port that was free a moment ago. Another process could take it before the
 /// server binds it; the server then fails to start with a clear log line.
 fn free_port(dir: &Path) -> Result<u16, TestEnvError> {
@@ -623,64 +376,4 @@ fn free_port(dir: &Path) -> Result<u16, TestEnvError> {
             path: dir.to_path_buf(),
             source,
         })
-}
-
-fn random_token() -> String {
-    let bytes: [u8; 16] = rand::rng().random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn write_file(path: &Path, contents: &str) -> Result<(), TestEnvError> {
-    std::fs::write(path, contents).map_err(|source| TestEnvError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn write_kubeconfig(
-    path: &Path,
-    port: u16,
-    ca: &Path,
-    admin_token: &str,
-    restricted_token: &str,
-) -> Result<(), TestEnvError> {
-    let context = |user: &str| {
-        serde_json::json!({
-            "name": user,
-            "context": { "cluster": "informer-testenv", "user": user, "namespace": "default" }
-        })
-    };
-    // JSON is YAML, so every kubeconfig reader accepts this file.
-    let kubeconfig = serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{
-            "name": "informer-testenv",
-            "cluster": {
-                "server": format!("https://127.0.0.1:{port}"),
-                "certificate-authority": ca,
-            }
-        }],
-        "users": [
-            { "name": ADMIN_USER, "user": { "token": admin_token } },
-            { "name": RESTRICTED_USER, "user": { "token": restricted_token } },
-        ],
-        "contexts": [context(ADMIN_USER), context(RESTRICTED_USER)],
-        "current-context": ADMIN_USER,
-    });
-    write_file(
-        path,
-        &serde_json::to_string_pretty(&kubeconfig).expect("JSON values serialise"),
-    )
-}
-
-async fn load_config(kubeconfig: &Path, context: &str) -> Result<Config, TestEnvError> {
-    let file = Kubeconfig::read_from(kubeconfig).map_err(TestEnvError::Kubeconfig)?;
-    let options = KubeConfigOptions {
-        context: Some(context.to_owned()),
-        ..KubeConfigOptions::default()
-    };
-    Config::from_custom_kubeconfig(file, &options)
-        .await
-        .map_err(TestEnvError::Kubeconfig)
 }
