@@ -70,6 +70,18 @@ impl<K> DeletedObject<K> {
     }
 }
 
+impl<K: kube::Resource> DeletedObject<K> {
+    /// The deleted object's key, as client-go's `DeletionHandlingMetaNamespaceKeyFunc`
+    /// gives it: a tombstone's own key (made by the informer's key function), or the
+    /// `namespace/name` of the final state.
+    pub fn key(&self) -> ObjectKey {
+        match self {
+            DeletedObject::Final(obj) => ObjectKey::of(obj.as_ref()),
+            DeletedObject::Unknown(tombstone) => ObjectKey::clone(&tombstone.key),
+        }
+    }
+}
+
 /// One change to one object (client-go's `Delta`): its kind and the object's state
 /// after the change (for a deletion, its final or last known state).
 ///

@@ -999,3 +999,16 @@ async fn concurrent_producers_and_a_consumer_keep_per_key_order() {
         }
     }
 }
+
+/// client-go's `DeletionHandlingMetaNamespaceKeyFunc`: a tombstone's own key, or the
+/// final state's `namespace/name`.
+#[test]
+fn a_deleted_object_knows_its_key_whether_final_or_a_tombstone() {
+    let final_state = DeletedObject::Final(Arc::new(cm("ns/a", 3)));
+    assert_eq!(final_state.key().to_string(), "ns/a");
+    let tombstone = DeletedObject::Unknown(DeletedFinalStateUnknown {
+        key: Arc::new(ObjectKey::parse("custom-key").unwrap()),
+        last_known: Arc::new(cm("ns/b", 4)),
+    });
+    assert_eq!(tombstone.key().to_string(), "custom-key");
+}

@@ -42,6 +42,12 @@ impl<K: Send + Sync + 'static> Registration<K> {
     pub fn stats(&self) -> ListenerStats {
         self.listener.stats()
     }
+
+    /// The handler's resync period, as the informer settled it (raised to the minimum
+    /// or to the running informer's check period; `None`: no resync).
+    pub fn resync_period(&self) -> Option<std::time::Duration> {
+        self.listener.resync_period
+    }
 }
 
 impl<K: Send + Sync + 'static> HasSynced for Registration<K> {

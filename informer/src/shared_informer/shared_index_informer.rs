@@ -247,6 +247,12 @@ where
         })
     }
 
+    /// Whether `run` has returned (or is returning): the informer takes no more
+    /// handlers (client-go's `IsStopped`).
+    pub fn is_stopped(&self) -> bool {
+        self.inner.stopped.load(Ordering::SeqCst)
+    }
+
     /// The cache (read-only handle).
     pub fn indexer(&self) -> Indexer<K> {
         self.inner.indexer.clone()

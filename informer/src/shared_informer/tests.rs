@@ -266,3 +266,28 @@ async fn a_handler_that_panics_waits_a_second_before_its_next_notification() {
     stop.send(()).ok();
     running.await.expect("joined").expect("ran");
 }
+
+/// client-go's `IsStopped` and the resync period a registration ended up with.
+#[tokio::test(start_paused = true)]
+async fn is_stopped_after_run_and_registrations_report_their_settled_resync_period() {
+    let informer = SharedIndexInformer::with_options(
+        FixedList::default(),
+        InformerOptions::default().resync(Duration::from_secs(30)),
+    )
+    .expect("no indexes");
+    let defaulted = informer
+        .add_event_handler(ResourceEventHandlerFns::new())
+        .expect("added");
+    let raised = informer
+        .add_event_handler_with_resync(ResourceEventHandlerFns::new(), Duration::from_millis(10))
+        .expect("added");
+    assert_eq!(defaulted.resync_period(), Some(Duration::from_secs(30)));
+    assert_eq!(raised.resync_period(), Some(Duration::from_secs(1)));
+    assert!(!informer.is_stopped());
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    assert!(!informer.is_stopped());
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+    assert!(informer.is_stopped());
+}
