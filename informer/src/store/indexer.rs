@@ -7,6 +7,7 @@
 //! does not already answer are checked against each candidate, and without such an
 //! index the store is scanned.
 
+use educe::Educe;
 use std::{fmt, sync::Arc};
 
 use kube::Resource;
@@ -25,17 +26,11 @@ use crate::reflector::CachedObjects;
 ///
 /// Reads take a shared lock and never wait for one another, only (briefly) for the
 /// writer. Objects come back as `Arc<K>` clones: no object is ever copied.
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct Indexer<K> {
     /// Built by [`Writer::indexer`](super::Writer::indexer).
     pub(super) shared: Arc<Shared<K>>,
-}
-
-impl<K> Clone for Indexer<K> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
-    }
 }
 
 impl<K> fmt::Debug for Indexer<K> {
