@@ -84,7 +84,9 @@
 mod index;
 mod indexer;
 pub mod selector;
+mod state;
 mod typed_index;
+mod writer;
 
 #[cfg(test)]
 mod tests;
@@ -93,11 +95,12 @@ pub use index::{
     IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex,
     label_index_name,
 };
-pub(crate) use indexer::WriteBatch;
-pub use indexer::{Indexer, Writer};
+pub use indexer::Indexer;
 pub use selector::{Operator, Requirement, Selector, SelectorError};
 pub(crate) use typed_index::typed_query;
 pub use typed_index::{AsIndexKey, Index, IndexKey, IndexQuery, TypedIndex};
+pub(crate) use writer::WriteBatch;
+pub use writer::Writer;
 
 /// The hasher of the maps keyed by object keys (the store's and the DeltaFIFO's) and
 /// by index values: foldhash, seeded per process, several times cheaper than SipHash on
