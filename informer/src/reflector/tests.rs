@@ -277,10 +277,21 @@ async fn expired_continue_token_falls_back_to_a_full_list() {
 
 #[tokio::test(start_paused = true)]
 async fn watch_410_relists_at_the_last_rv_and_a_410_there_falls_back_to_a_consistent_list() {
+    let run = relist_refused_with(status(410, "too old resource version")).await;
+    assert_eq!(
+        run.log(),
+        ["replace [a] at 10", "add b", "replace [a,b] at 30"]
+    );
+}
+
+/// Lists at "10", watches until a 410 after one event, then answers the relist at
+/// that event's version with `refusal`; checks the reflector falls back to a
+/// consistent read and watches from it.
+async fn relist_refused_with(refusal: kube::Error) -> Run {
     let script = Script::default();
     script.lists.lock().unwrap().extend([
         page(&["a"], "10", None),
-        Err(status(410, "too old resource version")),
+        Err(refusal),
         page(&["a", "b"], "30", None),
     ]);
     script.watches.lock().unwrap().extend([Ok(vec![
@@ -296,15 +307,12 @@ async fn watch_410_relists_at_the_last_rv_and_a_410_there_falls_back_to_a_consis
             Call::Watch("10".into()),
             // Relist at the last version seen: a specific version is not paged...
             list("11", None, None),
-            // ...and when that is gone too, a consistent read (paged again).
+            // ...and when that is refused, a consistent read (paged again).
             list("", Some(500), None),
             Call::Watch("30".into()),
         ]
     );
-    assert_eq!(
-        run.log(),
-        ["replace [a] at 10", "add b", "replace [a,b] at 30"]
-    );
+    run
 }
 
 #[tokio::test(start_paused = true)]
@@ -596,28 +604,7 @@ async fn a_too_large_resource_version_from_servers_1_17_to_1_18_5_falls_back_to_
         "code": 504
     }))
     .expect("a Status");
-    let script = Script::default();
-    script.lists.lock().unwrap().extend([
-        page(&["a"], "10", None),
-        Err(kube::Error::Api(too_large.boxed())),
-        page(&["a", "b"], "30", None),
-    ]);
-    script.watches.lock().unwrap().extend([Ok(vec![
-        Ok(WatchEvent::Added(cm("b", "11"))),
-        Err(status(410, "too old resource version")),
-    ])]);
-    let run = run(script, Config::default());
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    assert_eq!(
-        run.calls()[..5],
-        [
-            list("0", Some(500), None),
-            Call::Watch("10".into()),
-            list("11", None, None),
-            list("", Some(500), None),
-            Call::Watch("30".into()),
-        ]
-    );
+    relist_refused_with(kube::Error::Api(too_large.boxed())).await;
 }
 
 /// client-go's pager rule for relists at a specific resourceVersion: whole by

@@ -38,6 +38,18 @@ impl ListerWatcher<ConfigMap> for FixedList {
     }
 }
 
+/// An informer over `count` ConfigMaps (`default/cm-0`...), with default options.
+fn informer_over(count: u32) -> SharedIndexInformer<ConfigMap> {
+    let items = (0..count)
+        .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
+        .collect();
+    let source = FixedList {
+        items,
+        ..FixedList::default()
+    };
+    SharedIndexInformer::with_options(source, InformerOptions::default()).expect("no indexes")
+}
+
 /// Runs `informer` in a task until the returned sender is used (or dropped).
 fn spawn_run(
     informer: &SharedIndexInformer<ConfigMap>,
@@ -57,17 +69,10 @@ fn spawn_run(
     (stop, running)
 }
 
-/// Starts an informer over `items` and waits for `synced` of what `wait_on` picks;
-/// returns how much (paused) time that took.
-async fn time_to_sync(items: Vec<ConfigMap>, with_handler: bool) -> Duration {
-    let informer = SharedIndexInformer::with_options(
-        FixedList {
-            items,
-            ..FixedList::default()
-        },
-        InformerOptions::default(),
-    )
-    .expect("no indexes");
+/// Starts an informer over `count` objects and waits until it (and a handler, if
+/// asked) has synced; returns how much (paused) time that took.
+async fn time_to_sync(count: u32, with_handler: bool) -> Duration {
+    let informer = informer_over(count);
     let registration = with_handler.then(|| {
         informer
             .add_event_handler(ResourceEventHandlerFns::new())
@@ -90,15 +95,12 @@ async fn time_to_sync(items: Vec<ConfigMap>, with_handler: bool) -> Duration {
 // that is notified sees the sync at the instant it happens.
 #[tokio::test(start_paused = true)]
 async fn wait_for_cache_sync_is_notified_not_polled() {
-    let items = (0..3)
-        .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
-        .collect();
-    assert_eq!(time_to_sync(items, false).await, Duration::ZERO);
+    assert_eq!(time_to_sync(3, false).await, Duration::ZERO);
 }
 
 #[tokio::test(start_paused = true)]
 async fn wait_for_cache_sync_is_notified_after_an_empty_first_list() {
-    assert_eq!(time_to_sync(Vec::new(), false).await, Duration::ZERO);
+    assert_eq!(time_to_sync(0, false).await, Duration::ZERO);
 }
 
 // A registration syncs on its handler thread, outside the runtime, so the paused clock
@@ -106,10 +108,7 @@ async fn wait_for_cache_sync_is_notified_after_an_empty_first_list() {
 // at all (a missed one would leave the waiter until the watch times out, minutes on).
 #[tokio::test(start_paused = true)]
 async fn a_registration_wakes_its_waiter_when_its_handler_has_the_initial_list() {
-    let items = (0..3)
-        .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
-        .collect();
-    assert!(time_to_sync(items, true).await < Duration::from_secs(60));
+    assert!(time_to_sync(3, true).await < Duration::from_secs(60));
 }
 
 /// client-go's rule for per-handler resync: a handler whose period equals the check
@@ -119,17 +118,7 @@ async fn a_registration_wakes_its_waiter_when_its_handler_has_the_initial_list()
 async fn a_handler_whose_period_equals_the_check_period_resyncs_at_every_tick() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let items = (0..3)
-        .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
-        .collect();
-    let informer = SharedIndexInformer::with_options(
-        FixedList {
-            items,
-            ..FixedList::default()
-        },
-        InformerOptions::default(),
-    )
-    .expect("no indexes");
+    let informer = informer_over(3);
     let resyncs = Arc::new(AtomicUsize::new(0));
     let registration = informer
         .add_event_handler_with_resync(
@@ -206,15 +195,7 @@ async fn shutdown_signalled_before_run_sends_no_list_or_watch() {
 async fn a_handler_resync_below_one_second_is_raised_to_one_second() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let items = vec![config_map("default/cm", &[], 1)];
-    let informer = SharedIndexInformer::with_options(
-        FixedList {
-            items,
-            ..FixedList::default()
-        },
-        InformerOptions::default(),
-    )
-    .expect("no indexes");
+    let informer = informer_over(1);
     let resyncs = Arc::new(AtomicUsize::new(0));
     let registration = informer
         .add_event_handler_with_resync(
@@ -241,17 +222,7 @@ async fn a_handler_resync_below_one_second_is_raised_to_one_second() {
 /// that panics on every notification does not spin: three panics take two pauses.
 #[tokio::test]
 async fn a_handler_that_panics_waits_a_second_before_its_next_notification() {
-    let items = (0..3)
-        .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
-        .collect();
-    let informer = SharedIndexInformer::with_options(
-        FixedList {
-            items,
-            ..FixedList::default()
-        },
-        InformerOptions::default(),
-    )
-    .expect("no indexes");
+    let informer = informer_over(3);
     let registration = informer
         .add_event_handler(
             ResourceEventHandlerFns::new().on_add(|_: &Arc<ConfigMap>, _| panic!("always")),
