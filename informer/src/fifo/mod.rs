@@ -523,6 +523,44 @@ impl<K: 'static> DeltaFifo<K> {
         self.wake(state);
     }
 
+    /// Queues a tombstone ([`DeletedObject::Unknown`]) for the key of `last_known`:
+    /// the object is no longer what the server would list for this cache (a later
+    /// state of it could not be decoded), and its final state is unknown. The
+    /// tombstone carries the newest queued state of the key, or `last_known`. Like
+    /// [`delete`](Self::delete), a no-op when the key is neither queued nor known.
+    pub fn delete_stale(&self, last_known: impl Into<Arc<K>>) {
+        let last_known = last_known.into();
+        let mut state = self.lock();
+        state.populated = true;
+        let (hash, key, last_known) = {
+            let candidate = self.shared.key_fn.candidate(&last_known);
+            let key = candidate.key_ref();
+            let hash = state.hash(key);
+            match state.find(hash, &key) {
+                Some(queued) => (
+                    hash,
+                    Arc::clone(&queued.key),
+                    Arc::clone(queued.newest().object()),
+                ),
+                None => match self.shared.known.as_ref().and_then(|k| k.get_key(key)) {
+                    Some(known) => (hash, known, last_known),
+                    None => return,
+                },
+            }
+        };
+        let tombstone = DeletedFinalStateUnknown {
+            key: Arc::clone(&key),
+            last_known,
+        };
+        state.push(
+            hash,
+            key,
+            Delta::Deleted(DeletedObject::Unknown(tombstone)),
+            false,
+        );
+        self.wake(state);
+    }
+
     /// A relist: queues [`Delta::Replaced`] (or [`Delta::Sync`]) for every object of
     /// `list`, then a tombstoned [`Delta::Deleted`] for every queued or known key that
     /// `list` lacks. The first `replace` defines the initial list (see

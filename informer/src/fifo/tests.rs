@@ -171,6 +171,27 @@ fn delete_of_an_object_only_in_the_known_objects_is_queued() {
     ));
 }
 
+/// An object whose newer state does not decode leaves the cache as a tombstone with
+/// the newest state this process saw (queued first, else known); unknown keys are
+/// left alone, and a queued deletion with the final state stays as it is.
+#[test]
+fn delete_stale_queues_a_tombstone_with_the_newest_state_seen() {
+    let (fifo, _writer) = fifo_with_known(&[("ns/a", 1), ("ns/b", 1), ("ns/c", 1)]);
+    fifo.delete_stale(cm("ns/a", 1));
+    fifo.update(cm("ns/b", 2));
+    fifo.delete_stale(cm("ns/b", 1));
+    fifo.delete(cm("ns/c", 3));
+    fifo.delete_stale(cm("ns/c", 1));
+    fifo.delete_stale(cm("ns/unknown", 1));
+    assert_eq!(queued(&fifo, "ns/a"), [(Deleted, 1, true)]);
+    assert_eq!(
+        queued(&fifo, "ns/b"),
+        [(Updated, 2, false), (Deleted, 2, true)]
+    );
+    assert_eq!(queued(&fifo, "ns/c"), [(Deleted, 3, false)]);
+    assert_eq!(keys(&fifo), ["ns/a", "ns/b", "ns/c"]);
+}
+
 // ---------------------------------------------------------------------------------------
 // Replace
 

@@ -13,6 +13,10 @@ pub struct DecodeError {
     pub key: String,
     /// The object's resourceVersion, when readable.
     pub resource_version: Option<String>,
+    /// The object's `namespace/name`, when its name could be read: what a store uses
+    /// to drop the object it held under that name (see
+    /// [`ReflectorStore::forget`](super::ReflectorStore::forget)).
+    pub object_key: Option<std::sync::Arc<crate::key::ObjectKey>>,
     /// Why decoding failed.
     #[source]
     pub source: serde_json::Error,

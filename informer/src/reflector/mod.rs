@@ -428,10 +428,16 @@ where
             }
             WatchEvent::Bookmark { resource_version } => rv = resource_version,
             WatchEvent::Undecodable(error) => {
-                if let ReflectorError::Decode(e) = &error
-                    && let Some(version) = &e.resource_version
-                {
-                    rv.push_str(version);
+                if let ReflectorError::Decode(e) = &error {
+                    if let Some(version) = &e.resource_version {
+                        rv.push_str(version);
+                    }
+                    // Whatever the event's type, the server now holds something under
+                    // this name that a fresh list would skip: the cache must not keep
+                    // an older version of it (nor a deleted one).
+                    if let Some(key) = &e.object_key {
+                        self.store.forget(key);
+                    }
                 }
                 self.report(&error);
             }

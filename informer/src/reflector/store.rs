@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::CachedObjects;
+use crate::key::ObjectKey;
 
 /// The writes a reflector makes. Objects arrive owned, fresh from decoding, so the
 /// store decides how to hold them (usually in an `Arc`) without a copy.
@@ -28,5 +29,13 @@ pub trait ReflectorStore<K>: Send + Sync {
     /// `None` (the default) when the store offers nothing, or holds nothing yet.
     fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<K>>> {
         None
+    }
+    /// A watch event for the object named `key` (`namespace/name`) did not decode (its
+    /// schema drifted from `K`, say): the store must stop holding what it holds under
+    /// that name, so that it keeps agreeing with what a fresh list would give, which
+    /// skips the object. It comes back as an add once it decodes again. The default
+    /// does nothing.
+    fn forget(&self, key: &ObjectKey) {
+        let _ = key;
     }
 }

@@ -133,6 +133,9 @@ impl ReflectorStore<ConfigMap> for Store {
     fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<ConfigMap>>> {
         self.cache.clone()
     }
+    fn forget(&self, key: &crate::key::ObjectKey) {
+        self.log.lock().unwrap().push(format!("forget {key}"));
+    }
 }
 
 fn name(o: &ConfigMap) -> String {
@@ -444,6 +447,7 @@ async fn undecodable_events_are_reported_and_skipped() {
                 kind: "ConfigMap".into(),
                 key: "ns/bad".into(),
                 resource_version: Some("11".into()),
+                object_key: crate::key::ObjectKey::parse("ns/bad").ok().map(Arc::new),
                 source: bad,
             },
         ))),
@@ -451,7 +455,8 @@ async fn undecodable_events_are_reported_and_skipped() {
     ]));
     let run = run(script, Config::default());
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert_eq!(run.log(), ["replace [] at 10", "add good"]);
+    // The store is told to drop whatever it held under the undecodable name.
+    assert_eq!(run.log(), ["replace [] at 10", "forget ns/bad", "add good"]);
     assert_eq!(
         *run.errors.lock().unwrap(),
         ["could not decode ConfigMap ns/bad"]

@@ -10,7 +10,7 @@ use super::sync::SyncSignal;
 use crate::fifo::DeltaFifo;
 use crate::key::ObjectKey;
 use crate::reflector::{CachedObjects, ReflectorStore};
-use crate::store::Indexer;
+use crate::store::{Indexer, NAMESPACE_INDEX};
 
 /// The reflector's store: applies the transform, then queues deltas.
 pub(super) struct FifoSink<K> {
@@ -82,6 +82,30 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
     }
     fn resync(&self) {
         self.fifo.resync();
+    }
+    fn forget(&self, key: &ObjectKey) {
+        // The cache is keyed by the informer's key function, which need not be
+        // `namespace/name`: look the name up, and check that what was found is it.
+        let named = |object: &Arc<K>| {
+            let meta = object.meta();
+            meta.name.as_deref() == Some(key.name.as_str())
+                && meta.namespace.as_deref() == key.namespace.as_deref()
+        };
+        let cached = self.indexer.get(key).filter(named).or_else(|| {
+            let namespace = key.namespace.as_deref().unwrap_or_default();
+            let candidates = match self.indexer.by_index(NAMESPACE_INDEX, namespace) {
+                Ok(in_namespace) if key.namespace.is_some() => in_namespace,
+                _ => self.indexer.list(),
+            };
+            candidates.into_iter().find(named)
+        });
+        if let Some(last_known) = cached {
+            tracing::warn!(
+                %key,
+                "a newer state of this object does not decode: it leaves the cache until it does"
+            );
+            self.fifo.delete_stale(last_known);
+        }
     }
     fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<K>>> {
         // Nothing to reuse on the first list: decode it directly.

@@ -1,11 +1,14 @@
 //! One object: decoded into `K` through the [adapter](super::managed_fields), or, when
 //! it does not fit `K`, named in a [`DecodeError`] by what can be read of its metadata.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::managed_fields::{self, ManagedFields};
+use crate::key::ObjectKey;
 use crate::reflector::error::DecodeError;
 
 /// Just enough of an object to name it in an error.
@@ -53,9 +56,16 @@ pub(super) fn decode_object<K: DeserializeOwned>(
 /// Why the object `raw` of `kind` did not decode, naming it as far as it can be read.
 pub(super) fn decode_error(raw: &RawValue, kind: &str, source: serde_json::Error) -> DecodeError {
     let header = RawHeader::read(raw);
+    let object_key = header.metadata.name.clone().map(|name| {
+        Arc::new(ObjectKey {
+            namespace: header.metadata.namespace.clone(),
+            name,
+        })
+    });
     DecodeError {
         kind: kind.to_owned(),
         key: header.key(),
+        object_key,
         resource_version: header.metadata.resource_version,
         source,
     }
