@@ -382,6 +382,117 @@ async fn undecodable_objects_are_reported_and_skipped() {
     task.await.unwrap();
 }
 
+/// Conformance rule: after any event, an informer's cache equals what a fresh list
+/// would give (the decodable part of the server). An object whose schema drifts under
+/// a running informer (here `spec.size` turns from a number into a string) leaves its
+/// cache with a delete carrying its last known state; one deleted while undecodable
+/// is not left behind as a ghost; an informer started afterwards holds the same; and
+/// the object comes back as an add once it decodes again.
+#[tokio::test]
+async fn an_undecodable_watch_event_for_a_cached_object_removes_it() {
+    use informer::shared_informer::{ResourceEventHandlerFns, SharedIndexInformer};
+
+    let env = TestEnv::shared().await.unwrap();
+    install_gadget_crd(env).await;
+    let ns = env.create_namespace("reflector-drift").await.unwrap();
+    let raw = Api::<kube::api::DynamicObject>::namespaced_with(
+        env.client().unwrap(),
+        &ns,
+        &kube::api::ApiResource::erase::<Gadget>(&()),
+    );
+    let set_size = |name: &'static str, size: serde_json::Value| {
+        let raw = raw.clone();
+        async move {
+            let patch = serde_json::json!({ "spec": { "size": size } });
+            raw.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    };
+    for (name, size) in [("a", 1), ("b", 2)] {
+        let gadget: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "reflector.informer.example.com/v1",
+            "kind": "Gadget",
+            "metadata": { "name": name },
+            "spec": { "size": size },
+        }))
+        .unwrap();
+        raw.create(&PostParams::default(), &gadget).await.unwrap();
+    }
+    common::wait_for_watch_cache(&raw, 2).await;
+
+    let typed = Api::<Gadget>::namespaced(env.client().unwrap(), &ns);
+    let start = |informer: &SharedIndexInformer<Gadget>| {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let informer = informer.clone();
+        let task = tokio::spawn(async move {
+            informer
+                .run(async {
+                    stopped.await.ok();
+                })
+                .await
+        });
+        (stop, task)
+    };
+    let names = |informer: &SharedIndexInformer<Gadget>| {
+        let mut names: Vec<String> = informer
+            .indexer()
+            .list()
+            .iter()
+            .map(|g| g.name_any())
+            .collect();
+        names.sort();
+        names
+    };
+    let first = SharedIndexInformer::new(typed.clone());
+    let deleted = Arc::new(Mutex::new(Vec::<(String, u32, bool)>::new()));
+    first
+        .add_event_handler(ResourceEventHandlerFns::new().on_delete({
+            let deleted = deleted.clone();
+            move |gone: informer::fifo::DeletedObject<Gadget>| {
+                let last = gone.object();
+                deleted.lock().unwrap().push((
+                    last.name_any(),
+                    last.spec.size,
+                    gone.is_final_state_unknown(),
+                ));
+            }
+        }))
+        .unwrap();
+    let (stop_first, first_task) = start(&first);
+    informer::shared_informer::wait_for_cache_sync(&[&first]).await;
+    assert_eq!(names(&first), ["a", "b"]);
+
+    // a's new state does not decode: it leaves the cache, as a tombstone of size 1.
+    set_size("a", serde_json::json!("huge")).await;
+    eventually("a to leave the cache", WAIT, || names(&first) == ["b"]).await;
+    assert_eq!(*deleted.lock().unwrap(), [("a".to_owned(), 1, true)]);
+
+    // b drifts, then is deleted while undecodable: no ghost of it stays behind.
+    set_size("b", serde_json::json!([2])).await;
+    raw.delete("b", &DeleteParams::default()).await.unwrap();
+    eventually("b to leave the cache", WAIT, || names(&first).is_empty()).await;
+
+    // An informer started now agrees.
+    let second = SharedIndexInformer::new(typed.clone());
+    let (stop_second, second_task) = start(&second);
+    informer::shared_informer::wait_for_cache_sync(&[&second]).await;
+    assert!(names(&second).is_empty());
+
+    // a decodes again: both see it come back.
+    set_size("a", serde_json::json!(3)).await;
+    eventually("a back in both caches", WAIT, || {
+        names(&first) == ["a"] && names(&second) == ["a"]
+    })
+    .await;
+    assert_eq!(first.indexer().list()[0].spec.size, 3);
+
+    stop_first.send(()).unwrap();
+    stop_second.send(()).unwrap();
+    first_task.await.unwrap().unwrap();
+    second_task.await.unwrap().unwrap();
+}
+
 #[tokio::test]
 async fn resync_period_asks_the_store_to_resync() {
     let env = TestEnv::shared().await.unwrap();
