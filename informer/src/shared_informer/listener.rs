@@ -113,6 +113,10 @@ pub(crate) struct Listener<K> {
     delivered: Padded<AtomicU64>,
     panics: AtomicU64,
     removed: AtomicBool,
+    /// A handler thread was started for this listener.
+    has_thread: AtomicBool,
+    /// Its handler thread has ended: no call of the handler is under way or to come.
+    thread_ended: AtomicBool,
     /// Announced when the last initial-list notification has been handled.
     sync_signal: Arc<SyncSignal>,
     pub(crate) resync_period: Option<Duration>,
@@ -217,6 +221,8 @@ impl<K> Listener<K> {
             delivered: Padded(AtomicU64::new(0)),
             panics: AtomicU64::new(0),
             removed: AtomicBool::new(false),
+            has_thread: AtomicBool::new(false),
+            thread_ended: AtomicBool::new(false),
             resync_period,
             resync: Mutex::new(Resync {
                 next: Instant::now() + resync_period.unwrap_or_default(),
@@ -315,6 +321,18 @@ impl<K> Listener<K> {
         Self::wake_consumer(&self.buffer, state);
     }
 
+    /// Completes once no call of the handler is under way or to come: at once for a
+    /// listener that never had a thread (a subscription, or a handler removed before
+    /// start), else when its thread has ended. Only meaningful once closed.
+    pub(crate) async fn handler_finished(&self) {
+        if !self.has_thread.load(Ordering::SeqCst) {
+            return;
+        }
+        self.sync_signal
+            .wait_until(|| self.thread_ended.load(Ordering::SeqCst))
+            .await;
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.removed.load(Ordering::SeqCst)
     }
@@ -368,8 +386,10 @@ impl<K: Send + Sync + 'static> Listener<K> {
         mut handler: Box<dyn ResourceEventHandler<K>>,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let listener = Arc::clone(self);
+        // Set before the thread runs, so that a wait for its end never misses it.
+        self.has_thread.store(true, Ordering::SeqCst);
         let runtime = tokio::runtime::Handle::try_current().ok();
-        std::thread::Builder::new().name(name).spawn(move || {
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
             let _runtime = runtime.as_ref().map(|r| r.enter());
             while let Some(notification) = receiver.blocking_recv() {
                 if listener.is_closed() {
@@ -399,6 +419,14 @@ impl<K: Send + Sync + 'static> Listener<K> {
             // Removed or stopped: drop what is still buffered.
             receiver.batch.clear();
             listener.buffer.lock().queue.clear();
-        })
+            // The handler (and what it holds) is gone before anyone is told it ended.
+            drop(handler);
+            listener.thread_ended.store(true, Ordering::SeqCst);
+            listener.sync_signal.announce();
+        });
+        if spawned.is_err() {
+            self.has_thread.store(false, Ordering::SeqCst);
+        }
+        spawned
     }
 }

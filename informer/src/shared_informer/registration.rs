@@ -38,6 +38,15 @@ impl<K: Send + Sync + 'static> Registration<K> {
         self.informer.processor.remove(self.listener.id);
     }
 
+    /// Removes the handler, then waits until its call under way (if any) has returned:
+    /// afterwards the handler is not running and never runs again, so what it shares
+    /// can be torn down. Do not await it from inside the handler itself, which would
+    /// wait for its own return.
+    pub async fn remove_and_wait(&self) {
+        self.remove();
+        self.listener.handler_finished().await;
+    }
+
     /// The handler's buffer counters.
     pub fn stats(&self) -> ListenerStats {
         self.listener.stats()

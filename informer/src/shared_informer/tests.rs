@@ -1,6 +1,6 @@
 //! The informer's own wiring, driven by a fixed lister-watcher on paused time.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -261,4 +261,49 @@ async fn is_stopped_after_run_and_registrations_report_their_settled_resync_peri
     stop.send(()).ok();
     running.await.expect("joined").expect("ran");
     assert!(informer.is_stopped());
+}
+
+/// `remove_and_wait` returns only once the handler's call under way has returned, and
+/// the handler is never called again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remove_and_wait_returns_after_the_call_under_way() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let informer = informer_over(3);
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let returned = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let registration = informer
+        .add_event_handler(ResourceEventHandlerFns::new().on_add({
+            let (returned, calls) = (Arc::clone(&returned), Arc::clone(&calls));
+            let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+            move |_: &Arc<ConfigMap>, _| {
+                if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                    entered_tx.lock().unwrap().send(()).unwrap();
+                    release_rx.lock().unwrap().recv().unwrap();
+                    returned.store(true, Ordering::SeqCst);
+                }
+            }
+        }))
+        .expect("added");
+    let (stop, running) = spawn_run(&informer);
+    tokio::task::spawn_blocking(move || entered_rx.recv().unwrap())
+        .await
+        .unwrap();
+    let removal = tokio::spawn({
+        let returned = Arc::clone(&returned);
+        async move {
+            registration.remove_and_wait().await;
+            returned.load(Ordering::SeqCst)
+        }
+    });
+    // The removal waits for the blocked call; release it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!removal.is_finished());
+    release_tx.send(()).unwrap();
+    assert!(removal.await.unwrap(), "returned only after the call had");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "never called again");
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
 }
