@@ -506,21 +506,36 @@ impl<K: 'static> DeltaFifo<K> {
         let obj = obj.into();
         let mut state = self.lock();
         state.populated = true;
-        let key = {
-            let candidate = self.shared.key_fn.candidate(&obj);
-            let key = candidate.key_ref();
-            let hash = state.hash(key);
-            match state.find(hash, &key) {
-                Some(queued) => (hash, Arc::clone(&queued.key)),
-                None => match self.shared.known.as_ref().and_then(|k| k.get_key(key)) {
-                    Some(known) => (hash, known),
-                    None => return,
-                },
-            }
+        let Some((hash, key, _)) = self.queued_or_known(&state, &obj) else {
+            return;
         };
-        let (hash, key) = key;
         state.push(hash, key, Delta::Deleted(DeletedObject::Final(obj)), false);
         self.wake(state);
+    }
+
+    /// The hash and shared key of `obj`'s key when it is queued (with its newest
+    /// queued object) or known; `None` when neither, where a deletion is a no-op.
+    fn queued_or_known(
+        &self,
+        state: &State<K>,
+        obj: &K,
+    ) -> Option<(u64, Arc<ObjectKey>, Option<Arc<K>>)> {
+        let candidate = self.shared.key_fn.candidate(obj);
+        let key = candidate.key_ref();
+        let hash = state.hash(key);
+        match state.find(hash, &key) {
+            Some(queued) => Some((
+                hash,
+                Arc::clone(&queued.key),
+                Some(Arc::clone(queued.newest().object())),
+            )),
+            None => self
+                .shared
+                .known
+                .as_ref()?
+                .get_key(key)
+                .map(|known| (hash, known, None)),
+        }
     }
 
     /// Queues a tombstone ([`DeletedObject::Unknown`]) for the key of `last_known`:
@@ -532,22 +547,10 @@ impl<K: 'static> DeltaFifo<K> {
         let last_known = last_known.into();
         let mut state = self.lock();
         state.populated = true;
-        let (hash, key, last_known) = {
-            let candidate = self.shared.key_fn.candidate(&last_known);
-            let key = candidate.key_ref();
-            let hash = state.hash(key);
-            match state.find(hash, &key) {
-                Some(queued) => (
-                    hash,
-                    Arc::clone(&queued.key),
-                    Arc::clone(queued.newest().object()),
-                ),
-                None => match self.shared.known.as_ref().and_then(|k| k.get_key(key)) {
-                    Some(known) => (hash, known, last_known),
-                    None => return,
-                },
-            }
+        let Some((hash, key, newest_queued)) = self.queued_or_known(&state, &last_known) else {
+            return;
         };
+        let last_known = newest_queued.unwrap_or(last_known);
         let tombstone = DeletedFinalStateUnknown {
             key: Arc::clone(&key),
             last_known,
