@@ -701,3 +701,79 @@ async fn compaction_without_watch_cache_forces_410_and_a_relist_that_loses_nothi
     stop.send(()).unwrap();
     task.await.unwrap();
 }
+
+/// Conformance (issue #13, defect 8): through cycles of "cut the client off, write,
+/// compact etcd, reconnect", with a short backoff, the informer always comes back to
+/// a watch with the latest state within its backoff (20 s is ten times its largest
+/// delay), never going quiet.
+#[tokio::test]
+async fn an_informer_comes_back_after_every_cut_and_compaction() {
+    use informer::reflector::BackoffConfig;
+    use informer::shared_informer::{InformerOptions, SharedIndexInformer};
+    let env = TestEnv::start().await.unwrap();
+    let proxy = env.fault_proxy().await.unwrap();
+    let ns = env.create_namespace("reflector-probe").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    api.create(&PostParams::default(), &config_map("a", "0", &[]))
+        .await
+        .unwrap();
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)),
+        InformerOptions::default().reflector(Config::default().backoff(BackoffConfig {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(2),
+            ..BackoffConfig::default()
+        })),
+    )
+    .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn({
+        let informer = informer.clone();
+        async move {
+            informer
+                .run(async {
+                    stopped.await.ok();
+                })
+                .await
+        }
+    });
+    informer::shared_informer::wait_for_cache_sync(&[&informer]).await;
+    let stats = || informer.reflector_stats().unwrap();
+    eventually("the watch", WAIT, || stats().watches == 1).await;
+    let mut quiet = Vec::new();
+    for cycle in 0..12 {
+        let before = stats();
+        proxy.disconnect().await;
+        let patch = serde_json::json!({ "data": { "key": cycle.to_string() } });
+        api.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        env.compact_etcd().await.unwrap();
+        proxy.reconnect().await.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut ok = false;
+        while std::time::Instant::now() < deadline {
+            let now = stats();
+            let value = informer
+                .indexer()
+                .list()
+                .first()
+                .and_then(|c| c.data.clone())
+                .and_then(|d| d.get("key").cloned());
+            if value.as_deref() == Some(&cycle.to_string()) && now.watches > before.watches {
+                ok = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if !ok {
+            quiet.push((cycle, before.clone(), stats()));
+        }
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    assert!(
+        quiet.is_empty(),
+        "quiet cycles (cycle, stats before, stats after): {quiet:#?}"
+    );
+}
