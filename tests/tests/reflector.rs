@@ -777,3 +777,61 @@ async fn an_informer_comes_back_after_every_cut_and_compaction() {
         "quiet cycles (cycle, stats before, stats after): {quiet:#?}"
     );
 }
+
+/// Conformance (issue #13, defect 8): a connection that dies silently (a partition:
+/// no FIN, no RST; the fault proxy holds it open and forwards nothing) is noticed once
+/// the watch is past the timeout the server would have ended it at (plus a tenth and
+/// 5 s), and the reflector watches again on a new connection, losing nothing.
+#[tokio::test]
+async fn a_watch_on_a_silently_dead_connection_is_noticed_and_replaced() {
+    let env = TestEnv::shared().await.unwrap();
+    let proxy = env.fault_proxy().await.unwrap();
+    let ns = env.create_namespace("reflector-silent").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    api.create(&PostParams::default(), &config_map("a", "1", &[]))
+        .await
+        .unwrap();
+    common::wait_for_watch_cache(&api, 1).await;
+    let dead = Arc::new(AtomicUsize::new(0));
+    let seen = dead.clone();
+    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let reflector = Arc::new(Reflector::new(
+        ApiListerWatcher::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)),
+        recorder.clone(),
+        Config::default()
+            .watch_timeout(Duration::from_secs(3)..=Duration::from_secs(3))
+            .error_handler(move |e: &ReflectorError| {
+                if matches!(e, ReflectorError::DeadWatch(_)) {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                }
+            }),
+    ));
+    let (stop, task) = spawn(reflector.clone());
+    eventually("the watch", WAIT, || reflector.stats().watches >= 1).await;
+
+    proxy.silence();
+    api.create(&PostParams::default(), &config_map("b", "1", &[]))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        recorder.names(),
+        ["a"],
+        "nothing passes a silent connection"
+    );
+    proxy.heal();
+
+    // Dead after 3 s + 0.3 s + 5 s at most; the new watch resumes where it was.
+    eventually("b through a new watch", Duration::from_secs(30), || {
+        recorder.names() == ["a", "b"]
+    })
+    .await;
+    assert!(
+        dead.load(Ordering::SeqCst) >= 1,
+        "the dead watch was reported"
+    );
+    assert_eq!(recorder.replaces(), 1, "resumed, not relisted");
+
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}

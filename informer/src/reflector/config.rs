@@ -36,7 +36,11 @@ pub struct Config {
     /// Consulted at each resync tick; resync happens when it returns true.
     pub should_resync: Option<ShouldResync>,
     /// Each watch asks the server to end it after a random time in this range
-    /// (default 5 to 10 minutes), so that watches spread their reconnects.
+    /// (default 5 to 10 minutes, client-go's), so that watches spread their
+    /// reconnects. It also bounds how long a connection that died silently (a network
+    /// partition) goes unnoticed: a watch still open a tenth past its timeout plus 5 s
+    /// is given up for dead and started again. Shorter ranges are allowed (client-go
+    /// has a 5-minute floor; tests and tight liveness bounds want less).
     pub watch_timeout: RangeInclusive<Duration>,
     /// Ask for bookmark events (default true).
     pub allow_bookmarks: bool,

@@ -39,6 +39,12 @@ pub enum ReflectorError {
     /// A watch ended at once with no events, which means something is wrong.
     #[error("very short watch: closed after {0:?} with no events")]
     ShortWatch(Duration),
+    /// A watch was still open (or still unanswered) this long after it was asked
+    /// for, well past the timeout the server ends it at: its connection died without
+    /// a word (see [`Config::watch_timeout`](super::Config::watch_timeout)). The
+    /// reflector watches again from the last resourceVersion.
+    #[error("dead watch: no end from the server after {0:?}; watching again")]
+    DeadWatch(Duration),
     /// An object could not be decoded; it was skipped.
     #[error(transparent)]
     Decode(#[from] DecodeError),

@@ -70,6 +70,18 @@ use error::{
 /// A watch shorter than this that brought no events is treated as an error.
 const SHORT_WATCH: Duration = Duration::from_secs(1);
 
+/// How long past its own timeout a watch may stay open before the reflector treats
+/// its connection as dead: the server ends every watch at the timeout the reflector
+/// asked for, so a watch still open `timeout + dead_watch_grace(timeout)` after it
+/// was asked for sits on a connection that died silently (a network partition drops
+/// packets without a FIN or RST). client-go notices through HTTP/2 pings; a kube
+/// client's connections are not ours to ping, so the watch's own deadline is the
+/// watchdog. The bound is 5-10 minutes plus this grace with the default timeouts;
+/// a shorter [`Config::watch_timeout`] tightens it.
+fn dead_watch_grace(timeout: Duration) -> Duration {
+    Duration::from_secs(5) + timeout / 10
+}
+
 /// Error from [`Reflector::run`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RunError {
@@ -337,7 +349,15 @@ where
                 allow_bookmarks: self.config.allow_bookmarks,
             };
             let started = Instant::now();
-            let mut stream = match self.lister_watcher.watch(request).await {
+            let deadline = started + timeout + dead_watch_grace(timeout);
+            let opened = tokio::time::timeout_at(deadline, self.lister_watcher.watch(request));
+            let Ok(opened) = opened.await else {
+                // Not even the response's headers came back: a dead connection.
+                self.report(&ReflectorError::DeadWatch(started.elapsed()));
+                tokio::time::sleep(connect_backoff.next_delay()).await;
+                continue;
+            };
+            let mut stream = match opened {
                 Ok(stream) => stream,
                 Err(e) if is_connection_refused(&e) || is_too_many_requests(&e) => {
                     // The server is down or busy: the list we have is still good.
@@ -358,19 +378,28 @@ where
             // Events are applied inside the poll, where the stream hands them out:
             // awaiting `next()` would copy every object (hundreds of bytes) twice more,
             // into the future's state and out of it.
-            let ended = std::future::poll_fn(|cx| {
-                loop {
-                    match ready!(stream.poll_next_unpin(cx)) {
-                        Some(Ok(event)) => {
-                            events += 1;
-                            self.apply(event, progress);
+            let ended = tokio::time::timeout_at(
+                deadline,
+                std::future::poll_fn(|cx| {
+                    loop {
+                        match ready!(stream.poll_next_unpin(cx)) {
+                            Some(Ok(event)) => {
+                                events += 1;
+                                self.apply(event, progress);
+                            }
+                            Some(Err(e)) => return Poll::Ready(Some(e)),
+                            None => return Poll::Ready(None),
                         }
-                        Some(Err(e)) => return Poll::Ready(Some(e)),
-                        None => return Poll::Ready(None),
                     }
-                }
-            })
+                }),
+            )
             .await;
+            let Ok(ended) = ended else {
+                // Past the server's own timeout and still open: the connection died
+                // without a word. Resume from the last version on a new one.
+                self.report(&ReflectorError::DeadWatch(started.elapsed()));
+                continue;
+            };
             match ended {
                 // The server closed the watch (its timeout): resume.
                 None => {}

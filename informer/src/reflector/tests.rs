@@ -665,3 +665,40 @@ async fn a_relist_at_a_version_is_paged_when_a_page_size_was_set() {
         ]
     );
 }
+
+/// A watch that neither sends nor ends sits on a connection that died silently: the
+/// server ends every watch at the timeout asked for, so once that has passed by a
+/// tenth plus 5 s the reflector watches again from the same version (no relist).
+#[tokio::test(start_paused = true)]
+async fn a_watch_still_open_well_past_its_timeout_is_dead_and_watched_again() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(page(&["a"], "10", None));
+    // No scripted watch: each one stays open and silent.
+    let run = run(
+        script,
+        Config::default().watch_timeout(Duration::from_secs(10)..=Duration::from_secs(10)),
+    );
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert_eq!(
+        run.calls().len(),
+        2,
+        "still within the timeout and its grace"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        run.calls(),
+        [
+            list("0", Some(500), None),
+            Call::Watch("10".into()),
+            Call::Watch("10".into()),
+        ]
+    );
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        ["dead watch: no end from the server after 16s; watching again"]
+    );
+}

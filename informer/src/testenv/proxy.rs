@@ -4,7 +4,10 @@
 //! while others keep writing". A [`FaultProxy`] forwards raw TCP (TLS passes through
 //! untouched, so clients still verify the server) until [`FaultProxy::disconnect`]
 //! drops every connection and refuses new ones; [`FaultProxy::reconnect`] opens the
-//! same port again.
+//! same port again. [`FaultProxy::silence`] is the nastier fault of a network
+//! partition: connections stay open but nothing passes either way, as when packets
+//! are lost without a FIN or RST; [`FaultProxy::heal`] lets new connections through
+//! again while the silenced ones stay dead, so a client must notice on its own.
 
 use std::sync::Mutex;
 
@@ -25,6 +28,10 @@ pub struct FaultProxy {
     acceptor: Mutex<Option<JoinHandle<()>>>,
     /// Bumped by every disconnect; connections end when it changes.
     generation: tokio::sync::watch::Sender<u64>,
+    /// Bumped by every [`FaultProxy::silence`]; connections go silent when it changes.
+    silenced: tokio::sync::watch::Sender<u64>,
+    /// While true, new connections are accepted but never forwarded.
+    silent: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl FaultProxy {
@@ -41,6 +48,8 @@ impl FaultProxy {
             config,
             acceptor: Mutex::new(None),
             generation: tokio::sync::watch::Sender::new(0),
+            silenced: tokio::sync::watch::Sender::new(0),
+            silent: std::sync::Arc::default(),
         };
         proxy.serve(listener);
         Ok(proxy)
@@ -68,6 +77,21 @@ impl FaultProxy {
         self.generation.send_modify(|g| *g += 1);
     }
 
+    /// A silent partition: every open connection stops forwarding in both directions
+    /// but stays open (no FIN, no RST), and new connections are accepted and then held
+    /// the same way, until [`FaultProxy::heal`].
+    pub fn silence(&self) {
+        self.silent.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.silenced.send_modify(|g| *g += 1);
+    }
+
+    /// Ends a [`FaultProxy::silence`] for new connections; the connections it
+    /// silenced stay open and dead until [`FaultProxy::disconnect`] or drop.
+    pub fn heal(&self) {
+        self.silent
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Accepts connections again, on the same port.
     pub async fn reconnect(&self) -> Result<(), TestEnvError> {
         if self.acceptor.locked().is_some() {
@@ -80,18 +104,32 @@ impl FaultProxy {
     fn serve(&self, listener: TcpListener) {
         let upstream = self.upstream;
         let generation = self.generation.clone();
+        let silenced = self.silenced.clone();
+        let silent = std::sync::Arc::clone(&self.silent);
         let acceptor = tokio::spawn(async move {
             while let Ok((mut downstream, _)) = listener.accept().await {
                 let mut cut = generation.subscribe();
                 cut.mark_unchanged();
+                let mut silence = silenced.subscribe();
+                silence.mark_unchanged();
+                let held = silent.load(std::sync::atomic::Ordering::SeqCst);
                 tokio::spawn(async move {
+                    if held {
+                        // Accepted during a silence: open, and dead.
+                        let _ = cut.changed().await;
+                        return;
+                    }
                     let Ok(mut up) = TcpStream::connect(("127.0.0.1", upstream)).await else {
                         return;
                     };
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut downstream, &mut up) => {}
-                        _ = cut.changed() => {}
+                        _ = cut.changed() => return,
+                        _ = silence.changed() => {}
                     }
+                    // Silenced: keep both sockets open, forward nothing, until cut.
+                    let _ = cut.changed().await;
+                    drop((downstream, up));
                 });
             }
         });
