@@ -5,7 +5,7 @@
 //! [`ReflectorMetrics`] and pass it in the [`super::Config`].
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::error::ReflectorError;
@@ -34,9 +34,40 @@ pub trait ReflectorMetrics: Send + Sync {
     }
 }
 
+/// What a reflector is doing: a reflector that runs is always listing, watching, or
+/// waiting out a backoff, never anything else.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Phase {
+    /// Not started yet.
+    #[default]
+    Idle = 0,
+    /// Listing (a first list or a relist).
+    Listing = 1,
+    /// Opening a watch, or reading one.
+    Watching = 2,
+    /// Waiting before the next attempt, after an error.
+    BackingOff = 3,
+    /// `run` has returned.
+    Stopped = 4,
+}
+
+impl Phase {
+    fn from_u8(value: u8) -> Self {
+        match value {
+            1 => Phase::Listing,
+            2 => Phase::Watching,
+            3 => Phase::BackingOff,
+            4 => Phase::Stopped,
+            _ => Phase::Idle,
+        }
+    }
+}
+
 /// The counters every reflector keeps.
 #[derive(Debug, Default)]
 pub struct ReflectorStats {
+    phase: AtomicU8,
     lists: AtomicU64,
     list_items: AtomicU64,
     watches: AtomicU64,
@@ -63,9 +94,20 @@ pub struct StatsSnapshot {
     pub errors: u64,
     /// The last synced resourceVersion.
     pub last_resource_version: String,
+    /// What the reflector was doing.
+    pub phase: Phase,
 }
 
 impl ReflectorStats {
+    /// What the reflector is doing now.
+    pub fn phase(&self) -> Phase {
+        Phase::from_u8(self.phase.load(Ordering::Relaxed))
+    }
+
+    pub(super) fn set_phase(&self, phase: Phase) {
+        self.phase.store(phase as u8, Ordering::Relaxed);
+    }
+
     /// The last synced resourceVersion.
     pub fn last_resource_version(&self) -> String {
         self.last_resource_version.locked().clone()
@@ -81,6 +123,7 @@ impl ReflectorStats {
             watch_events: self.watch_events.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
             last_resource_version: self.last_resource_version.locked().clone(),
+            phase: self.phase(),
         }
     }
 }

@@ -59,7 +59,7 @@ pub use lister_watcher::{
     CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions, WatchEvent,
     WatchRequest, WatchStream,
 };
-pub use metrics::{ReflectorMetrics, ReflectorStats, StatsSnapshot};
+pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;
 
 use backoff::Backoff;
@@ -183,6 +183,7 @@ where
             () = shutdown => {}
             () = self.run_forever().instrument(span) => {}
         }
+        self.stats.set_phase(Phase::Stopped);
         self.running.store(false, Ordering::SeqCst);
         Ok(())
     }
@@ -203,6 +204,7 @@ where
                 }
                 let delay = backoff.next_delay();
                 tracing::debug!(?delay, "backing off before the next list and watch");
+                self.stats.set_phase(Phase::BackingOff);
                 tokio::time::sleep(delay).await;
             }
         };
@@ -250,6 +252,7 @@ where
     }
 
     async fn list(&self, progress: &mut Progress) -> Result<(), ReflectorError> {
+        self.stats.set_phase(Phase::Listing);
         let started = Instant::now();
         let resource_version = Self::relist_resource_version(progress).to_owned();
         let listed = match self.list_all(&resource_version, progress).await {
@@ -348,13 +351,14 @@ where
                 timeout,
                 allow_bookmarks: self.config.allow_bookmarks,
             };
+            self.stats.set_phase(Phase::Watching);
             let started = Instant::now();
             let deadline = started + timeout + dead_watch_grace(timeout);
             let opened = tokio::time::timeout_at(deadline, self.lister_watcher.watch(request));
             let Ok(opened) = opened.await else {
                 // Not even the response's headers came back: a dead connection.
                 self.report(&ReflectorError::DeadWatch(started.elapsed()));
-                tokio::time::sleep(connect_backoff.next_delay()).await;
+                self.back_off(&mut connect_backoff).await;
                 continue;
             };
             let mut stream = match opened {
@@ -362,7 +366,7 @@ where
                 Err(e) if is_connection_refused(&e) || is_too_many_requests(&e) => {
                     // The server is down or busy: the list we have is still good.
                     self.report(&ReflectorError::Watch(e));
-                    tokio::time::sleep(connect_backoff.next_delay()).await;
+                    self.back_off(&mut connect_backoff).await;
                     continue;
                 }
                 Err(e) if is_expired(&e) || is_too_large_resource_version(&e) => {
@@ -408,7 +412,7 @@ where
                     // The server asks us to slow down (client-go: back off, then watch
                     // again from the last resourceVersion; the cache is still good).
                     self.report(&ReflectorError::Watch(e));
-                    tokio::time::sleep(connect_backoff.next_delay()).await;
+                    self.back_off(&mut connect_backoff).await;
                     continue;
                 }
                 Some(kube::Error::Api(status)) => {
@@ -425,6 +429,12 @@ where
             }
             tracing::debug!(events, ?elapsed, "watch ended; resuming");
         }
+    }
+
+    /// Waits out the next delay of `backoff`, saying so in the stats.
+    async fn back_off(&self, backoff: &mut Backoff) {
+        self.stats.set_phase(Phase::BackingOff);
+        tokio::time::sleep(backoff.next_delay()).await;
     }
 
     /// 410 Gone on a watch: relist, at once and without an error (client-go logs this

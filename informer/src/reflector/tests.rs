@@ -340,6 +340,8 @@ async fn connection_refused_retries_the_watch_with_backoff_without_relisting() {
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(run.calls().len(), 2, "one list, one watch so far");
+    // Always listing, watching or backing off; here, waiting to watch again.
+    assert_eq!(run.reflector.stats().phase, Phase::BackingOff);
     // Backoff: 800 ms, then 1.6 s, then 3.2 s.
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(run.calls().len(), 3);
@@ -688,6 +690,7 @@ async fn a_watch_still_open_well_past_its_timeout_is_dead_and_watched_again() {
         2,
         "still within the timeout and its grace"
     );
+    assert_eq!(run.reflector.stats().phase, Phase::Watching);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
         run.calls(),
