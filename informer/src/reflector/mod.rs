@@ -34,6 +34,7 @@ mod backoff;
 mod config;
 mod decode;
 mod error;
+mod fake_source;
 mod lister_watcher;
 mod metrics;
 mod store;
@@ -55,6 +56,7 @@ pub use backoff::BackoffConfig;
 pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError};
+pub use fake_source::FakeSource;
 pub use lister_watcher::{
     CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions, WatchEvent,
     WatchRequest, WatchStream,
