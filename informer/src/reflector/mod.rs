@@ -35,6 +35,7 @@ mod config;
 mod decode;
 mod error;
 mod fake_source;
+mod list_watch;
 mod lister_watcher;
 mod metrics;
 mod store;
@@ -57,6 +58,7 @@ pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError};
 pub use fake_source::FakeSource;
+pub use list_watch::ListWatch;
 pub use lister_watcher::{
     CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions, WatchEvent,
     WatchRequest, WatchStream,
