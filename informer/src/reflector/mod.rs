@@ -28,6 +28,11 @@
 //!
 //! [`Reflector::run`] runs until its shutdown future completes; everything it does
 //! happens inside that one future, so when it returns nothing is left running.
+//!
+//! The reflector reads through a [`ListerWatcher`]: [`ApiListerWatcher`] for the API
+//! server, [`ListWatch`] for two closures (client-go's `cache.ListWatch`), and
+//! [`FakeSource`] for unit tests, an in-memory collection that lists and watches like
+//! a server (client-go's `FakeControllerSource`).
 
 mod api;
 mod backoff;
