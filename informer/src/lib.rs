@@ -20,7 +20,10 @@
 //!
 //! - [`reflector`]: lists and watches the API server into a store, with client-go's
 //!   resourceVersion, paging, 410 Gone, backoff and resync rules ([`Reflector`](reflector::Reflector),
-//!   [`ListerWatcher`](reflector::ListerWatcher), [`ApiListerWatcher`](reflector::ApiListerWatcher)).
+//!   [`ListerWatcher`](reflector::ListerWatcher), [`ApiListerWatcher`](reflector::ApiListerWatcher)),
+//!   and the other sources a reflector can read: [`ListWatch`](reflector::ListWatch) from
+//!   two closures, and [`FakeSource`](reflector::FakeSource), an in-memory collection
+//!   that drives an informer in unit tests without a server.
 //! - [`fifo`]: the DeltaFIFO ([`DeltaFifo`](fifo::DeltaFifo)), per-object queues of typed
 //!   deltas, and [`DeletedObject`](fifo::DeletedObject) with its tombstone.
 //! - [`store`]: the indexed cache ([`Indexer`](store::Indexer)), named indexes,

@@ -2,8 +2,9 @@
 //!
 //! [`ListerWatcher`] is the seam client-go calls `ListerWatcher`: the reflector asks
 //! for list pages and watch streams, and anything that can answer (the API server
-//! through [`ApiListerWatcher`](super::ApiListerWatcher), or a test double) can serve
-//! it. This module holds the seam and what crosses it: the requests, the pages and
+//! through [`ApiListerWatcher`](super::ApiListerWatcher), two closures in a
+//! [`ListWatch`](super::ListWatch), or the in-memory [`FakeSource`](super::FakeSource)
+//! of unit tests) can serve it. This module holds the seam and what crosses it: the requests, the pages and
 //! events that answer them, and the options sent with every request.
 
 use std::sync::Arc;

@@ -28,12 +28,19 @@
 //!
 //! [`Reflector::run`] runs until its shutdown future completes; everything it does
 //! happens inside that one future, so when it returns nothing is left running.
+//!
+//! The reflector reads through a [`ListerWatcher`]: [`ApiListerWatcher`] for the API
+//! server, [`ListWatch`] for two closures (client-go's `cache.ListWatch`), and
+//! [`FakeSource`] for unit tests, an in-memory collection that lists and watches like
+//! a server (client-go's `FakeControllerSource`).
 
 mod api;
 mod backoff;
 mod config;
 mod decode;
 mod error;
+mod fake_source;
+mod list_watch;
 mod lister_watcher;
 mod metrics;
 mod store;
@@ -55,6 +62,8 @@ pub use backoff::BackoffConfig;
 pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError};
+pub use fake_source::FakeSource;
+pub use list_watch::ListWatch;
 pub use lister_watcher::{
     CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions, WatchEvent,
     WatchRequest, WatchStream,

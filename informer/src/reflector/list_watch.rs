@@ -1,0 +1,299 @@
+//! [`ListWatch`]: a [`ListerWatcher`] made from two closures, client-go's
+//! `cache.ListWatch{ListFunc, WatchFunc}`.
+//!
+//! Implementing [`ListerWatcher`] by hand means naming boxed futures and a struct to
+//! hang them on. Most ad hoc sources (a filtered view of another client, a scripted
+//! test double, a bridge from another event feed) are two functions; this type lets
+//! them stay two `async move` closures.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use educe::Educe;
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+
+use super::lister_watcher::{
+    ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
+};
+
+type ListFn<K> =
+    dyn Fn(ListRequest) -> BoxFuture<'static, Result<ListPage<K>, kube::Error>> + Send + Sync;
+type WatchFn<K> =
+    dyn Fn(WatchRequest) -> BoxFuture<'static, Result<WatchStream<K>, kube::Error>> + Send + Sync;
+
+/// A [`ListerWatcher`] made from a list closure and a watch closure.
+///
+/// Each closure takes the request and returns any future (an `async move` block);
+/// the watch future yields any `Stream` of events. Both are boxed here, so callers
+/// never write `Box::pin`. The futures own what they use (`'static`): clone what a
+/// closure captures into its `async move` block. Cloning a `ListWatch` shares the
+/// closures.
+///
+/// ```
+/// use futures::StreamExt;
+/// use informer::reflector::{ListPage, ListWatch, WatchEvent};
+/// use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+///
+/// fn config_map(name: &str, version: &str) -> ConfigMap {
+///     ConfigMap {
+///         metadata: ObjectMeta {
+///             name: Some(name.into()),
+///             namespace: Some("default".into()),
+///             resource_version: Some(version.into()),
+///             ..ObjectMeta::default()
+///         },
+///         ..ConfigMap::default()
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+/// #     .block_on(async {
+/// let source = ListWatch::new(
+///     |_request| async move {
+///         Ok(ListPage {
+///             items: vec![config_map("web", "1")],
+///             resource_version: "1".into(),
+///             ..ListPage::default()
+///         })
+///     },
+///     // One change, then a watch that stays open (the server would end it at
+///     // `request.timeout`).
+///     |_request| async move {
+///         let added = Ok(WatchEvent::Added(config_map("db", "2")));
+///         Ok(futures::stream::iter([added]).chain(futures::stream::pending()))
+///     },
+/// );
+///
+/// let informer = SharedIndexInformer::with_options(source, InformerOptions::default())?;
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let running = tokio::spawn({
+///     let informer = informer.clone();
+///     async move { informer.run(async { stopped.await.ok(); }).await }
+/// });
+/// wait_for_cache_sync(&[&informer]).await;
+/// while informer.indexer().len() < 2 {
+///     tokio::task::yield_now().await; // the watched "db" arrives just after the sync
+/// }
+/// stop.send(()).ok();
+/// running.await??;
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Educe)]
+#[educe(Clone)]
+pub struct ListWatch<K> {
+    list: Arc<ListFn<K>>,
+    watch: Arc<WatchFn<K>>,
+}
+
+impl<K> fmt::Debug for ListWatch<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListWatch").finish_non_exhaustive()
+    }
+}
+
+impl<K: Send + 'static> ListWatch<K> {
+    /// A lister-watcher that answers lists with `list` and watches with `watch`.
+    pub fn new<L, LF, W, WF, S>(list: L, watch: W) -> Self
+    where
+        L: Fn(ListRequest) -> LF + Send + Sync + 'static,
+        LF: Future<Output = Result<ListPage<K>, kube::Error>> + Send + 'static,
+        W: Fn(WatchRequest) -> WF + Send + Sync + 'static,
+        WF: Future<Output = Result<S, kube::Error>> + Send + 'static,
+        S: Stream<Item = Result<WatchEvent<K>, kube::Error>> + Send + 'static,
+    {
+        Self {
+            list: Arc::new(move |request| Box::pin(list(request))),
+            watch: Arc::new(move |request| {
+                let started = watch(request);
+                Box::pin(async move { started.await.map(StreamExt::boxed) })
+            }),
+        }
+    }
+}
+
+impl<K> ListerWatcher<K> for ListWatch<K> {
+    fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
+        (self.list)(request)
+    }
+
+    fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
+        (self.watch)(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::ResourceExt;
+
+    use super::*;
+    use crate::reflector::FakeSource;
+    use crate::shared_informer::{
+        InformerOptions, Notification, SharedIndexInformer, wait_for_cache_sync,
+    };
+    use crate::test_support::{config_map, version};
+
+    #[test]
+    fn is_send_and_sync() {
+        fn is_send_sync<T: Send + Sync>() {}
+        is_send_sync::<ListWatch<ConfigMap>>();
+    }
+
+    /// The closures get the reflector's requests as they are, and what they answer
+    /// reaches the informer's handlers.
+    #[tokio::test(start_paused = true)]
+    async fn closures_drive_an_informer_and_see_the_reflector_requests() {
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let source = ListWatch::new(
+            {
+                let requests = Arc::clone(&requests);
+                move |request: ListRequest| {
+                    let line = format!("list {:?} {:?}", request.resource_version, request.limit);
+                    requests.lock().unwrap().push(line);
+                    async move {
+                        Ok(ListPage {
+                            items: vec![config_map("default/web", &[], 1)],
+                            resource_version: "1".into(),
+                            ..ListPage::default()
+                        })
+                    }
+                }
+            },
+            {
+                let requests = Arc::clone(&requests);
+                move |request: WatchRequest| {
+                    let line = format!("watch {:?}", request.resource_version);
+                    requests.lock().unwrap().push(line);
+                    async move {
+                        let events = [
+                            WatchEvent::Added(config_map("default/db", &[], 2)),
+                            WatchEvent::Modified(config_map("default/web", &[], 3)),
+                            WatchEvent::Deleted(config_map("default/db", &[], 4)),
+                        ];
+                        let events = futures::stream::iter(events.map(Ok));
+                        Ok(events.chain(futures::stream::pending()))
+                    }
+                }
+            },
+        );
+        let informer = SharedIndexInformer::with_options(source, InformerOptions::default())
+            .expect("no indexes");
+        let mut notifications = informer.subscribe().expect("subscribed");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn({
+            let informer = informer.clone();
+            async move {
+                informer
+                    .run(async {
+                        stopped.await.ok();
+                    })
+                    .await
+            }
+        });
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let line = match notifications.next().await.expect("a notification") {
+                Notification::Add { object, .. } => format!("add {}", object.name_any()),
+                Notification::Update { new, .. } => format!("update {}", new.name_any()),
+                Notification::Delete(gone) => format!("delete {}", gone.object().name_any()),
+            };
+            seen.push(line);
+        }
+        // The burst reaches the DeltaFIFO before the first pop, and the FIFO hands out
+        // each object's deltas together: order holds per object.
+        assert_eq!(seen, ["add web", "update web", "add db", "delete db"]);
+        assert_eq!(
+            *requests.lock().unwrap(),
+            ["list \"0\" Some(500)", "watch \"1\""]
+        );
+        assert_eq!(informer.last_sync_resource_version(), "4");
+        stop.send(()).ok();
+        running.await.expect("joined").expect("ran");
+    }
+
+    /// client-go's other common use: a lister-watcher wrapped to change what it
+    /// answers, here one namespace kept out of a fake source's collection.
+    #[tokio::test]
+    async fn closures_can_wrap_another_lister_watcher() {
+        let source = FakeSource::new();
+        source.add(config_map("kept/web", &[], 0));
+        source.add(config_map("dropped/web", &[], 0));
+        let kept = |obj: &ConfigMap| obj.namespace().as_deref() == Some("kept");
+        let filtered = ListWatch::new(
+            {
+                let source = source.clone();
+                move |request| {
+                    let source = source.clone();
+                    async move {
+                        let mut page = source.list(request).await?;
+                        page.items.retain(kept);
+                        Ok(page)
+                    }
+                }
+            },
+            {
+                let source = source.clone();
+                move |request| {
+                    let source = source.clone();
+                    async move {
+                        let events = source.watch(request).await?;
+                        Ok(events.filter(move |event| {
+                            let keep = match event {
+                                Ok(
+                                    WatchEvent::Added(obj)
+                                    | WatchEvent::Modified(obj)
+                                    | WatchEvent::Deleted(obj),
+                                ) => kept(obj),
+                                _ => true,
+                            };
+                            std::future::ready(keep)
+                        }))
+                    }
+                }
+            },
+        );
+        let informer = SharedIndexInformer::with_options(filtered, InformerOptions::default())
+            .expect("no indexes");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn({
+            let informer = informer.clone();
+            async move {
+                informer
+                    .run(async {
+                        stopped.await.ok();
+                    })
+                    .await
+            }
+        });
+        wait_for_cache_sync(&[&informer]).await;
+        source.add(config_map("dropped/db", &[], 0));
+        source.add(config_map("kept/db", &[], 0));
+        while informer.last_sync_resource_version() != "4" {
+            tokio::task::yield_now().await;
+        }
+        let mut cached: Vec<_> = informer
+            .lister()
+            .list_all()
+            .iter()
+            .map(|obj| {
+                format!(
+                    "{}@{}",
+                    crate::key::ObjectKey::of(obj.as_ref()),
+                    version(obj)
+                )
+            })
+            .collect();
+        cached.sort();
+        assert_eq!(cached, ["kept/db@4", "kept/web@1"]);
+        stop.send(()).ok();
+        running.await.expect("joined").expect("ran");
+    }
+}
