@@ -45,3 +45,22 @@ pub(crate) fn names<K: kube::Resource>(objects: &[std::sync::Arc<K>]) -> Vec<Str
     names.sort();
     names
 }
+
+/// Runs `informer` in a task until the returned sender is used (or dropped).
+pub(crate) fn spawn_run(
+    informer: &crate::shared_informer::SharedIndexInformer<ConfigMap>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), crate::shared_informer::InformerError>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let informer = informer.clone();
+    let running = tokio::spawn(async move {
+        informer
+            .run(async {
+                stopped.await.ok();
+            })
+            .await
+    });
+    (stop, running)
+}

@@ -269,6 +269,22 @@ impl<K> State<K> {
         }
     }
 
+    /// Queues a tombstoned deletion of `key` carrying `last_known`.
+    fn push_tombstone(
+        &mut self,
+        hash: u64,
+        key: Arc<ObjectKey>,
+        last_known: Arc<K>,
+        initial: bool,
+    ) {
+        let tombstone = DeletedFinalStateUnknown {
+            key: Arc::clone(&key),
+            last_known,
+        };
+        let delta = Delta::Deleted(DeletedObject::Unknown(tombstone));
+        self.push(hash, key, delta, initial);
+    }
+
     /// Appends `delta` to the deltas of `key` (whose hash is `hash`), queueing the key
     /// if it is new. With `initial`, the key joins the initial list. Returns the key's
     /// deltas.
@@ -551,16 +567,7 @@ impl<K: 'static> DeltaFifo<K> {
             return;
         };
         let last_known = newest_queued.unwrap_or(last_known);
-        let tombstone = DeletedFinalStateUnknown {
-            key: Arc::clone(&key),
-            last_known,
-        };
-        state.push(
-            hash,
-            key,
-            Delta::Deleted(DeletedObject::Unknown(tombstone)),
-            false,
-        );
+        state.push_tombstone(hash, key, last_known, false);
         self.wake(state);
     }
 
@@ -631,16 +638,7 @@ impl<K: 'static> DeltaFifo<K> {
                 })
                 .collect();
             for (hash, key, last_known) in missing {
-                let tombstone = DeletedFinalStateUnknown {
-                    key: Arc::clone(&key),
-                    last_known,
-                };
-                state.push(
-                    hash,
-                    key,
-                    Delta::Deleted(DeletedObject::Unknown(tombstone)),
-                    initial,
-                );
+                state.push_tombstone(hash, key, last_known, initial);
             }
         }
 

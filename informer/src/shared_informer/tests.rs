@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::reflector::{ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream};
-use crate::test_support::config_map;
+use crate::test_support::{config_map, spawn_run};
 
 /// Lists `items`, then watches a stream that never sends anything; counts requests.
 #[derive(Default)]
@@ -48,25 +48,6 @@ fn informer_over(count: u32) -> SharedIndexInformer<ConfigMap> {
         ..FixedList::default()
     };
     SharedIndexInformer::with_options(source, InformerOptions::default()).expect("no indexes")
-}
-
-/// Runs `informer` in a task until the returned sender is used (or dropped).
-fn spawn_run(
-    informer: &SharedIndexInformer<ConfigMap>,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), InformerError>>,
-) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let informer = informer.clone();
-    let running = tokio::spawn(async move {
-        informer
-            .run(async {
-                stopped.await.ok();
-            })
-            .await
-    });
-    (stop, running)
 }
 
 /// Starts an informer over `count` objects and waits until it (and a handler, if

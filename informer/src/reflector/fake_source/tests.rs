@@ -12,10 +12,10 @@ use super::*;
 use crate::fifo::DeletedObject;
 use crate::reflector::ReflectorError;
 use crate::shared_informer::{
-    InformerError, InformerOptions, Notification, ResourceEventHandlerFns, SharedIndexInformer,
+    InformerOptions, Notification, ResourceEventHandlerFns, SharedIndexInformer,
     wait_for_cache_sync,
 };
-use crate::test_support::{config_map, version};
+use crate::test_support::{config_map, spawn_run, version};
 
 /// `ns/name` with one label, `state=<state>`, to tell an object's states apart (its
 /// resourceVersion is the source's to set).
@@ -204,25 +204,6 @@ async fn a_watch_ends_at_its_timeout_as_the_server_ends_it() {
 }
 
 // ---- Driving an informer, as a user's unit test would. ----
-
-/// Starts `informer` in a task; send on (or drop) the sender to stop it.
-fn spawn_run(
-    informer: &SharedIndexInformer<ConfigMap>,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), InformerError>>,
-) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let informer = informer.clone();
-    let running = tokio::spawn(async move {
-        informer
-            .run(async {
-                stopped.await.ok();
-            })
-            .await
-    });
-    (stop, running)
-}
 
 fn informer_over(source: &FakeSource<ConfigMap>) -> SharedIndexInformer<ConfigMap> {
     SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
