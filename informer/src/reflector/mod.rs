@@ -185,6 +185,8 @@ where
         if self.running.swap(true, Ordering::SeqCst) {
             return Err(RunError::AlreadyRunning);
         }
+        // However `run` ends, returned or dropped (an informer drops it at shutdown).
+        let _stopping = Stopping(self);
         let span = tracing::info_span!("reflector", kind = self.name);
         // Biased: a shutdown that has already happened wins before the first request.
         tokio::select! {
@@ -192,8 +194,6 @@ where
             () = shutdown => {}
             () = self.run_forever().instrument(span) => {}
         }
-        self.stats.set_phase(Phase::Stopped);
-        self.running.store(false, Ordering::SeqCst);
         Ok(())
     }
 
@@ -529,6 +529,16 @@ where
 }
 
 /// Appends `more` to `all`, taking `more`'s allocation when `all` is empty.
+/// Marks a reflector stopped, and free to run again, when its `run` ends.
+struct Stopping<'a, K>(&'a Reflector<K>);
+
+impl<K> Drop for Stopping<'_, K> {
+    fn drop(&mut self) {
+        self.0.stats.set_phase(Phase::Stopped);
+        self.0.running.store(false, Ordering::SeqCst);
+    }
+}
+
 fn append<T>(all: &mut Vec<T>, more: Vec<T>) {
     if all.is_empty() {
         *all = more;

@@ -705,3 +705,27 @@ async fn a_watch_still_open_well_past_its_timeout_is_dead_and_watched_again() {
         ["dead watch: no end from the server after 16s; watching again"]
     );
 }
+
+/// A reflector whose `run` future is dropped (as an informer does at shutdown) says it
+/// stopped, and can run again.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_run_leaves_the_reflector_stopped_and_free_to_run_again() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(page(&["a"], "10", None));
+    let reflector = Reflector::from_parts(
+        Arc::new(script),
+        Arc::new(Store::default()),
+        Config::default(),
+    );
+    let running = tokio::time::timeout(
+        Duration::from_secs(1),
+        reflector.run(std::future::pending()),
+    );
+    assert!(running.await.is_err(), "still running when dropped");
+    assert_eq!(reflector.stats().phase, Phase::Stopped);
+    assert!(reflector.run(std::future::ready(())).await.is_ok());
+}
