@@ -139,7 +139,7 @@ mod tests {
     use crate::shared_informer::{
         InformerOptions, Notification, SharedIndexInformer, wait_for_cache_sync,
     };
-    use crate::test_support::{config_map, version};
+    use crate::test_support::{config_map, spawn_run, version};
 
     #[test]
     fn is_send_and_sync() {
@@ -187,17 +187,7 @@ mod tests {
         let informer = SharedIndexInformer::with_options(source, InformerOptions::default())
             .expect("no indexes");
         let mut notifications = informer.subscribe().expect("subscribed");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let running = tokio::spawn({
-            let informer = informer.clone();
-            async move {
-                informer
-                    .run(async {
-                        stopped.await.ok();
-                    })
-                    .await
-            }
-        });
+        let (stop, running) = spawn_run(&informer);
         let mut seen = Vec::new();
         for _ in 0..4 {
             let line = match notifications.next().await.expect("a notification") {
@@ -262,17 +252,7 @@ mod tests {
         );
         let informer = SharedIndexInformer::with_options(filtered, InformerOptions::default())
             .expect("no indexes");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let running = tokio::spawn({
-            let informer = informer.clone();
-            async move {
-                informer
-                    .run(async {
-                        stopped.await.ok();
-                    })
-                    .await
-            }
-        });
+        let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         source.add(config_map("dropped/db", &[], 0));
         source.add(config_map("kept/db", &[], 0));
