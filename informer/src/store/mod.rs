@@ -111,6 +111,9 @@ pub(crate) type FastState = foldhash::fast::RandomState;
 /// A hash map with [`FastState`].
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, FastState>;
 
+/// A hash set with [`FastState`].
+pub(crate) type FastSet<T> = std::collections::HashSet<T, FastState>;
+
 /// Errors of the store's index operations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use rand::{Rng, SeedableRng, rngs::StdRng, seq::SliceRandom};
 
 use super::*;
+use crate::fifo::DeltaType;
 use crate::test_support::{self, version};
 use crate::{
     key::ObjectKeyRef,

@@ -1,0 +1,78 @@
+//! Waiting for something to pop: shared by both queues, so each states only what it
+//! holds, not how a pop sleeps and wakes.
+
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use crate::lock::MutexExt;
+
+/// What a waiting pop needs to know of a queue's state.
+pub(super) trait QueueState {
+    /// Nothing is queued.
+    fn is_empty(&self) -> bool;
+    /// `close` was called.
+    fn is_closed(&self) -> bool;
+    /// How many pops are waiting: producers wake one only if there is one.
+    fn waiters_mut(&mut self) -> &mut usize;
+
+    /// Whether a producer should wake a waiting pop.
+    fn wake_needed(&mut self) -> bool {
+        *self.waiters_mut() > 0 && !self.is_empty()
+    }
+}
+
+/// Releases the lock, then wakes a waiting pop if there is one and something to pop.
+pub(super) fn release_and_wake<S: QueueState>(mut state: MutexGuard<'_, S>, notify: &Notify) {
+    let wake = state.wake_needed();
+    drop(state);
+    if wake {
+        notify.notify_one();
+    }
+}
+
+/// Waits until the queue holds something, then calls `run` with its locked state and
+/// returns what `run` returns; `None` once the queue is closed and empty (what is
+/// still queued at `close` is handed out first, client-go's rule). Cancel-safe: a
+/// dropped wait unregisters itself and loses nothing.
+pub(super) async fn when_ready<'a, S: QueueState, T>(
+    mutex: &'a Mutex<S>,
+    notify: &'a Notify,
+    run: impl FnOnce(MutexGuard<'a, S>) -> T,
+) -> Option<T> {
+    /// Keeps the waiter count right when a waiting pop is dropped.
+    struct Registered<'a, S: QueueState> {
+        mutex: &'a Mutex<S>,
+        registered: bool,
+    }
+    impl<S: QueueState> Drop for Registered<'_, S> {
+        fn drop(&mut self) {
+            if self.registered {
+                *self.mutex.locked().waiters_mut() -= 1;
+            }
+        }
+    }
+
+    let mut waiting = Registered {
+        mutex,
+        registered: false,
+    };
+    loop {
+        let notified = {
+            let mut state = mutex.locked();
+            if std::mem::take(&mut waiting.registered) {
+                *state.waiters_mut() -= 1;
+            }
+            if !state.is_empty() {
+                return Some(run(state));
+            }
+            if state.is_closed() {
+                return None;
+            }
+            *state.waiters_mut() += 1;
+            waiting.registered = true;
+            notify.notified()
+        };
+        notified.await;
+    }
+}
