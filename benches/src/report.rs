@@ -125,6 +125,9 @@ pub struct QuerySample {
 /// One pipeline run (scenario 5).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PipelineSample {
+    /// The informer's queue (`InOrder` or `DeltaFifo`).
+    #[serde(default)]
+    pub queue: String,
     /// Handlers registered.
     pub handlers: usize,
     /// Deltas pushed through (list + watch events); each reaches every handler.

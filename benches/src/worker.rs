@@ -4,7 +4,7 @@
 //! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
-//! bench-worker pipeline <handlers> <objects> <events>
+//! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
 //! bench-worker relist   <ours|kube-runtime> <namespace>
 //! ```
 //!
@@ -25,7 +25,7 @@ use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use informer::reflector::{ApiListerWatcher, ManagedFields};
 use informer::shared_informer::{
-    InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
+    InformerOptions, QueueKind, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
 use informer::store::{Indexers, Selector};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -76,7 +76,13 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         )),
         "queries" => Ok(WorkerReport::Queries(queries(arg(1)?.parse()?).await?)),
         "pipeline" => Ok(WorkerReport::Pipeline(
-            pipeline(arg(1)?.parse()?, arg(2)?.parse()?, arg(3)?.parse()?).await?,
+            pipeline(
+                arg(1)?.parse()?,
+                arg(2)?.parse()?,
+                arg(3)?.parse()?,
+                queue_kind(arg(4)?)?,
+            )
+            .await?,
         )),
         "relist" => Ok(WorkerReport::Relist(
             relist(implementation(1)?, arg(2)?).await?,
@@ -500,9 +506,23 @@ impl ResourceEventHandler<ConfigMap> for Counter {
     }
 }
 
-/// Scenario 5: `objects` listed, then `events` updates, through the informer to
-/// `handlers` handlers.
-async fn pipeline(handlers: usize, count: usize, events: usize) -> anyhow::Result<PipelineSample> {
+/// The informer queue a pipeline run uses, by its name on the command line.
+fn queue_kind(name: &str) -> anyhow::Result<QueueKind> {
+    match name {
+        "in-order" => Ok(QueueKind::InOrder),
+        "delta-fifo" => Ok(QueueKind::DeltaFifo),
+        other => bail!("unknown queue {other:?} (in-order or delta-fifo)"),
+    }
+}
+
+/// Scenario 5: `objects` listed, then `events` updates, through the informer (with
+/// `queue`) to `handlers` handlers.
+async fn pipeline(
+    handlers: usize,
+    count: usize,
+    events: usize,
+    queue: QueueKind,
+) -> anyhow::Result<PipelineSample> {
     /// Events handed out before the synthetic watch returns `Pending` once (a busy
     /// watch connection delivers many events per read).
     const YIELD_EVERY: usize = 512;
@@ -515,7 +535,8 @@ async fn pipeline(handlers: usize, count: usize, events: usize) -> anyhow::Resul
     let updates: Vec<ConfigMap> = (0..events).map(|e| object(e % count, e + 2)).collect();
     let synthetic = SyntheticListerWatcher::new(list, updates, YIELD_EVERY);
     let listed_at = synthetic.listed_at();
-    let informer = SharedIndexInformer::with_options(synthetic, InformerOptions::default())?;
+    let informer =
+        SharedIndexInformer::with_options(synthetic, InformerOptions::default().queue(queue))?;
     let (done, mut finished) = tokio::sync::mpsc::unbounded_channel();
     for _ in 0..handlers {
         informer.add_event_handler(Counter {
@@ -543,6 +564,7 @@ async fn pipeline(handlers: usize, count: usize, events: usize) -> anyhow::Resul
         .as_secs_f64();
     let deltas = count + events;
     Ok(PipelineSample {
+        queue: format!("{queue:?}"),
         handlers,
         deltas,
         seconds,

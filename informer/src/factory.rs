@@ -61,7 +61,7 @@ use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lock::MutexExt;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
-use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
+use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
 
 /// Where an informer looks: a namespace (or all) and selectors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -112,6 +112,8 @@ pub struct FactoryOptions {
     managed_fields: ManagedFields,
     managed_fields_per_type: HashMap<TypeId, ManagedFields>,
     reflector: reflector::Config,
+    queue: QueueKind,
+    queue_per_type: HashMap<TypeId, QueueKind>,
 }
 
 impl std::fmt::Debug for FactoryOptions {
@@ -128,6 +130,8 @@ impl std::fmt::Debug for FactoryOptions {
                 "managed_fields_per_type",
                 &self.managed_fields_per_type.len(),
             )
+            .field("queue", &self.queue)
+            .field("queue_per_type", &self.queue_per_type)
             .finish()
     }
 }
@@ -202,6 +206,18 @@ impl FactoryOptions {
     /// Reflector settings for every informer.
     pub fn reflector(mut self, config: reflector::Config) -> Self {
         self.reflector = config;
+        self
+    }
+
+    /// The queue of every informer (see [`QueueKind`]; in order by default).
+    pub fn queue(mut self, kind: QueueKind) -> Self {
+        self.queue = kind;
+        self
+    }
+
+    /// The queue of `K`'s informers (over [`queue`](Self::queue)).
+    pub fn queue_for<K: 'static>(mut self, kind: QueueKind) -> Self {
+        self.queue_per_type.insert(TypeId::of::<K>(), kind);
         self
     }
 }
@@ -426,7 +442,12 @@ impl SharedInformerFactory {
                         .copied()
                         .unwrap_or(options.managed_fields),
                 );
-        let mut informer_options = base.reflector(options.reflector.clone());
+        let queue = options
+            .queue_per_type
+            .get(&TypeId::of::<K>())
+            .copied()
+            .unwrap_or(options.queue);
+        let mut informer_options = base.reflector(options.reflector.clone()).queue(queue);
         let resync = options
             .resync_per_type
             .get(&TypeId::of::<K>())

@@ -6,9 +6,9 @@
 //! `DeletedFinalStateUnknown`, you match on a [`DeletedObject`](fifo::DeletedObject).
 //!
 //! ```text
-//! kube::Api<K> --list/watch--> Reflector<K> --deltas--> DeltaFifo<K> --pop--> process loop
-//!                                                                      |          |
-//!                                                  Indexer<K> <--------+          +--> handlers
+//! kube::Api<K> --list/watch--> Reflector<K> --deltas--> RealFifo<K> --pop--> process loop
+//!                                                    (or DeltaFifo<K>)    |          |
+//!                                                  Indexer<K> <-----------+          +--> handlers
 //!                                                      ^
 //!                                        Lister<K> ----+  (sync reads, Arc<K>, no copies)
 //! ```
@@ -24,8 +24,10 @@
 //!   and the other sources a reflector can read: [`ListWatch`](reflector::ListWatch) from
 //!   two closures, and [`FakeSource`](reflector::FakeSource), an in-memory collection
 //!   that drives an informer in unit tests without a server.
-//! - [`fifo`]: the DeltaFIFO ([`DeltaFifo`](fifo::DeltaFifo)), per-object queues of typed
-//!   deltas, and [`DeletedObject`](fifo::DeletedObject) with its tombstone.
+//! - [`fifo`]: the queues of typed deltas between reflector and cache: the in-order
+//!   [`RealFifo`](fifo::RealFifo) (the default, client-go's `InOrderInformers`) and the
+//!   per-object [`DeltaFifo`](fifo::DeltaFifo); [`DeletedObject`](fifo::DeletedObject)
+//!   with its tombstone.
 //! - [`store`]: the indexed cache ([`Indexer`](store::Indexer)), named indexes,
 //!   label selectors, and typed indexes ([`Index`](store::Index)).
 //! - [`shared_informer`]: [`SharedIndexInformer`](shared_informer::SharedIndexInformer), its options, handlers,

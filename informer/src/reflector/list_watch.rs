@@ -197,9 +197,9 @@ mod tests {
             };
             seen.push(line);
         }
-        // The burst reaches the DeltaFIFO before the first pop, and the FIFO hands out
-        // each object's deltas together: order holds per object.
-        assert_eq!(seen, ["add web", "update web", "add db", "delete db"]);
+        // The informer's in-order queue delivers every change as it happened, across
+        // objects.
+        assert_eq!(seen, ["add web", "add db", "update web", "delete db"]);
         assert_eq!(
             *requests.lock().unwrap(),
             ["list \"0\" Some(500)", "watch \"1\""]

@@ -1,15 +1,19 @@
 //! The SharedIndexInformer: one list-and-watch, one cache, many handlers.
 //!
 //! client-go's `SharedIndexInformer`, typed. [`SharedIndexInformer::run`] starts a
-//! [`Reflector`](crate::reflector::Reflector) that feeds a [`DeltaFifo`](crate::fifo::DeltaFifo); the process loop pops each object's
-//! deltas, writes them to the [`Indexer`](crate::store::Indexer) first, then tells every handler:
+//! [`Reflector`](crate::reflector::Reflector) that feeds a queue, by default the in-order
+//! [`RealFifo`](crate::fifo::RealFifo) (every change in the order it happened, as
+//! client-go's `InOrderInformers`), or the per-key [`DeltaFifo`](crate::fifo::DeltaFifo)
+//! ([`QueueKind`]); the process loop pops the deltas, writes them to the
+//! [`Indexer`](crate::store::Indexer) first, then tells every handler:
 //!
 //! - `Added`, `Updated`, `Sync` and `Replaced` become an add when the key was not in
 //!   the cache and an update (old, new) when it was. Resync notifications (a `Sync`,
 //!   or a `Replaced` that did not change the object) reach only the handlers whose
 //!   resync period is due.
 //! - `Deleted` becomes a delete with a [`DeletedObject`](crate::fifo::DeletedObject): the final state, or a
-//!   tombstone carrying the last known state when the deletion was missed.
+//!   tombstone carrying the last known state when the deletion was missed. A deletion
+//!   of an object the cache does not hold (already removed) reaches no handler.
 //!
 //! Handlers ([`ResourceEventHandler`], or closures via [`ResourceEventHandlerFns`])
 //! each get their own buffer and thread (see [`listener`](self#buffer-policy)), so a
@@ -55,6 +59,7 @@ pub(crate) mod listener;
 mod options;
 mod process;
 mod processor;
+mod queue;
 mod registration;
 mod shared_index_informer;
 mod sink;
@@ -63,6 +68,7 @@ mod sync;
 pub use handler::{Notification, ResourceEventHandler, ResourceEventHandlerFns};
 pub use listener::ListenerStats;
 pub use options::{InformerOptions, Transform};
+pub use queue::QueueKind;
 pub use registration::{Registration, Subscription};
 pub use shared_index_informer::SharedIndexInformer;
 pub use sync::{HasSynced, wait_for_cache_sync};

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kube::Resource;
 
+use super::queue::QueueKind;
 use crate::informable::Informable;
 use crate::key::KeyFn;
 use crate::reflector;
@@ -34,6 +35,9 @@ pub struct InformerOptions<K> {
     pub reflector: reflector::Config,
     /// Applied to every object before it is stored.
     pub transform: Option<Transform<K>>,
+    /// The queue between the reflector and the cache: in order (the default) or one
+    /// entry per key.
+    pub queue: QueueKind,
 }
 
 impl<K: Resource + 'static> Default for InformerOptions<K> {
@@ -44,6 +48,7 @@ impl<K: Resource + 'static> Default for InformerOptions<K> {
             key_fn: KeyFn::meta_namespace(),
             reflector: reflector::Config::default(),
             transform: None,
+            queue: QueueKind::default(),
         }
     }
 }
@@ -56,6 +61,7 @@ impl<K> std::fmt::Debug for InformerOptions<K> {
             .field("key_fn", &self.key_fn)
             .field("reflector", &self.reflector)
             .field("transform", &self.transform.is_some())
+            .field("queue", &self.queue)
             .finish()
     }
 }
@@ -91,6 +97,14 @@ impl<K> InformerOptions<K> {
     /// Reflector settings.
     pub fn reflector(mut self, config: reflector::Config) -> Self {
         self.reflector = config;
+        self
+    }
+
+    /// The queue between the reflector and the cache (see [`QueueKind`]): in order,
+    /// client-go's `InOrderInformers` default, or [`QueueKind::DeltaFifo`] for one
+    /// entry per key.
+    pub fn queue(mut self, kind: QueueKind) -> Self {
+        self.queue = kind;
         self
     }
 

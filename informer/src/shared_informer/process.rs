@@ -1,6 +1,6 @@
-//! The process loop (client-go's `processLoop` and `HandleDeltas`): pops each key's
-//! deltas from the DeltaFIFO, writes them to the cache first, then hands the
-//! notifications to the handlers.
+//! The process loop (client-go's `processLoop` and `HandleDeltas`): pops deltas from
+//! the informer's queue, writes them to the cache first, then hands the notifications
+//! to the handlers.
 
 use std::sync::Arc;
 
@@ -10,26 +10,26 @@ use super::Inner;
 use super::handler::Notification;
 use super::listener::Listener;
 use super::processor::Processor;
-use crate::fifo::{Delta, Deltas, PopBatch, ProcessError};
+use crate::fifo::{Delta, DeltaBatch, Deltas};
 use crate::lock::MutexExt;
 use crate::store::WriteBatch;
 
-/// Keys processed at most between two wake-ups of the handlers while the DeltaFIFO
-/// stays busy.
+/// Pops (keys, or single changes in order) processed at most between two wake-ups of
+/// the handlers while the queue stays busy.
 const WAKE_EVERY: usize = 256;
 
-/// Keys popped and applied under one acquisition of the DeltaFIFO's, the cache's and the
-/// handler list's locks. Readers of the cache wait for at most this many updates.
+/// Pops applied under one acquisition of the queue's, the cache's and the handler
+/// list's locks. Readers of the cache wait for at most this many updates.
 const POP_BATCH: usize = 32;
 
 impl<K: Resource + Send + Sync + 'static> Inner<K> {
-    /// Pops and applies deltas until the DeltaFIFO is closed.
+    /// Pops and applies deltas until the queue is closed.
     pub(super) async fn process(&self) {
         let mut since_wake = 0usize;
         let mut announced_sync = false;
         loop {
             let popped = self
-                .fifo
+                .queue
                 .pop_batch(POP_BATCH, |batch| self.handle_batch(batch))
                 .await;
             let Some((processed, drained)) = popped else {
@@ -49,21 +49,16 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         }
     }
 
-    /// Applies the deltas of the keys of one batch, each as
-    /// [`handle_deltas`](Self::handle_deltas), with the writer, the cache and the
-    /// handler list locked once for the batch; returns how many keys it applied.
-    fn handle_batch(&self, batch: &mut PopBatch<'_, K>) -> usize {
+    /// Applies the deltas of one batch, each as [`handle_deltas`](Self::handle_deltas),
+    /// with the writer, the cache and the handler list locked once for the batch;
+    /// returns how many pops it applied.
+    fn handle_batch(&self, batch: &mut dyn DeltaBatch<K>) -> usize {
         let mut writer = self.writer.locked();
         let mut store = writer.batch();
         let listeners = self.processor.listeners();
         let mut processed = 0;
-        while let Some(result) =
-            batch.next(|deltas| self.handle_deltas(&mut store, &listeners, deltas))
-        {
+        while batch.apply_next(&mut |deltas| self.handle_deltas(&mut store, &listeners, deltas)) {
             processed += 1;
-            if let Err(error) = result {
-                tracing::error!(%error, "processing deltas failed");
-            }
         }
         processed
     }
@@ -75,7 +70,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         writer: &mut WriteBatch<'_, K>,
         listeners: &[Arc<Listener<K>>],
         deltas: &Deltas<K>,
-    ) -> Result<(), ProcessError<std::convert::Infallible>> {
+    ) {
         let distribute = |notification, is_resync| {
             Processor::distribute_to(listeners, notification, is_resync);
         };
@@ -108,12 +103,16 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                     ),
                 },
                 Delta::Deleted(deleted) => {
-                    writer.delete_key(key);
-                    distribute(Notification::Delete(deleted.clone()), false);
+                    // Handlers hear of the deletion of what they were told exists. The
+                    // in-order queue queues every deletion (client-go's RealFIFO), also
+                    // one for an object already gone from the cache, e.g. a watch
+                    // DELETED after a relist or an undecodable update removed it.
+                    if writer.delete_key(key).is_some() {
+                        distribute(Notification::Delete(deleted.clone()), false);
+                    }
                 }
             }
         }
-        Ok(())
     }
 }
 

@@ -1,5 +1,5 @@
 //! The informer's handle: construction, handler registration, reads of the cache, and
-//! `run`, which wires the reflector, the DeltaFIFO, the process loop and the handlers.
+//! `run`, which wires the reflector, the queue, the process loop and the handlers.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,10 +15,10 @@ use super::handler::{Notification, ResourceEventHandler};
 use super::listener::Listener;
 use super::options::{InformerOptions, Transform};
 use super::processor::Processor;
+use super::queue::Queue;
 use super::registration::{Registration, Subscription};
-use super::sink::FifoSink;
+use super::sink::QueueSink;
 use super::sync::{HasSynced, SyncSignal};
-use crate::fifo::{DeltaFifo, DeltaFifoOptions};
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
@@ -62,7 +62,7 @@ pub(crate) struct Inner<K> {
     kind: &'static str,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     indexer: Indexer<K>,
-    pub(super) fifo: DeltaFifo<K>,
+    pub(super) queue: Queue<K>,
     pub(super) processor: Processor<K>,
     /// The cache's only writer. Held while one object's deltas are applied, and while
     /// a late handler receives its replay, so the two never interleave.
@@ -146,6 +146,7 @@ where
             key_fn,
             reflector,
             transform,
+            queue,
         } = options;
         // Namespaced listing is answered from the namespace index, so it is always there.
         let indexers = if indexers.names().any(|name| name == NAMESPACE_INDEX) {
@@ -155,7 +156,7 @@ where
         };
         let writer = Writer::with_indexers(key_fn.clone(), indexers)?;
         let indexer = writer.indexer();
-        let fifo = DeltaFifo::new(DeltaFifoOptions::new(key_fn).known_objects(indexer.clone()));
+        let queue = Queue::new(queue, key_fn, &indexer);
         let kind = short_type_name::<K>();
         let sync_signal = Arc::new(SyncSignal::default());
         Ok(Self {
@@ -163,7 +164,7 @@ where
                 kind,
                 lister_watcher: Arc::new(lister_watcher),
                 indexer,
-                fifo,
+                queue,
                 processor: Processor::new(kind, Arc::clone(&sync_signal)),
                 writer: Mutex::new(writer),
                 default_resync: resync,
@@ -345,8 +346,8 @@ where
             config.resync_period = resync_check_period;
             config.should_resync =
                 Some(Arc::new(move || processor_inner.processor.should_resync()));
-            let sink = FifoSink {
-                fifo: inner.fifo.clone(),
+            let sink = QueueSink {
+                queue: inner.queue.clone(),
                 transform,
                 indexer: inner.indexer.clone(),
                 sync_signal: Arc::clone(&inner.sync_signal),
@@ -365,7 +366,7 @@ where
         }
 
         inner.stopped.store(true, Ordering::SeqCst);
-        inner.fifo.close();
+        inner.queue.close();
         let threads = inner.processor.stop();
         // Joining waits for handlers to finish their current call: off the runtime.
         let joined = tokio::task::spawn_blocking(move || {
@@ -403,7 +404,7 @@ impl<K> Inner<K> {
 
 impl<K: 'static> Inner<K> {
     pub(super) fn has_synced(&self) -> bool {
-        self.fifo.has_synced()
+        self.queue.has_synced()
     }
 }
 

@@ -1,20 +1,20 @@
 //! The informer's side of the reflector: a [`ReflectorStore`] that transforms each
-//! decoded object, puts it in its one `Arc`, and queues it in the DeltaFIFO.
+//! decoded object, puts it in its one `Arc`, and queues it in the informer's queue.
 
 use std::sync::Arc;
 
 use kube::Resource;
 
 use super::options::Transform;
+use super::queue::Queue;
 use super::sync::SyncSignal;
-use crate::fifo::DeltaFifo;
 use crate::key::ObjectKey;
 use crate::reflector::{CachedObjects, ReflectorStore};
 use crate::store::{Indexer, NAMESPACE_INDEX};
 
 /// The reflector's store: applies the transform, then queues deltas.
-pub(super) struct FifoSink<K> {
-    pub(super) fifo: DeltaFifo<K>,
+pub(super) struct QueueSink<K> {
+    pub(super) queue: Queue<K>,
     pub(super) transform: Option<Transform<K>>,
     /// The cache, offered to relists: objects listed unchanged are taken from it.
     pub(super) indexer: Indexer<K>,
@@ -22,7 +22,7 @@ pub(super) struct FifoSink<K> {
     pub(super) sync_signal: Arc<SyncSignal>,
 }
 
-impl<K: Resource + Send + Sync + 'static> FifoSink<K> {
+impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
     /// The object as it will be stored: transformed, in an `Arc`. A transform that
     /// panics is contained: the object is reported and skipped, the informer goes on.
     fn prepare(&self, object: K) -> Option<Arc<K>> {
@@ -45,20 +45,20 @@ impl<K: Resource + Send + Sync + 'static> FifoSink<K> {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
+impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for QueueSink<K> {
     fn add(&self, object: K) {
         if let Some(object) = self.prepare(object) {
-            self.fifo.add(object);
+            self.queue.add(object);
         }
     }
     fn update(&self, object: K) {
         if let Some(object) = self.prepare(object) {
-            self.fifo.update(object);
+            self.queue.update(object);
         }
     }
     fn delete(&self, object: K) {
         if let Some(object) = self.prepare(object) {
-            self.fifo.delete(object);
+            self.queue.delete(object);
         }
     }
     fn replace(&self, mut objects: Vec<K>, unchanged: Vec<Arc<K>>, resource_version: &str) {
@@ -75,13 +75,13 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
             }
         }
         prepared.extend(unchanged);
-        self.fifo.replace(prepared, resource_version);
-        if self.fifo.has_synced() {
+        self.queue.replace(prepared, resource_version);
+        if self.queue.has_synced() {
             self.sync_signal.announce();
         }
     }
     fn resync(&self) {
-        self.fifo.resync();
+        self.queue.resync();
     }
     fn forget(&self, key: &ObjectKey) {
         // The cache is keyed by the informer's key function, which need not be
@@ -104,7 +104,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for FifoSink<K> {
                 %key,
                 "a newer state of this object does not decode: it leaves the cache until it does"
             );
-            self.fifo.delete_stale(last_known);
+            self.queue.delete_stale(last_known);
         }
     }
     fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<K>>> {

@@ -290,3 +290,100 @@ async fn remove_and_wait_returns_after_the_call_under_way() {
     stop.send(()).ok();
     running.await.expect("joined").expect("ran");
 }
+
+/// An informer over one listed object (`default/web`) whose watch sends `events` at
+/// once, then nothing; with `queue`. The burst reaches the queue before the first pop.
+fn informer_with_burst(
+    queue: QueueKind,
+    events: Vec<crate::reflector::WatchEvent<ConfigMap>>,
+) -> SharedIndexInformer<ConfigMap> {
+    let events = Mutex::new(Some(events));
+    let source = crate::reflector::ListWatch::new(
+        |_: ListRequest| async {
+            Ok(ListPage {
+                items: vec![config_map("default/web", &[], 1)],
+                resource_version: "1".into(),
+                ..ListPage::default()
+            })
+        },
+        move |_: WatchRequest| {
+            let events = events.lock().unwrap().take().unwrap_or_default();
+            async move {
+                let events = futures::stream::iter(events.into_iter().map(Ok));
+                Ok(events.chain(futures::stream::pending()))
+            }
+        },
+    );
+    SharedIndexInformer::with_options(source, InformerOptions::default().queue(queue))
+        .expect("no indexes")
+}
+
+/// The first `count` notifications, as "add web", "update web", "delete db".
+async fn first_notifications(
+    informer: &SharedIndexInformer<ConfigMap>,
+    count: usize,
+) -> Vec<String> {
+    use kube::ResourceExt;
+    let mut notifications = informer.subscribe().expect("subscribed");
+    let (stop, running) = spawn_run(informer);
+    let mut seen = Vec::new();
+    for _ in 0..count {
+        seen.push(match notifications.next().await.expect("a notification") {
+            Notification::Add { object, .. } => format!("add {}", object.name_any()),
+            Notification::Update { new, .. } => format!("update {}", new.name_any()),
+            Notification::Delete(gone) => format!("delete {}", gone.object().name_any()),
+        });
+    }
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+    seen
+}
+
+fn burst() -> Vec<crate::reflector::WatchEvent<ConfigMap>> {
+    use crate::reflector::WatchEvent::{Added, Deleted, Modified};
+    vec![
+        Added(config_map("default/db", &[], 2)),
+        Modified(config_map("default/web", &[], 3)),
+        Deleted(config_map("default/db", &[], 4)),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_queue_delivers_every_change_in_the_order_it_happened() {
+    let informer = informer_with_burst(QueueKind::default(), burst());
+    assert_eq!(
+        first_notifications(&informer, 4).await,
+        ["add web", "add db", "update web", "delete db"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_delta_fifo_delivers_each_objects_pending_changes_together() {
+    let informer = informer_with_burst(QueueKind::DeltaFifo, burst());
+    assert_eq!(
+        first_notifications(&informer, 4).await,
+        ["add web", "update web", "add db", "delete db"]
+    );
+}
+
+/// The in-order queue queues every deletion (client-go's RealFIFO); the informer tells
+/// handlers only of the deletion of objects they were told exist.
+#[tokio::test(start_paused = true)]
+async fn a_deletion_of_an_object_the_cache_lacks_reaches_no_handler() {
+    use crate::reflector::WatchEvent::{Added, Deleted};
+    for queue in [QueueKind::InOrder, QueueKind::DeltaFifo] {
+        let events = vec![
+            Deleted(config_map("default/never-seen", &[], 2)),
+            Added(config_map("default/db", &[], 3)),
+            Deleted(config_map("default/db", &[], 4)),
+            Deleted(config_map("default/db", &[], 5)),
+            Added(config_map("default/last", &[], 6)),
+        ];
+        let informer = informer_with_burst(queue, events);
+        assert_eq!(
+            first_notifications(&informer, 4).await,
+            ["add web", "add db", "delete db", "add last"],
+            "{queue:?}"
+        );
+    }
+}

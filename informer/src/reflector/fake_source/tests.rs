@@ -357,11 +357,11 @@ async fn a_deletion_missed_while_disconnected_reaches_a_handler_as_a_tombstone()
 
     source.delete_missed(&object("default/web", "v2"));
     source.modify(object("default/db", "v2"));
-    // The relist brings both: as client-go's `Replace`, the listed objects first, then
-    // a tombstone for each known object the list no longer has.
+    // The relist brings both: as client-go's in-order `Replace`, a tombstone for each
+    // known object the list no longer has first, then the listed objects.
     assert_eq!(
         lines(&mut seen, 2).await,
-        ["update db@2->5 v2", "delete web@3 v2 tombstone"]
+        ["delete web@3 v2 tombstone", "update db@2->5 v2"]
     );
     assert_eq!(*errors.lock().unwrap(), [Some(410)]);
     let stats = informer.reflector_stats().expect("running");
