@@ -1,0 +1,11 @@
+//! client-go's own unit tests, ported to this crate's public API: each test names the
+//! Go test (and table row) whose rule it checks. CONFORMANCE.md at the repository root
+//! lists every Go test with its status.
+
+mod common;
+
+#[path = "client_go/support.rs"]
+mod support;
+
+#[path = "client_go/delta_fifo.rs"]
+mod delta_fifo;
