@@ -9,3 +9,11 @@ mod support;
 
 #[path = "client_go/delta_fifo.rs"]
 mod delta_fifo;
+#[path = "client_go/workqueue_delaying.rs"]
+mod workqueue_delaying;
+#[path = "client_go/workqueue_queue.rs"]
+mod workqueue_queue;
+#[path = "client_go/workqueue_rate_limiters.rs"]
+mod workqueue_rate_limiters;
+#[path = "client_go/workqueue_rate_limiting.rs"]
+mod workqueue_rate_limiting;
