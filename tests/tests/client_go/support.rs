@@ -24,19 +24,30 @@ pub const WAIT: Duration = Duration::from_secs(10);
 /// client-go's `mkFifoObj(name, val)`: an object keyed by `name` alone (no namespace)
 /// that carries `val`, so tests can tell its states apart.
 pub fn fifo_obj(name: &str, val: u64) -> ConfigMap {
+    valued(name, &val.to_string())
+}
+
+/// client-go's `testStoreObject{id, val}`: an object keyed by `name` alone carrying
+/// the string `val` (read back with [`value_of`]).
+pub fn valued(name: &str, val: &str) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.into()),
             ..ObjectMeta::default()
         },
-        data: Some(BTreeMap::from([("val".to_owned(), val.to_string())])),
+        data: Some(BTreeMap::from([("val".to_owned(), val.to_owned())])),
         ..ConfigMap::default()
     }
 }
 
+/// The string set by [`valued`].
+pub fn value_of(obj: &ConfigMap) -> &str {
+    &obj.data.as_ref().expect("data")["val"]
+}
+
 /// The `val` set by [`fifo_obj`].
 pub fn val_of(obj: &ConfigMap) -> u64 {
-    obj.data.as_ref().expect("data")["val"]
+    value_of(obj)
         .parse()
         .expect("a numeric val")
 }
