@@ -9,6 +9,20 @@ mod support;
 
 #[path = "client_go/delta_fifo.rs"]
 mod delta_fifo;
+#[path = "client_go/index.rs"]
+mod index;
+#[path = "client_go/listers.rs"]
+mod listers;
+#[path = "client_go/object_names.rs"]
+mod object_names;
+#[path = "client_go/shared_informer.rs"]
+mod shared_informer;
+#[path = "client_go/store.rs"]
+mod store;
+#[path = "client_go/thread_safe_store.rs"]
+mod thread_safe_store;
+#[path = "client_go/wait.rs"]
+mod wait;
 #[path = "client_go/workqueue_delaying.rs"]
 mod workqueue_delaying;
 #[path = "client_go/workqueue_queue.rs"]
@@ -17,15 +31,3 @@ mod workqueue_queue;
 mod workqueue_rate_limiters;
 #[path = "client_go/workqueue_rate_limiting.rs"]
 mod workqueue_rate_limiting;
-#[path = "client_go/index.rs"]
-mod index;
-#[path = "client_go/listers.rs"]
-mod listers;
-#[path = "client_go/object_names.rs"]
-mod object_names;
-#[path = "client_go/store.rs"]
-mod store;
-#[path = "client_go/thread_safe_store.rs"]
-mod thread_safe_store;
-#[path = "client_go/wait.rs"]
-mod wait;

@@ -7,8 +7,8 @@ use informer::fifo::{DeletedFinalStateUnknown, DeletedObject, ProcessError};
 use informer::key::{KeyFn, ObjectKey};
 
 use crate::support::{
-    added, delta_list, deleted, fifo, fifo_obj, pop, pop_newest, pop_val, replaced, synced, tombstone,
-    updated, val_of,
+    added, deleted, delta_list, fifo, fifo_obj, pop, pop_newest, pop_val, replaced, synced,
+    tombstone, updated, val_of,
 };
 
 // client-go: delta_fifo_test.go TestDeltaFIFO_basic
@@ -33,7 +33,11 @@ async fn basic() {
         let obj = pop_newest(&fifo).await;
         let producer = usize::from(!obj.metadata.name.as_deref().unwrap().starts_with('a'));
         let val = val_of(&obj);
-        assert!(val > last[producer], "{val} out of order after {}", last[producer]);
+        assert!(
+            val > last[producer],
+            "{val} out of order after {}",
+            last[producer]
+        );
         last[producer] = val;
     }
     for producer in producers {
@@ -70,7 +74,10 @@ async fn only_in_queue(
             expected,
             "with known objects: {with_known}"
         );
-        assert!(fifo.is_empty(), "no extra deltas (known objects: {with_known})");
+        assert!(
+            fifo.is_empty(),
+            "no extra deltas (known objects: {with_known})"
+        );
         assert!(fifo.get(&ObjectKey::cluster_scoped("foo")).is_none());
     }
 }
@@ -296,7 +303,13 @@ async fn delete_existing_non_propagated() {
 // client-go: delta_fifo_test.go TestDeltaFIFO_ReplaceMakesDeletions
 #[tokio::test]
 async fn replace_makes_deletions() {
-    let known = || Some(vec![fifo_obj("foo", 5), fifo_obj("bar", 6), fifo_obj("baz", 7)]);
+    let known = || {
+        Some(vec![
+            fifo_obj("foo", 5),
+            fifo_obj("bar", 6),
+            fifo_obj("baz", 7),
+        ])
+    };
     let o = fifo_obj;
 
     // A queued deletion stays as it is; an unlisted known object gets a tombstone.
@@ -326,7 +339,11 @@ async fn replace_makes_deletions() {
     f.replace([o("foo", 5)], "0");
     assert_eq!(
         delta_list(&pop(&f).await),
-        [deleted(o("bar", 6)), added(o("bar", 100)), tombstone(o("bar", 100))]
+        [
+            deleted(o("bar", 6)),
+            added(o("bar", 100)),
+            tombstone(o("bar", 100))
+        ]
     );
     assert_eq!(delta_list(&pop(&f).await), [synced(o("foo", 5))]);
     assert_eq!(delta_list(&pop(&f).await), [tombstone(o("baz", 7))]);
@@ -444,7 +461,10 @@ async fn key_of() {
     f.replace([fifo_obj("C", 0)], "0");
     assert_eq!(pop(&f).await.key().to_string(), "C");
     let d = pop(&f).await;
-    assert!(matches!(d.newest(), informer::fifo::Delta::Deleted(DeletedObject::Unknown(_))));
+    assert!(matches!(
+        d.newest(),
+        informer::fifo::Delta::Deleted(DeletedObject::Unknown(_))
+    ));
     assert_eq!(d.key().to_string(), "D");
 }
 

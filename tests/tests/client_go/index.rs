@@ -17,7 +17,10 @@ fn with_users(name: &str, users: &str) -> ConfigMap {
 #[test]
 fn get_index_func_values() {
     let indexers = Indexers::new().with_fn("testmodes", |o: &ConfigMap| {
-        o.metadata.labels.as_ref().and_then(|l| l.get("foo").cloned())
+        o.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("foo").cloned())
     });
     let mut store = Writer::with_indexers(KeyFn::meta_namespace(), indexers).unwrap();
     store.upsert(object(None, "one", &[("foo", "bar")]));

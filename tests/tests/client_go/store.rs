@@ -29,19 +29,24 @@ fn cache() {
     let values = |r: &informer::store::Indexer<ConfigMap>| -> BTreeSet<String> {
         r.list().iter().map(|o| value_of(o).to_owned()).collect()
     };
-    assert_eq!(values(&reader), BTreeSet::from(["b".into(), "d".into(), "e".into()]));
+    assert_eq!(
+        values(&reader),
+        BTreeSet::from(["b".into(), "d".into(), "e".into()])
+    );
 
     // Replace: exactly the new content afterwards.
     store.replace([valued("foo", "foo"), valued("bar", "bar")]);
-    assert_eq!(values(&reader), BTreeSet::from(["foo".into(), "bar".into()]));
+    assert_eq!(
+        values(&reader),
+        BTreeSet::from(["foo".into(), "bar".into()])
+    );
     assert_eq!(reader.len(), 2);
 }
 
 // client-go: store_test.go TestIndex (doTestIndex)
 #[test]
 fn index() {
-    let indexers =
-        Indexers::new().with_fn("by_val", |o: &ConfigMap| [value_of(o).to_owned()]);
+    let indexers = Indexers::new().with_fn("by_val", |o: &ConfigMap| [value_of(o).to_owned()]);
     let mut store = Writer::with_indexers(KeyFn::meta_namespace(), indexers).unwrap();
     let reader = store.indexer();
     store.upsert(valued("a", "b"));

@@ -11,6 +11,7 @@ use informer::fifo::{
     KnownObjects, ProcessError,
 };
 use informer::key::{ObjectKey, ObjectKeyRef};
+use informer::reflector::{ListPage, ListRequest, ListWatch, WatchEvent, WatchRequest};
 use informer::shared_informer::{
     InformerError, Notification, ResourceEventHandler, SharedIndexInformer,
 };
@@ -47,9 +48,7 @@ pub fn value_of(obj: &ConfigMap) -> &str {
 
 /// The `val` set by [`fifo_obj`].
 pub fn val_of(obj: &ConfigMap) -> u64 {
-    value_of(obj)
-        .parse()
-        .expect("a numeric val")
+    value_of(obj).parse().expect("a numeric val")
 }
 
 /// An object as client-go's tests build pods: `name` in `namespace` (if any) with
@@ -288,4 +287,191 @@ pub async fn synced_informer(informer: &SharedIndexInformer<ConfigMap>) {
     )
     .await
     .expect("the informer synced in time");
+}
+
+/// An API error as the server sends it (`code`, `reason`, `message`).
+pub fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
+    kube::Error::Api(
+        kube::core::Status::failure(message, reason)
+            .with_code(code)
+            .boxed(),
+    )
+}
+
+type WatchSender =
+    futures::channel::mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, kube::Error>>;
+
+/// A scripted server for the cases [`FakeSource`](informer::reflector::FakeSource)
+/// cannot stage: changes no watcher hears of (client-go's `AddDropWatch`), watches
+/// ended with 410 Gone on demand, failing lists, and a record of every request.
+/// Objects are keyed by name; each change stamps the next resourceVersion.
+#[derive(Clone, Default)]
+pub struct Scripted(Arc<Mutex<ScriptState>>);
+
+#[derive(Default)]
+struct ScriptState {
+    objects: BTreeMap<String, ConfigMap>,
+    resource_version: u64,
+    watchers: Vec<WatchSender>,
+    lists: Vec<ListRequest>,
+    watches: Vec<WatchRequest>,
+    /// Lists still to fail, with (status code, message).
+    failing_lists: std::collections::VecDeque<(u16, String)>,
+}
+
+impl Scripted {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The lister-watcher serving this script.
+    pub fn source(&self) -> ListWatch<ConfigMap> {
+        let lists = self.clone();
+        let watches = self.clone();
+        ListWatch::new(
+            move |request: ListRequest| {
+                let script = lists.clone();
+                async move { script.list(request) }
+            },
+            move |request: WatchRequest| {
+                let script = watches.clone();
+                async move { Ok(script.watch(request)) }
+            },
+        )
+    }
+
+    fn list(&self, request: ListRequest) -> Result<ListPage<ConfigMap>, kube::Error> {
+        let mut state = self.0.lock().unwrap();
+        state.lists.push(request);
+        if let Some((code, message)) = state.failing_lists.pop_front() {
+            return Err(api_error(code, "Failure", &message));
+        }
+        Ok(ListPage {
+            items: state.objects.values().cloned().collect(),
+            resource_version: state.resource_version.to_string(),
+            ..ListPage::default()
+        })
+    }
+
+    fn watch(
+        &self,
+        request: WatchRequest,
+    ) -> futures::channel::mpsc::UnboundedReceiver<Result<WatchEvent<ConfigMap>, kube::Error>> {
+        let (sender, receiver) = futures::channel::mpsc::unbounded();
+        let mut state = self.0.lock().unwrap();
+        state.watches.push(request);
+        state.watchers.push(sender);
+        receiver
+    }
+
+    fn stamp(state: &mut ScriptState, mut obj: ConfigMap) -> ConfigMap {
+        state.resource_version += 1;
+        obj.metadata.resource_version = Some(state.resource_version.to_string());
+        obj
+    }
+
+    fn send(state: &mut ScriptState, event: impl Fn() -> WatchEvent<ConfigMap>) {
+        state
+            .watchers
+            .retain(|watcher| watcher.unbounded_send(Ok(event())).is_ok());
+    }
+
+    /// Creates or replaces `obj` without telling any watcher: only a relist sees it.
+    pub fn put_silently(&self, obj: ConfigMap) -> ConfigMap {
+        let mut state = self.0.lock().unwrap();
+        let obj = Self::stamp(&mut state, obj);
+        state.objects.insert(name_of(&obj).to_owned(), obj.clone());
+        obj
+    }
+
+    /// Removes `name` without telling any watcher.
+    pub fn remove_silently(&self, name: &str) {
+        let mut state = self.0.lock().unwrap();
+        state.resource_version += 1;
+        state.objects.remove(name);
+    }
+
+    /// Creates `obj` and sends ADDED.
+    pub fn add(&self, obj: ConfigMap) -> ConfigMap {
+        let obj = self.put_silently(obj);
+        let mut state = self.0.lock().unwrap();
+        Self::send(&mut state, || WatchEvent::Added(obj.clone()));
+        obj
+    }
+
+    /// Replaces `obj` and sends MODIFIED.
+    pub fn modify(&self, obj: ConfigMap) -> ConfigMap {
+        let obj = self.put_silently(obj);
+        let mut state = self.0.lock().unwrap();
+        Self::send(&mut state, || WatchEvent::Modified(obj.clone()));
+        obj
+    }
+
+    /// Removes `obj` and sends DELETED.
+    pub fn delete(&self, obj: ConfigMap) -> ConfigMap {
+        let mut state = self.0.lock().unwrap();
+        let obj = Self::stamp(&mut state, obj);
+        state.objects.remove(name_of(&obj));
+        Self::send(&mut state, || WatchEvent::Deleted(obj.clone()));
+        obj
+    }
+
+    /// Sends a BOOKMARK at the current resourceVersion.
+    pub fn bookmark(&self) {
+        let mut state = self.0.lock().unwrap();
+        let resource_version = state.resource_version.to_string();
+        Self::send(&mut state, || WatchEvent::Bookmark {
+            resource_version: resource_version.clone(),
+        });
+    }
+
+    /// Ends every open watch with 410 Gone: the reflector must relist.
+    pub fn expire_watches(&self) {
+        let mut state = self.0.lock().unwrap();
+        for watcher in state.watchers.drain(..) {
+            watcher
+                .unbounded_send(Err(api_error(410, "Expired", "too old resource version")))
+                .ok();
+        }
+    }
+
+    /// Ends every open watch with an error of `code`.
+    pub fn fail_watches(&self, code: u16, message: &str) {
+        let mut state = self.0.lock().unwrap();
+        for watcher in state.watchers.drain(..) {
+            watcher
+                .unbounded_send(Err(api_error(code, "Failure", message)))
+                .ok();
+        }
+    }
+
+    /// Ends every open watch normally (the server's timeout).
+    pub fn close_watches(&self) {
+        self.0.lock().unwrap().watchers.clear();
+    }
+
+    /// The next `count` lists fail with `code` and `message`.
+    pub fn fail_lists(&self, count: usize, code: u16, message: &str) {
+        let mut state = self.0.lock().unwrap();
+        for _ in 0..count {
+            state.failing_lists.push_back((code, message.to_owned()));
+        }
+    }
+
+    /// Every list request so far.
+    pub fn lists(&self) -> Vec<ListRequest> {
+        self.0.lock().unwrap().lists.clone()
+    }
+
+    /// Every watch request so far.
+    pub fn watches(&self) -> Vec<WatchRequest> {
+        self.0.lock().unwrap().watches.clone()
+    }
+
+    /// How many watches are open.
+    pub fn watcher_count(&self) -> usize {
+        let mut state = self.0.lock().unwrap();
+        state.watchers.retain(|w| !w.is_closed());
+        state.watchers.len()
+    }
 }

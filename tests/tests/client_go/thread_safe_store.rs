@@ -9,7 +9,10 @@ use crate::support::{value_of, valued};
 /// A store with index `testIndexer` over the comma-separated values of each object.
 fn store() -> Writer<ConfigMap> {
     let indexers = Indexers::new().with_fn("testIndexer", |o: &ConfigMap| {
-        value_of(o).split(',').map(str::to_owned).collect::<Vec<_>>()
+        value_of(o)
+            .split(',')
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
     });
     Writer::with_indexers(KeyFn::meta_namespace(), indexers).unwrap()
 }

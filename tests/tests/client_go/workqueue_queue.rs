@@ -80,7 +80,10 @@ async fn add_while_processing() {
             let in_flight = Arc::clone(&in_flight);
             tokio::spawn(async move {
                 while let Some(item) = queue.get().await {
-                    assert!(in_flight.lock().unwrap().insert(item), "{item} twice at once");
+                    assert!(
+                        in_flight.lock().unwrap().insert(item),
+                        "{item} twice at once"
+                    );
                     let times = {
                         let mut counts = counts.lock().unwrap();
                         let n = counts.entry(item).or_default();
@@ -166,9 +169,15 @@ async fn collapse_while_processing() {
         })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!other_worker.is_finished(), "not handed out while being processed");
+    assert!(
+        !other_worker.is_finished(),
+        "not handed out while being processed"
+    );
     queue.done(&first);
-    let again = tokio::time::timeout(WAIT, other_worker).await.unwrap().unwrap();
+    let again = tokio::time::timeout(WAIT, other_worker)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(again, "foo");
     assert_eq!(queue.len(), 0, "the two adds collapsed into one");
 }
@@ -187,7 +196,10 @@ async fn drainage_using_shutdown_with_drain() {
     });
     while get(&queue).await.is_some() {}
     tokio::task::yield_now().await;
-    assert!(!drain.is_finished(), "the drain waits for the items in flight");
+    assert!(
+        !drain.is_finished(),
+        "the drain waits for the items in flight"
+    );
     queue.done(&first);
     queue.done(&second);
     tokio::time::timeout(WAIT, drain).await.unwrap().unwrap();

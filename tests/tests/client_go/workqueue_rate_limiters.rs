@@ -73,8 +73,15 @@ fn item_fast_slow_rate_limiter() {
 #[test]
 fn max_of_rate_limiter() {
     let limiter = MaxOfRateLimiter::new(Vec::new())
-        .with(ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(3), 3))
-        .with(ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1)));
+        .with(ItemFastSlowRateLimiter::new(
+            5 * MS,
+            Duration::from_secs(3),
+            3,
+        ))
+        .with(ItemExponentialFailureRateLimiter::new(
+            MS,
+            Duration::from_secs(1),
+        ));
     for _ in 0..3 {
         assert_eq!(limiter.when(&"one"), 5 * MS);
     }
