@@ -15,6 +15,8 @@ mod index;
 mod listers;
 #[path = "client_go/object_names.rs"]
 mod object_names;
+#[path = "client_go/reflector.rs"]
+mod reflector;
 #[path = "client_go/shared_informer.rs"]
 mod shared_informer;
 #[path = "client_go/store.rs"]
