@@ -7,6 +7,8 @@ mod common;
 #[path = "client_go/support.rs"]
 mod support;
 
+#[path = "client_go/controller.rs"]
+mod controller;
 #[path = "client_go/delta_fifo.rs"]
 mod delta_fifo;
 #[path = "client_go/index.rs"]
