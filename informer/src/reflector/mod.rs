@@ -30,7 +30,7 @@
 //!   that sends every object, then a bookmark, then goes on as the watch; the objects
 //!   replace the store's at the bookmark, as a list's would. A server that refuses
 //!   streaming lists (one before 1.27, or with them off) gets one warning and plain
-//!   lists and watches from then on. See [`watch_list`](self#streaming-lists) below.
+//!   lists and watches from then on. See [below](self#streaming-lists).
 //!
 //! # Streaming lists
 //!
