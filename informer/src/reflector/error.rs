@@ -45,10 +45,6 @@ pub enum ReflectorError {
     /// reflector watches again from the last resourceVersion.
     #[error("dead watch: no end from the server after {0:?}; watching again")]
     DeadWatch(Duration),
-    /// The server refused a streaming list (it predates them, or has them off): the
-    /// reflector lists and watches instead, from now on. Reported once.
-    #[error("the server refused a streaming list; listing and watching from now on")]
-    StreamingListRefused(#[source] kube::Error),
     /// A streaming list ended before the bookmark that ends its initial events: what
     /// it sent is dropped (the store sees none of it), and the reflector syncs again
     /// after a backoff.
@@ -79,9 +75,7 @@ impl ReflectorError {
     /// The HTTP status code when the API server answered with an error status.
     pub fn status_code(&self) -> Option<u16> {
         match self {
-            Self::List(e) | Self::Watch(e) | Self::Expired(e) | Self::StreamingListRefused(e) => {
-                api_status_code(e)
-            }
+            Self::List(e) | Self::Watch(e) | Self::Expired(e) => api_status_code(e),
             _ => None,
         }
     }

@@ -23,7 +23,8 @@ pub trait ReflectorMetrics: Send + Sync {
     /// A streaming list was asked for.
     fn streaming_list_requested(&self) {}
     /// The server refused a streaming list; the reflector lists and watches from now
-    /// on.
+    /// on. (A refusal is logged, but is no error: [`error`](Self::error) is not
+    /// called for it.)
     fn streaming_list_refused(&self) {}
     /// A watch ended at once without events.
     fn short_watch(&self) {}

@@ -21,11 +21,15 @@
 //! - 410 Gone or "too large resource version" asks again at once, from "".
 //!   A refused connection or 429 asks again after a backoff.
 //! - 400 Bad Request or 422 Invalid is a server that does not serve streaming lists
-//!   (before 1.27, or with the feature off): the reflector logs one warning, lists
-//!   instead, and, unlike client-go, which asks again at every sync, never asks this
-//!   server again
-//!   ([`StatsSnapshot::streaming_list_refused`](super::StatsSnapshot::streaming_list_refused)). Any other error answer
-//!   falls back to a list for this sync only.
+//!   (before 1.27, or with the feature off): the reflector logs one warning (the
+//!   error handler is not told: nothing is wrong, as for client-go), lists instead,
+//!   and, unlike client-go, which asks again at every sync, never asks this server
+//!   again
+//!   ([`StatsSnapshot::streaming_list_refused`](super::StatsSnapshot::streaming_list_refused)).
+//! - 401 or 403 fails the sync as a denied list does: reported, then a backoff, then
+//!   a streaming list again (client-go lists at once, and is denied the same way:
+//!   two errors where one says it all).
+//! - Any other error answer falls back to a list for this sync only.
 //! - An object the store already holds at the streamed version is taken from the store
 //!   ([`ReflectorStore::cached_objects`](super::ReflectorStore::cached_objects)), and the decoded copy dropped at once: a
 //!   resync by streaming list does not hold the collection twice, as a relist does not.
@@ -76,6 +80,8 @@ enum Retry {
     AfterBackoff,
     /// List and watch instead.
     ListInstead,
+    /// Fail the sync with this error (reported, then a backoff).
+    Fail(ReflectorError),
 }
 
 /// What the initial events stopped at.
@@ -178,6 +184,7 @@ where
                 Retry::Now => {}
                 Retry::AfterBackoff => self.back_off(&mut backoff).await,
                 Retry::ListInstead => return Ok(StreamingList::ListInstead),
+                Retry::Fail(error) => return Err(error),
             }
         }
     }
@@ -274,11 +281,13 @@ where
             } else {
                 Retry::Now
             }
+        } else if matches!(api_status_code(&e), Some(401 | 403)) {
+            Retry::Fail(ReflectorError::Watch(e))
         } else if is_streaming_list_refused(&e) {
             self.streaming_list_refused
                 .store(true, std::sync::atomic::Ordering::Relaxed);
             self.record(|metrics| metrics.streaming_list_refused());
-            self.report(&ReflectorError::StreamingListRefused(e));
+            tracing::warn!(error = %e, "the server refused a streaming list (it predates them, or has them off); listing and watching from now on");
             Retry::ListInstead
         } else {
             self.report(&ReflectorError::Watch(e));

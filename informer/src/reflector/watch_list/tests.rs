@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::reflector::tests::{
-    Cached, Call, Run, Script, Store, WatchReply, cm, list, page, refused, run, run_with, status,
+    Cached, Call, Script, Store, WatchReply, cm, list, page, refused, run, run_with, status,
 };
 use crate::reflector::{
     Config, DecodeError, Phase, Reflector, ReflectorError, ReflectorStore, WatchEvent,
@@ -57,12 +57,6 @@ fn watch(rv: &str) -> Call {
 /// Runs long enough (paused time) for every scripted answer and its backoffs.
 async fn settle() {
     tokio::time::sleep(Duration::from_secs(60)).await;
-}
-
-fn refusals(run: &Run) -> usize {
-    let refusal = ReflectorError::StreamingListRefused(status(422, "")).to_string();
-    let errors = run.errors.lock().unwrap();
-    errors.iter().filter(|e| **e == refusal).count()
 }
 
 // client-go: TestWatchList/"prove that the reflector is synced after receiving a bookmark event"
@@ -209,7 +203,15 @@ async fn a_server_that_refuses_streaming_lists_is_listed_and_watched_for_the_ref
     assert!(stats.streaming_list_refused);
     assert_eq!(stats.streaming_list_requests, 1);
     assert!(!run.reflector.uses_streaming_list());
-    assert_eq!(refusals(&run), 1, "warned once");
+    // A warning in the log, but nothing wrong for the error handler: it sees the 410
+    // and the error event only.
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        [
+            "watch expired (resourceVersion too old): relisting",
+            "watch failed"
+        ]
+    );
 }
 
 // client-go: TestWatchList/"returning any other error than apierrors.NewInvalid forces fallback"
@@ -240,7 +242,28 @@ async fn any_other_error_answer_lists_instead_this_once_and_the_next_sync_stream
     );
     assert_eq!(run.log(), ["replace [a] at 10", "replace [a] at 11"]);
     assert!(!run.reflector.stats().streaming_list_refused);
-    assert_eq!(refusals(&run), 0);
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        ["watch failed", "watch failed"]
+    );
+}
+
+// client-go: none (ours): client-go lists at once after a 403 and is denied again
+#[tokio::test(start_paused = true)]
+async fn access_denied_fails_the_sync_once_and_after_a_backoff_streams_again() {
+    let run = run(
+        streaming([
+            Err(status(403, "forbidden")),
+            Ok(vec![added("a", "1"), end("2")]),
+        ]),
+        Config::default(),
+    );
+    settle().await;
+
+    assert_eq!(run.calls(), [stream(""), stream(""), watch("2")]);
+    assert_eq!(run.log(), ["replace [a] at 2"]);
+    assert_eq!(*run.errors.lock().unwrap(), ["watch failed"]);
+    assert!(!run.reflector.stats().streaming_list_refused);
 }
 
 // client-go: TestWatchList/"prove that the reflector is checking the value of the initialEventsEnd annotation"
