@@ -835,3 +835,68 @@ async fn a_watch_on_a_silently_dead_connection_is_noticed_and_replaced() {
     stop.send(()).unwrap();
     task.await.unwrap();
 }
+
+/// Streaming lists (client-go's WatchList) are on by default. This 1.20 server refuses
+/// them (`resourceVersionMatch` is forbidden for watches there: 422), so an informer
+/// with the default config warns once, lists and watches, syncs, and never asks for a
+/// streaming list again: not at the relist a watch cut past a compaction forces either.
+#[tokio::test]
+async fn a_server_that_refuses_streaming_lists_is_listed_and_watched_and_never_asked_again() {
+    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+    let env = uncached_env().await;
+    let proxy = env.fault_proxy().await.unwrap();
+    let ns = env.create_namespace("reflector-streaming").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    common::create_watched_pair_and_noise(&api).await;
+
+    let through_proxy = Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns);
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(through_proxy).labels("app=watched"),
+        InformerOptions::default(),
+    )
+    .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn({
+        let informer = informer.clone();
+        async move {
+            informer
+                .run(async {
+                    stopped.await.ok();
+                })
+                .await
+        }
+    });
+    wait_for_cache_sync(&[&informer]).await;
+    let names = || {
+        let mut names: Vec<_> = informer
+            .indexer()
+            .list()
+            .iter()
+            .map(|o| o.name_any())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(), ["a", "b"]);
+    let stats = informer.reflector_stats().unwrap();
+    assert!(stats.streaming_list_refused);
+    assert_eq!((stats.streaming_list_requests, stats.lists), (1, 1));
+
+    // Cut the watch while etcd moves on and is compacted: it comes back to a 410, and
+    // the informer relists, by a plain list.
+    proxy.disconnect().await;
+    common::expire_watches_on_app_watched(env, &api).await;
+    proxy.reconnect().await.unwrap();
+    eventually("the relist", WAIT, || {
+        informer.reflector_stats().unwrap().lists == 2
+    })
+    .await;
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    eventually("the delete of b", WAIT, || names() == ["a"]).await;
+
+    let stats = informer.reflector_stats().unwrap();
+    assert!(stats.streaming_list_refused);
+    assert_eq!(stats.streaming_list_requests, 1, "never asked again");
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}

@@ -186,17 +186,17 @@ where
         Box::pin(self.list_page(request, Some(cache)))
     }
 
+    /// The API server serves streaming lists from 1.27 on (a beta feature on by
+    /// default from 1.32); older servers, or ones with the feature off, refuse them
+    /// with an error status, and the reflector falls back to list and watch.
+    fn supports_streaming_list(&self) -> bool {
+        true
+    }
+
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
         Box::pin(async move {
-            let timeout = request.timeout.as_secs().max(1).to_string();
-            let mut params = vec![
-                ("watch", "true"),
-                ("resourceVersion", request.resource_version.as_str()),
-                ("timeoutSeconds", timeout.as_str()),
-            ];
-            if request.allow_bookmarks {
-                params.push(("allowWatchBookmarks", "true"));
-            }
+            let params = watch_params(&request);
+            let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let http = http::Request::get(self.url(&params))
                 // Watch streams must not be compressed: each event is read as it comes.
                 .header(http::header::ACCEPT_ENCODING, "identity")
@@ -233,6 +233,28 @@ where
     }
 }
 
+/// The query of a watch (selectors aside), as kube-core's `WatchParams` writes it.
+fn watch_params(request: &WatchRequest) -> Vec<(&'static str, String)> {
+    let mut params = vec![
+        ("watch", "true".to_owned()),
+        ("resourceVersion", request.resource_version.clone()),
+        (
+            "timeoutSeconds",
+            request.timeout.as_secs().max(1).to_string(),
+        ),
+    ];
+    // A streaming list needs bookmarks (its initial events end with one) and the
+    // NotOlderThan match, as `WatchParams::send_initial_events` has them.
+    if request.allow_bookmarks || request.streaming_list {
+        params.push(("allowWatchBookmarks", "true".to_owned()));
+    }
+    if request.streaming_list {
+        params.push(("sendInitialEvents", "true".to_owned()));
+        params.push(("resourceVersionMatch", "NotOlderThan".to_owned()));
+    }
+    params
+}
+
 /// Whether a read error means the connection went away (rather than, say, a broken
 /// response). hyper and rustls nest the cause a few levels deep.
 fn is_disconnect(e: &std::io::Error) -> bool {
@@ -258,4 +280,60 @@ fn is_disconnect(e: &std::io::Error) -> bool {
     }
     let text = format!("{e:?}");
     text.contains("UnexpectedEof") || text.contains("unexpected EOF")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn query(request: &WatchRequest) -> Vec<String> {
+        let params = watch_params(request);
+        params.iter().map(|(k, v)| format!("{k}={v}")).collect()
+    }
+
+    /// client-go: TestWatchList/"the reflector uses the old LIST/WATCH semantics if the
+    /// UseWatchList is turned off" (the watch half of its expected request options)
+    #[test]
+    fn a_plain_watch_asks_for_bookmarks_and_nothing_streaming() {
+        let request = WatchRequest {
+            resource_version: "7".into(),
+            timeout: Duration::from_secs(300),
+            allow_bookmarks: true,
+            streaming_list: false,
+        };
+        assert_eq!(
+            query(&request),
+            [
+                "watch=true",
+                "resourceVersion=7",
+                "timeoutSeconds=300",
+                "allowWatchBookmarks=true"
+            ]
+        );
+    }
+
+    /// client-go: TestWatchList/"prove that the reflector is synced after receiving a
+    /// bookmark event" (its expected request options)
+    #[test]
+    fn a_streaming_list_sends_initial_events_not_older_than_with_bookmarks() {
+        let request = WatchRequest {
+            resource_version: String::new(),
+            timeout: Duration::from_secs(300),
+            allow_bookmarks: false,
+            streaming_list: true,
+        };
+        assert_eq!(
+            query(&request),
+            [
+                "watch=true",
+                "resourceVersion=",
+                "timeoutSeconds=300",
+                "allowWatchBookmarks=true",
+                "sendInitialEvents=true",
+                "resourceVersionMatch=NotOlderThan"
+            ]
+        );
+    }
 }

@@ -44,6 +44,17 @@ pub struct Config {
     pub watch_timeout: RangeInclusive<Duration>,
     /// Ask for bookmark events (default true).
     pub allow_bookmarks: bool,
+    /// Sync with streaming lists (client-go's WatchList; default true): each
+    /// (re)sync is one watch that first sends every object, then goes on as the
+    /// watch, instead of a list followed by a watch. Used only with lister-watchers
+    /// that serve it ([`ListerWatcher::supports_streaming_list`]). The first time a
+    /// server refuses it (servers before 1.27, or with the feature off), the
+    /// reflector logs a warning and lists and watches from then on (see
+    /// [`StatsSnapshot::streaming_list_refused`]).
+    ///
+    /// [`ListerWatcher::supports_streaming_list`]: super::ListerWatcher::supports_streaming_list
+    /// [`StatsSnapshot::streaming_list_refused`]: super::StatsSnapshot::streaming_list_refused
+    pub streaming_list: bool,
     /// Backoff between failed attempts.
     pub backoff: BackoffConfig,
     /// Extra metrics hooks (the built-in counters are always kept).
@@ -60,6 +71,7 @@ impl Default for Config {
             should_resync: None,
             watch_timeout: Duration::from_secs(300)..=Duration::from_secs(600),
             allow_bookmarks: true,
+            streaming_list: true,
             backoff: BackoffConfig::default(),
             metrics: None,
             error_handler: None,
@@ -75,6 +87,7 @@ impl fmt::Debug for Config {
             .field("should_resync", &self.should_resync.is_some())
             .field("watch_timeout", &self.watch_timeout)
             .field("allow_bookmarks", &self.allow_bookmarks)
+            .field("streaming_list", &self.streaming_list)
             .field("backoff", &self.backoff)
             .field("metrics", &self.metrics.is_some())
             .field("error_handler", &self.error_handler.is_some())
@@ -114,6 +127,14 @@ impl Config {
     /// Whether to ask for bookmark events.
     pub fn allow_bookmarks(mut self, allow: bool) -> Self {
         self.allow_bookmarks = allow;
+        self
+    }
+
+    /// Whether to sync with streaming lists (see
+    /// [`Config::streaming_list`](Self#structfield.streaming_list)); `false` lists and
+    /// watches from the start.
+    pub fn streaming_list(mut self, enabled: bool) -> Self {
+        self.streaming_list = enabled;
         self
     }
 

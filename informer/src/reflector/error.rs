@@ -45,6 +45,14 @@ pub enum ReflectorError {
     /// reflector watches again from the last resourceVersion.
     #[error("dead watch: no end from the server after {0:?}; watching again")]
     DeadWatch(Duration),
+    /// A streaming list ended before the bookmark that ends its initial events: what
+    /// it sent is dropped (the store sees none of it), and the reflector syncs again
+    /// after a backoff.
+    #[error("the streaming list ended after {events} initial events, before their end")]
+    InitialEventsIncomplete {
+        /// How many initial events had come.
+        events: usize,
+    },
     /// An object could not be decoded; it was skipped.
     #[error(transparent)]
     Decode(#[from] DecodeError),

@@ -37,10 +37,19 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>>;
 /// reflector relists. [`delete_missed`](Self::delete_missed) uses that to stage the
 /// one case only a relist reveals, a deletion the watch never reported.
 ///
+/// It serves streaming lists ([`WatchRequest::streaming_list`]) as the API server
+/// does: an ADDED event for every object now, then a bookmark at the current
+/// resourceVersion with `initial_events_end` set, then every new change; from a
+/// resourceVersion newer than its own it answers "too large resource version". After
+/// [`refuse_streaming_lists`](Self::refuse_streaming_lists) it answers them as a
+/// server that predates them does (422 Invalid), and the reflector falls back to list
+/// and watch.
+///
 /// What it leaves out: paging (one page, no continue token), label and field
-/// selectors, bookmarks, and any check that a change makes sense (an add of a name
-/// that exists, a modify or delete of one that does not): it records and sends what it
-/// is told, so a test can script an odd server too.
+/// selectors, bookmarks other than the one that ends a streaming list's initial
+/// events, and any check that a change makes sense (an add of a name that exists, a
+/// modify or delete of one that does not): it records and sends what it is told, so a
+/// test can script an odd server too.
 ///
 /// ```
 /// use informer::reflector::FakeSource;
@@ -112,6 +121,10 @@ struct State<K> {
     /// One channel per open watch; a closed one is dropped at the next change.
     watchers: Vec<Sender<K>>,
     shut_down: bool,
+    /// Streaming lists are answered 422, as by a server that predates them.
+    refuse_streaming_lists: bool,
+    /// Streaming lists asked for, served or refused.
+    streaming_list_requests: usize,
 }
 
 struct Change<K> {
@@ -148,6 +161,8 @@ impl<K> Default for FakeSource<K> {
                 compacted: 0,
                 watchers: Vec::new(),
                 shut_down: false,
+                refuse_streaming_lists: false,
+                streaming_list_requests: 0,
             })),
         }
     }
@@ -162,6 +177,7 @@ impl<K> std::fmt::Debug for FakeSource<K> {
             .field("compacted", &state.compacted)
             .field("watchers", &state.watchers.len())
             .field("shut_down", &state.shut_down)
+            .field("refuse_streaming_lists", &state.refuse_streaming_lists)
             .finish()
     }
 }
@@ -230,6 +246,19 @@ where
         let mut state = self.state.locked();
         state.shut_down = true;
         state.watchers.clear();
+    }
+
+    /// From now on, answers streaming lists ([`WatchRequest::streaming_list`]) with
+    /// 422 Invalid, as an API server that predates them (1.20, say) does; lists and
+    /// plain watches are served as before.
+    pub fn refuse_streaming_lists(&self) {
+        self.state.locked().refuse_streaming_lists = true;
+    }
+
+    /// How many streaming lists were asked for, served or refused: a reflector that
+    /// was refused once asks for none again.
+    pub fn streaming_list_requests(&self) -> usize {
+        self.state.locked().streaming_list_requests
     }
 
     /// The resourceVersion of the last change ("0" before any).
@@ -307,8 +336,14 @@ where
     /// every object, as the API server does), then every new change, until the
     /// request's timeout, [`disconnect`](FakeSource::disconnect),
     /// [`shutdown`](FakeSource::shutdown), or the last clone of the source is dropped.
+    /// A streaming list sends the initial events and the bookmark that ends them first
+    /// (see [`FakeSource`]).
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
         Box::pin(std::future::ready(self.start_watch(&request)))
+    }
+
+    fn supports_streaming_list(&self) -> bool {
+        true
     }
 }
 
@@ -324,33 +359,11 @@ where
         let (sender, mut receiver) = mpsc::unbounded_channel();
         // The backlog goes into the channel before the sender joins the watchers, all
         // under the lock, so no change is sent twice or missed in between.
-        match request.resource_version.as_str() {
-            "" | "0" => {
-                for object in state.objects.values() {
-                    sender.send(Ok(WatchEvent::Added(object.clone()))).ok();
-                }
-            }
-            from => {
-                let from: u64 = from.parse().map_err(|_| {
-                    status(
-                        400,
-                        "BadRequest",
-                        format!("invalid resourceVersion {from:?}"),
-                    )
-                })?;
-                if from < state.compacted {
-                    return Err(expired(from, state.compacted));
-                }
-                for change in state
-                    .log
-                    .iter()
-                    .filter(|change| change.resource_version > from)
-                {
-                    sender
-                        .send(Ok(change.kind.event(change.object.clone())))
-                        .ok();
-                }
-            }
+        if request.streaming_list {
+            state.streaming_list_requests += 1;
+            state.send_initial_events(request, &sender)?;
+        } else {
+            state.send_backlog(request, &sender)?;
         }
         state.watchers.push(sender);
         drop(state);
@@ -364,6 +377,71 @@ where
         // The timer is made on first poll, inside whatever runtime polls the stream.
         let timed_out = async move { tokio::time::sleep(timeout).await };
         Ok(events.take_until(timed_out).boxed())
+    }
+}
+
+impl<K: Clone> State<K> {
+    /// What a plain watch from `request.resource_version` replays: an ADDED for every
+    /// object from "" or "0", else the logged changes after it.
+    fn send_backlog(&self, request: &WatchRequest, sender: &Sender<K>) -> Result<(), kube::Error> {
+        match request.resource_version.as_str() {
+            "" | "0" => {
+                for object in self.objects.values() {
+                    sender.send(Ok(WatchEvent::Added(object.clone()))).ok();
+                }
+            }
+            from => {
+                let from: u64 = from.parse().map_err(|_| {
+                    status(
+                        400,
+                        "BadRequest",
+                        format!("invalid resourceVersion {from:?}"),
+                    )
+                })?;
+                if from < self.compacted {
+                    return Err(expired(from, self.compacted));
+                }
+                for change in self
+                    .log
+                    .iter()
+                    .filter(|change| change.resource_version > from)
+                {
+                    sender
+                        .send(Ok(change.kind.event(change.object.clone())))
+                        .ok();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A streaming list's start: an ADDED for every object now, then the bookmark that
+    /// ends the initial events, at the current resourceVersion.
+    fn send_initial_events(
+        &self,
+        request: &WatchRequest,
+        sender: &Sender<K>,
+    ) -> Result<(), kube::Error> {
+        if self.refuse_streaming_lists {
+            return Err(streaming_list_forbidden());
+        }
+        // NotOlderThan: the collection now is recent enough for any version the source
+        // has reached (the API server's watch cache, too, answers from its current
+        // state however old the version asked for).
+        if let Ok(from) = request.resource_version.parse::<u64>()
+            && from > self.resource_version
+        {
+            return Err(too_large_resource_version(from, self.resource_version));
+        }
+        for object in self.objects.values() {
+            sender.send(Ok(WatchEvent::Added(object.clone()))).ok();
+        }
+        let end = WatchEvent::Bookmark {
+            resource_version: self.resource_version.to_string(),
+            initial_events_end: true,
+        };
+        sender.send(Ok(end)).ok();
+        Ok(())
     }
 }
 
@@ -391,6 +469,40 @@ fn compacted_away(compacted: u64) -> kube::Error {
         "Expired",
         format!("the event history was compacted at resource version {compacted}"),
     )
+}
+
+/// 422 for a streaming list, worded as a 1.20 API server words it.
+fn streaming_list_forbidden() -> kube::Error {
+    status(
+        422,
+        "Invalid",
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: \
+         resourceVersionMatch is forbidden for watch"
+            .into(),
+    )
+}
+
+/// The API server's answer to a watch from a version it has not reached.
+fn too_large_resource_version(from: u64, current: u64) -> kube::Error {
+    let message = "Too large resource version";
+    let mut status = kube::core::Status::failure(
+        &format!("Timeout: {message}: {from}, current: {current}"),
+        "Timeout",
+    )
+    .with_code(504);
+    status.details = Some(kube::core::response::StatusDetails {
+        name: String::new(),
+        group: String::new(),
+        kind: String::new(),
+        uid: String::new(),
+        causes: vec![kube::core::response::StatusCause {
+            reason: "ResourceVersionTooLarge".into(),
+            message: message.into(),
+            field: String::new(),
+        }],
+        retry_after_seconds: 1,
+    });
+    kube::Error::Api(status.boxed())
 }
 
 fn unavailable() -> kube::Error {

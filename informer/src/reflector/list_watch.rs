@@ -88,11 +88,14 @@ type WatchFn<K> =
 pub struct ListWatch<K> {
     list: Arc<ListFn<K>>,
     watch: Arc<WatchFn<K>>,
+    streaming_list: bool,
 }
 
 impl<K> fmt::Debug for ListWatch<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ListWatch").finish_non_exhaustive()
+        f.debug_struct("ListWatch")
+            .field("streaming_list", &self.streaming_list)
+            .finish_non_exhaustive()
     }
 }
 
@@ -112,7 +115,20 @@ impl<K: Send + 'static> ListWatch<K> {
                 let started = watch(request);
                 Box::pin(async move { started.await.map(StreamExt::boxed) })
             }),
+            streaming_list: false,
         }
+    }
+}
+
+impl<K> ListWatch<K> {
+    /// Says whether the watch closure serves streaming lists
+    /// ([`WatchRequest::streaming_list`]): passes them on to something that does, or
+    /// answers them with the initial events and the bookmark that ends them. Off by
+    /// default; see [`ListerWatcher::supports_streaming_list`].
+    #[must_use]
+    pub fn streaming_list(mut self, supported: bool) -> Self {
+        self.streaming_list = supported;
+        self
     }
 }
 
@@ -123,6 +139,10 @@ impl<K> ListerWatcher<K> for ListWatch<K> {
 
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
         (self.watch)(request)
+    }
+
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming_list
     }
 }
 

@@ -54,6 +54,15 @@ pub struct WatchRequest {
     pub timeout: Duration,
     /// Ask for BOOKMARK events (`allowWatchBookmarks`).
     pub allow_bookmarks: bool,
+    /// A streaming list (client-go's WatchList): `sendInitialEvents=true` with
+    /// `resourceVersionMatch=NotOlderThan` (and bookmarks). The server first sends an
+    /// ADDED event for every object as of a version not older than
+    /// `resource_version` ("" meaning the most recent, read consistently), then a
+    /// [`WatchEvent::Bookmark`] with `initial_events_end` set at that version, then
+    /// goes on as a plain watch. A server that does not serve streaming lists
+    /// answers with an error status. Only sent to lister-watchers that say they
+    /// serve it ([`ListerWatcher::supports_streaming_list`]).
+    pub streaming_list: bool,
 }
 
 /// One event of a watch stream.
@@ -69,11 +78,19 @@ pub enum WatchEvent<K> {
     Bookmark {
         /// The resourceVersion to resume from.
         resource_version: String,
+        /// This bookmark ends the initial events of a streaming list (its object is
+        /// annotated [`INITIAL_EVENTS_END_ANNOTATION`]`: "true"`): the objects sent
+        /// before it are the whole collection at `resource_version`.
+        initial_events_end: bool,
     },
     /// An event whose object did not decode (or was of another kind); the reflector
     /// reports it and goes on.
     Undecodable(ReflectorError),
 }
+
+/// The annotation on the bookmark that ends a streaming list's initial events
+/// (`metav1.InitialEventsAnnotationKey`); its value is `"true"`.
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 
 /// A stream of watch events; it ends when the server closes the watch.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, kube::Error>>;
@@ -125,6 +142,19 @@ pub trait ListerWatcher<K>: Send + Sync {
     /// Starts a watch. An error here (or an error item in the stream) with status 410
     /// means the resourceVersion is too old.
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>>;
+
+    /// Whether [`watch`](Self::watch) serves streaming lists
+    /// ([`WatchRequest::streaming_list`]): passes the request on to a server, which
+    /// then streams the collection or refuses with an error status, or serves the
+    /// protocol itself. The reflector sends streaming lists only to lister-watchers
+    /// that say so (client-go's `IsWatchListSemanticsUnSupported`, turned around).
+    ///
+    /// The default is `false`, unlike client-go's: a lister-watcher written before
+    /// the field existed would answer a streaming list as a plain watch, and the
+    /// reflector would wait for an end of the initial events that never comes.
+    fn supports_streaming_list(&self) -> bool {
+        false
+    }
 }
 
 /// Changes the selectors of every list and watch, like client-go's

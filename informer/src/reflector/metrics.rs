@@ -5,7 +5,7 @@
 //! [`ReflectorMetrics`] and pass it in the [`super::Config`].
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::error::ReflectorError;
@@ -18,8 +18,14 @@ pub trait ReflectorMetrics: Send + Sync {
     fn list_completed(&self, items: usize, duration: Duration) {
         let _ = (items, duration);
     }
-    /// A watch was started.
+    /// A watch was started (a streaming list's included).
     fn watch_started(&self) {}
+    /// A streaming list was asked for.
+    fn streaming_list_requested(&self) {}
+    /// The server refused a streaming list; the reflector lists and watches from now
+    /// on. (A refusal is logged, but is no error: [`error`](Self::error) is not
+    /// called for it.)
+    fn streaming_list_refused(&self) {}
     /// A watch ended at once without events.
     fn short_watch(&self) {}
     /// A watch event (including bookmarks) was received.
@@ -42,9 +48,11 @@ pub enum Phase {
     /// Not started yet.
     #[default]
     Idle = 0,
-    /// Listing (a first list or a relist).
+    /// Listing (a first list or a relist), or receiving a streaming list's initial
+    /// events.
     Listing = 1,
-    /// Opening a watch, or reading one.
+    /// Opening a watch, or reading one (a streaming list's, after its initial
+    /// events, included).
     Watching = 2,
     /// Waiting before the next attempt, after an error.
     BackingOff = 3,
@@ -74,13 +82,15 @@ pub struct ReflectorStats {
     short_watches: AtomicU64,
     watch_events: AtomicU64,
     errors: AtomicU64,
+    streaming_list_requests: AtomicU64,
+    streaming_list_refused: AtomicBool,
     last_resource_version: Mutex<String>,
 }
 
 /// A copy of a reflector's counters at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
-    /// Completed (re)lists.
+    /// Completed (re)lists, streaming lists included.
     pub lists: u64,
     /// Objects received by lists.
     pub list_items: u64,
@@ -92,6 +102,12 @@ pub struct StatsSnapshot {
     pub watch_events: u64,
     /// Errors seen.
     pub errors: u64,
+    /// Streaming lists asked for (see
+    /// [`Config::streaming_list`](super::Config#structfield.streaming_list)).
+    pub streaming_list_requests: u64,
+    /// The server refused a streaming list, so this reflector lists and watches for
+    /// the rest of its life.
+    pub streaming_list_refused: bool,
     /// The last synced resourceVersion.
     pub last_resource_version: String,
     /// What the reflector was doing.
@@ -122,6 +138,8 @@ impl ReflectorStats {
             short_watches: self.short_watches.load(Ordering::Relaxed),
             watch_events: self.watch_events.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            streaming_list_requests: self.streaming_list_requests.load(Ordering::Relaxed),
+            streaming_list_refused: self.streaming_list_refused.load(Ordering::Relaxed),
             last_resource_version: self.last_resource_version.locked().clone(),
             phase: self.phase(),
         }
@@ -135,6 +153,12 @@ impl ReflectorMetrics for ReflectorStats {
     }
     fn watch_started(&self) {
         self.watches.fetch_add(1, Ordering::Relaxed);
+    }
+    fn streaming_list_requested(&self) {
+        self.streaming_list_requests.fetch_add(1, Ordering::Relaxed);
+    }
+    fn streaming_list_refused(&self) {
+        self.streaming_list_refused.store(true, Ordering::Relaxed);
     }
     fn short_watch(&self) {
         self.short_watches.fetch_add(1, Ordering::Relaxed);

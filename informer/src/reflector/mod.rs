@@ -25,6 +25,24 @@
 //!   `metadata.managedFields` are dropped while decoding unless asked for
 //!   ([`ManagedFields`]).
 //! - A resync timer asks the store to resync (re-deliver what it knows).
+//! - By default ([`Config::streaming_list`](Config#structfield.streaming_list)) each
+//!   (re)sync is first tried as a streaming list (client-go's WatchList): one watch
+//!   that sends every object, then a bookmark, then goes on as the watch; the objects
+//!   replace the store's at the bookmark, as a list's would. A server that refuses
+//!   streaming lists (one before 1.27, or with them off) gets one warning and plain
+//!   lists and watches from then on. See [below](self#streaming-lists).
+//!
+//! # Streaming lists
+//!
+//! The reflector sends streaming lists only to lister-watchers that serve them
+//! ([`ListerWatcher::supports_streaming_list`]: [`ApiListerWatcher`] and
+//! [`FakeSource`] do). Nothing partial reaches the store: a stream that ends before
+//! its initial events do is dropped and the sync tried again after a backoff. A 410
+//! asks again from "" (the most recent state), a 429 or a refused connection after a
+//! backoff; 401 or 403 fails the sync as a denied list does; 400 or 422 is the server
+//! refusing, remembered for the reflector's life
+//! ([`StatsSnapshot::streaming_list_refused`],
+//! [`Reflector::uses_streaming_list`]); any other error lists instead, this once.
 //!
 //! [`Reflector::run`] runs until its shutdown future completes; everything it does
 //! happens inside that one future, so when it returns nothing is left running.
@@ -44,6 +62,7 @@ mod list_watch;
 mod lister_watcher;
 mod metrics;
 mod store;
+mod watch_list;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -65,8 +84,8 @@ pub use error::{DecodeError, ReflectorError};
 pub use fake_source::FakeSource;
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
-    CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, TweakListOptions, WatchEvent,
-    WatchRequest, WatchStream,
+    CachedObjects, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest,
+    ListerWatcher, TweakListOptions, WatchEvent, WatchRequest, WatchStream,
 };
 pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;
@@ -75,6 +94,7 @@ use backoff::Backoff;
 use error::{
     is_connection_refused, is_expired, is_too_large_resource_version, is_too_many_requests,
 };
+use watch_list::{OpenWatch, StreamingList};
 
 /// A watch shorter than this that brought no events is treated as an error.
 const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -108,6 +128,8 @@ pub struct Reflector<K> {
     config: Config,
     stats: Arc<ReflectorStats>,
     running: AtomicBool,
+    /// A server refused a streaming list: list and watch for good.
+    streaming_list_refused: AtomicBool,
 }
 
 impl<K> std::fmt::Debug for Reflector<K> {
@@ -160,6 +182,7 @@ where
             config,
             stats: Arc::default(),
             running: AtomicBool::new(false),
+            streaming_list_refused: AtomicBool::new(false),
         }
     }
 
@@ -244,9 +267,17 @@ where
         progress: &mut Progress,
         listed: &AtomicBool,
     ) -> Result<(), ReflectorError> {
-        self.list(progress).await?;
+        let mut streamed = None;
+        if self.uses_streaming_list()
+            && let StreamingList::Synced(watch) = self.streaming_list(progress).await?
+        {
+            streamed = Some(watch);
+        }
+        if streamed.is_none() {
+            self.list(progress).await?;
+        }
         listed.store(true, Ordering::Relaxed);
-        self.watch(progress).await
+        self.watch(progress, streamed).await
     }
 
     /// client-go's `relistResourceVersion`.
@@ -351,16 +382,34 @@ where
         }
     }
 
-    async fn watch(&self, progress: &mut Progress) -> Result<(), ReflectorError> {
+    /// Watches from the last resourceVersion, first reading on `streamed` (the watch
+    /// of the streaming list that synced the store) when there is one.
+    async fn watch(
+        &self,
+        progress: &mut Progress,
+        mut streamed: Option<OpenWatch<K>>,
+    ) -> Result<(), ReflectorError> {
         let mut connect_backoff = Backoff::new(self.config.backoff.clone());
         loop {
+            self.stats.set_phase(Phase::Watching);
+            if let Some(open) = streamed.take() {
+                tracing::debug!(resource_version = %progress.last_resource_version, "watching on from the streamed list");
+                match self.read_watch(open, progress).await {
+                    WatchEnd::Resume => continue,
+                    WatchEnd::BackOff => {
+                        self.back_off(&mut connect_backoff).await;
+                        continue;
+                    }
+                    WatchEnd::Return(result) => return result,
+                }
+            }
             let timeout = random_in(&self.config.watch_timeout);
             let request = WatchRequest {
                 resource_version: progress.last_resource_version.clone(),
                 timeout,
                 allow_bookmarks: self.config.allow_bookmarks,
+                streaming_list: false,
             };
-            self.stats.set_phase(Phase::Watching);
             let started = Instant::now();
             let deadline = started + timeout + dead_watch_grace(timeout);
             let opened = tokio::time::timeout_at(deadline, self.lister_watcher.watch(request));
@@ -370,7 +419,7 @@ where
                 self.back_off(&mut connect_backoff).await;
                 continue;
             };
-            let mut stream = match opened {
+            let stream = match opened {
                 Ok(stream) => stream,
                 Err(e) if is_connection_refused(&e) || is_too_many_requests(&e) => {
                     // The server is down or busy: the list we have is still good.
@@ -386,58 +435,78 @@ where
             connect_backoff.reset();
             self.record(|metrics| metrics.watch_started());
             tracing::debug!(resource_version = %progress.last_resource_version, ?timeout, "watching");
-
-            let mut events = 0usize;
-            // Events are applied inside the poll, where the stream hands them out:
-            // awaiting `next()` would copy every object (hundreds of bytes) twice more,
-            // into the future's state and out of it.
-            let ended = tokio::time::timeout_at(
+            let open = OpenWatch {
+                stream,
+                started,
                 deadline,
-                std::future::poll_fn(|cx| {
-                    loop {
-                        match ready!(stream.poll_next_unpin(cx)) {
-                            Some(Ok(event)) => {
-                                events += 1;
-                                self.apply(event, progress);
-                            }
-                            Some(Err(e)) => return Poll::Ready(Some(e)),
-                            None => return Poll::Ready(None),
-                        }
-                    }
-                }),
-            )
-            .await;
-            let Ok(ended) = ended else {
-                // Past the server's own timeout and still open: the connection died
-                // without a word. Resume from the last version on a new one.
-                self.report(&ReflectorError::DeadWatch(started.elapsed()));
-                continue;
+                events: 0,
             };
-            match ended {
-                // The server closed the watch (its timeout): resume.
-                None => {}
-                Some(e) if is_expired(&e) => return self.expired(e),
-                Some(e) if is_too_many_requests(&e) => {
-                    // The server asks us to slow down (client-go: back off, then watch
-                    // again from the last resourceVersion; the cache is still good).
-                    self.report(&ReflectorError::Watch(e));
-                    self.back_off(&mut connect_backoff).await;
-                    continue;
-                }
-                Some(kube::Error::Api(status)) => {
-                    // An error event from the server: start over with a relist.
-                    return Err(ReflectorError::Watch(kube::Error::Api(status)));
-                }
-                // The connection broke: resume the watch where it was.
-                Some(e) => self.report(&ReflectorError::Watch(e)),
+            match self.read_watch(open, progress).await {
+                WatchEnd::Resume => {}
+                WatchEnd::BackOff => self.back_off(&mut connect_backoff).await,
+                WatchEnd::Return(result) => return result,
             }
-            let elapsed = started.elapsed();
-            if events == 0 && elapsed < SHORT_WATCH {
-                self.record(|metrics| metrics.short_watch());
-                return Err(ReflectorError::ShortWatch(elapsed));
-            }
-            tracing::debug!(events, ?elapsed, "watch ended; resuming");
         }
+    }
+
+    /// Reads an open watch until it ends, applying its events.
+    async fn read_watch(&self, open: OpenWatch<K>, progress: &mut Progress) -> WatchEnd {
+        let OpenWatch {
+            mut stream,
+            started,
+            deadline,
+            mut events,
+        } = open;
+        // Events are applied inside the poll, where the stream hands them out:
+        // awaiting `next()` would copy every object (hundreds of bytes) twice more,
+        // into the future's state and out of it.
+        let ended = tokio::time::timeout_at(
+            deadline,
+            std::future::poll_fn(|cx| {
+                loop {
+                    match ready!(stream.poll_next_unpin(cx)) {
+                        Some(Ok(event)) => {
+                            events += 1;
+                            self.apply(event, progress);
+                        }
+                        Some(Err(e)) => return Poll::Ready(Some(e)),
+                        None => return Poll::Ready(None),
+                    }
+                }
+            }),
+        )
+        .await;
+        let Ok(ended) = ended else {
+            // Past the server's own timeout and still open: the connection died
+            // without a word. Resume from the last version on a new one.
+            self.report(&ReflectorError::DeadWatch(started.elapsed()));
+            return WatchEnd::Resume;
+        };
+        match ended {
+            // The server closed the watch (its timeout): resume.
+            None => {}
+            Some(e) if is_expired(&e) => return WatchEnd::Return(self.expired(e)),
+            Some(e) if is_too_many_requests(&e) => {
+                // The server asks us to slow down (client-go: back off, then watch
+                // again from the last resourceVersion; the cache is still good).
+                self.report(&ReflectorError::Watch(e));
+                return WatchEnd::BackOff;
+            }
+            Some(kube::Error::Api(status)) => {
+                // An error event from the server: start over with a relist.
+                let error = ReflectorError::Watch(kube::Error::Api(status));
+                return WatchEnd::Return(Err(error));
+            }
+            // The connection broke: resume the watch where it was.
+            Some(e) => self.report(&ReflectorError::Watch(e)),
+        }
+        let elapsed = started.elapsed();
+        if events == 0 && elapsed < SHORT_WATCH {
+            self.record(|metrics| metrics.short_watch());
+            return WatchEnd::Return(Err(ReflectorError::ShortWatch(elapsed)));
+        }
+        tracing::debug!(events, ?elapsed, "watch ended; resuming");
+        WatchEnd::Resume
     }
 
     /// Waits out the next delay of `backoff`, saying so in the stats.
@@ -474,7 +543,9 @@ where
                 push_resource_version(&mut rv, &object);
                 self.store.delete(object);
             }
-            WatchEvent::Bookmark { resource_version } => rv = resource_version,
+            WatchEvent::Bookmark {
+                resource_version, ..
+            } => rv = resource_version,
             WatchEvent::Undecodable(error) => {
                 if let ReflectorError::Decode(e) = &error {
                     if let Some(version) = &e.resource_version {
@@ -528,7 +599,16 @@ where
     }
 }
 
-/// Appends `more` to `all`, taking `more`'s allocation when `all` is empty.
+/// How reading a watch ended.
+enum WatchEnd {
+    /// Watch again from the last resourceVersion, at once.
+    Resume,
+    /// Watch again from the last resourceVersion, after a backoff.
+    BackOff,
+    /// Stop watching: `Ok` relists at once, `Err` after a report and a backoff.
+    Return(Result<(), ReflectorError>),
+}
+
 /// Marks a reflector stopped, and free to run again, when its `run` ends.
 struct Stopping<'a, K>(&'a Reflector<K>);
 
@@ -539,6 +619,7 @@ impl<K> Drop for Stopping<'_, K> {
     }
 }
 
+/// Appends `more` to `all`, taking `more`'s allocation when `all` is empty.
 fn append<T>(all: &mut Vec<T>, more: Vec<T>) {
     if all.is_empty() {
         *all = more;

@@ -1,6 +1,7 @@
 //! The reflector's decisions, driven by a scripted lister-watcher on paused time.
 //! (The integration tests run the same paths against a real API server; these pin the
 //! exact sequence of requests, including paths a real server rarely takes.)
+//! The streaming-list tests (`watch_list/tests.rs`) drive the same script.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -12,26 +13,33 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use super::*;
 
 #[derive(Debug, Clone, PartialEq)]
-enum Call {
+pub(super) enum Call {
     List {
         resource_version: String,
         limit: Option<u32>,
         continue_token: Option<String>,
     },
     Watch(String),
+    /// A streaming list from this resourceVersion.
+    StreamingList(String),
 }
 
-type ListReply = Result<ListPage<ConfigMap>, kube::Error>;
-type WatchReply = Result<Vec<Result<WatchEvent<ConfigMap>, kube::Error>>, kube::Error>;
+pub(super) type ListReply = Result<ListPage<ConfigMap>, kube::Error>;
+pub(super) type WatchReply = Result<Vec<Result<WatchEvent<ConfigMap>, kube::Error>>, kube::Error>;
 
 /// Answers from scripts; once a script runs dry, lists fail and watches hang.
+/// Watches and streaming lists take their answers from the same script, in order.
 #[derive(Default)]
-struct Script {
-    calls: Mutex<Vec<Call>>,
-    lists: Mutex<VecDeque<ListReply>>,
-    watches: Mutex<VecDeque<WatchReply>>,
+pub(super) struct Script {
+    pub(super) calls: Mutex<Vec<Call>>,
+    pub(super) lists: Mutex<VecDeque<ListReply>>,
+    pub(super) watches: Mutex<VecDeque<WatchReply>>,
     /// Lists that were offered a cache.
-    lists_reusing: Mutex<usize>,
+    pub(super) lists_reusing: Mutex<usize>,
+    /// Says it serves streaming lists.
+    pub(super) streaming: bool,
+    /// Every watch request, as sent.
+    pub(super) watch_requests: Mutex<Vec<WatchRequest>>,
 }
 
 impl ListerWatcher<ConfigMap> for Script {
@@ -73,10 +81,13 @@ impl ListerWatcher<ConfigMap> for Script {
         &self,
         request: WatchRequest,
     ) -> BoxFuture<'_, Result<WatchStream<ConfigMap>, kube::Error>> {
-        self.calls
-            .lock()
-            .unwrap()
-            .push(Call::Watch(request.resource_version));
+        let call = if request.streaming_list {
+            Call::StreamingList(request.resource_version.clone())
+        } else {
+            Call::Watch(request.resource_version.clone())
+        };
+        self.calls.lock().unwrap().push(call);
+        self.watch_requests.lock().unwrap().push(request);
         let reply = self.watches.lock().unwrap().pop_front();
         Box::pin(async move {
             match reply {
@@ -93,13 +104,19 @@ impl ListerWatcher<ConfigMap> for Script {
             }
         })
     }
+
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming
+    }
 }
 
 #[derive(Default)]
-struct Store {
+pub(super) struct Store {
     /// What `cached_objects` offers.
-    cache: Option<Arc<dyn CachedObjects<ConfigMap>>>,
-    log: Mutex<Vec<String>>,
+    pub(super) cache: Option<Arc<dyn CachedObjects<ConfigMap>>>,
+    /// `replace` logs `name@resourceVersion`, not just the name.
+    pub(super) versions: bool,
+    pub(super) log: Mutex<Vec<String>>,
 }
 
 impl ReflectorStore<ConfigMap> for Store {
@@ -119,6 +136,13 @@ impl ReflectorStore<ConfigMap> for Store {
             .push(format!("delete {}", name(&o)));
     }
     fn replace(&self, objects: Vec<ConfigMap>, unchanged: Vec<Arc<ConfigMap>>, rv: &str) {
+        let name = |o: &ConfigMap| {
+            let name = name(o);
+            match &o.metadata.resource_version {
+                Some(version) if self.versions => format!("{name}@{version}"),
+                _ => name,
+            }
+        };
         let names: Vec<_> = objects.iter().map(name).collect();
         let mut line = format!("replace [{}]", names.join(","));
         if !unchanged.is_empty() {
@@ -142,7 +166,7 @@ fn name(o: &ConfigMap) -> String {
     o.metadata.name.clone().unwrap_or_default()
 }
 
-fn cm(name: &str, rv: &str) -> ConfigMap {
+pub(super) fn cm(name: &str, rv: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(name.into());
     cm.metadata.namespace = Some("ns".into());
@@ -150,7 +174,7 @@ fn cm(name: &str, rv: &str) -> ConfigMap {
     cm
 }
 
-fn page(names: &[&str], rv: &str, next: Option<&str>) -> ListReply {
+pub(super) fn page(names: &[&str], rv: &str, next: Option<&str>) -> ListReply {
     Ok(ListPage {
         items: names.iter().map(|n| cm(n, rv)).collect(),
         resource_version: rv.into(),
@@ -159,7 +183,7 @@ fn page(names: &[&str], rv: &str, next: Option<&str>) -> ListReply {
     })
 }
 
-fn status(code: u16, message: &str) -> kube::Error {
+pub(super) fn status(code: u16, message: &str) -> kube::Error {
     kube::Error::Api(
         kube::core::Status::failure(message, "Test")
             .with_code(code)
@@ -167,14 +191,14 @@ fn status(code: u16, message: &str) -> kube::Error {
     )
 }
 
-fn refused() -> kube::Error {
+pub(super) fn refused() -> kube::Error {
     kube::Error::Service(Box::new(std::io::Error::new(
         std::io::ErrorKind::ConnectionRefused,
         "connection refused",
     )))
 }
 
-fn list(rv: &str, limit: Option<u32>, token: Option<&str>) -> Call {
+pub(super) fn list(rv: &str, limit: Option<u32>, token: Option<&str>) -> Call {
     Call::List {
         resource_version: rv.into(),
         limit,
@@ -182,18 +206,18 @@ fn list(rv: &str, limit: Option<u32>, token: Option<&str>) -> Call {
     }
 }
 
-struct Run {
-    script: Arc<Script>,
-    store: Arc<Store>,
-    reflector: Arc<Reflector<ConfigMap>>,
-    errors: Arc<Mutex<Vec<String>>>,
+pub(super) struct Run {
+    pub(super) script: Arc<Script>,
+    pub(super) store: Arc<Store>,
+    pub(super) reflector: Arc<Reflector<ConfigMap>>,
+    pub(super) errors: Arc<Mutex<Vec<String>>>,
 }
 
-fn run(script: Script, config: Config) -> Run {
+pub(super) fn run(script: Script, config: Config) -> Run {
     run_with(script, Store::default(), config)
 }
 
-fn run_with(script: Script, store: Store, config: Config) -> Run {
+pub(super) fn run_with(script: Script, store: Store, config: Config) -> Run {
     let script = Arc::new(script);
     let store = Arc::new(store);
     let errors = Arc::new(Mutex::new(Vec::new()));
@@ -213,10 +237,10 @@ fn run_with(script: Script, store: Store, config: Config) -> Run {
 }
 
 impl Run {
-    fn calls(&self) -> Vec<Call> {
+    pub(super) fn calls(&self) -> Vec<Call> {
         self.script.calls.lock().unwrap().clone()
     }
-    fn log(&self) -> Vec<String> {
+    pub(super) fn log(&self) -> Vec<String> {
         self.store.log.lock().unwrap().clone()
     }
 }
@@ -233,6 +257,7 @@ async fn first_list_is_at_rv_0_in_pages_then_watch_from_the_list_rv() {
         Ok(WatchEvent::Modified(cm("a", "12"))),
         Ok(WatchEvent::Bookmark {
             resource_version: "15".into(),
+            initial_events_end: false,
         }),
         Ok(WatchEvent::Deleted(cm("b", "16"))),
     ]));
@@ -508,7 +533,7 @@ const _: () = {
 };
 
 /// Cached objects by name and resourceVersion.
-struct Cached(Vec<Arc<ConfigMap>>);
+pub(super) struct Cached(pub(super) Vec<Arc<ConfigMap>>);
 
 impl CachedObjects<ConfigMap> for Cached {
     fn cached(

@@ -21,6 +21,37 @@ struct RawEvent<'a> {
     object: &'a RawValue,
 }
 
+/// What a bookmark's object says: its resourceVersion and whether it ends a streaming
+/// list's initial events
+/// ([`INITIAL_EVENTS_END_ANNOTATION`](crate::reflector::INITIAL_EVENTS_END_ANNOTATION)).
+/// Other annotations are skipped without being copied.
+#[derive(Deserialize, Default)]
+struct RawBookmark<'a> {
+    #[serde(borrow, default)]
+    metadata: RawBookmarkMeta<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct RawBookmarkMeta<'a> {
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(borrow, default)]
+    annotations: Option<RawBookmarkAnnotations<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawBookmarkAnnotations<'a> {
+    #[serde(rename = "k8s.io/initial-events-end", borrow, default)]
+    initial_events_end: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> RawBookmark<'a> {
+    fn read(raw: &'a RawValue) -> Self {
+        serde_json::from_str(raw.get()).unwrap_or_default()
+    }
+}
+
 /// Decodes one line of a watch stream.
 pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
     line: &[u8],
@@ -33,9 +64,15 @@ pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
         "MODIFIED" => WatchEvent::Modified,
         "DELETED" => WatchEvent::Deleted,
         "BOOKMARK" => {
-            let header = RawHeader::read(event.object);
+            let bookmark = RawBookmark::read(event.object);
             return Ok(WatchEvent::Bookmark {
-                resource_version: header.metadata.resource_version.unwrap_or_default(),
+                resource_version: bookmark.metadata.resource_version.unwrap_or_default(),
+                initial_events_end: bookmark
+                    .metadata
+                    .annotations
+                    .and_then(|annotations| annotations.initial_events_end)
+                    .as_deref()
+                    == Some("true"),
             });
         }
         "ERROR" => {
@@ -143,9 +180,41 @@ mod tests {
             ManagedFields::Drop,
         )
         .unwrap();
-        assert!(
-            matches!(bookmark, WatchEvent::Bookmark { resource_version } if resource_version == "9")
-        );
+        assert!(matches!(
+            bookmark,
+            WatchEvent::Bookmark { resource_version, initial_events_end: false }
+                if resource_version == "9"
+        ));
+    }
+
+    /// A streaming list's initial events end at a bookmark annotated
+    /// `k8s.io/initial-events-end: "true"`; any other value, or none, is a plain
+    /// bookmark.
+    #[test]
+    fn a_bookmark_ends_the_initial_events_only_when_annotated_true() {
+        let bookmark = |annotations: &str| -> WatchEvent<ConfigMap> {
+            let line = format!(
+                r#"{{"type":"BOOKMARK","object":{{"kind":"ConfigMap","metadata":{{"resourceVersion":"12","annotations":{annotations}}}}}}}"#
+            );
+            decode_event(line.as_bytes(), "ConfigMap", ManagedFields::Drop).unwrap()
+        };
+        let ends = |event: WatchEvent<ConfigMap>| match event {
+            WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end,
+            } => {
+                assert_eq!(resource_version, "12");
+                initial_events_end
+            }
+            other => panic!("not a bookmark: {other:?}"),
+        };
+        assert!(ends(bookmark(
+            r#"{"a":"b","k8s.io/initial-events-end":"true"}"#
+        )));
+        assert!(!ends(bookmark(r#"{"k8s.io/initial-events-end":"false"}"#)));
+        assert!(!ends(bookmark(r#"{"other":"true"}"#)));
+        assert!(!ends(bookmark("{}")));
+        assert!(!ends(bookmark("null")));
     }
 
     #[test]

@@ -32,6 +32,14 @@ fn watch_from(resource_version: &str) -> WatchRequest {
         resource_version: resource_version.into(),
         timeout: Duration::from_secs(300),
         allow_bookmarks: true,
+        streaming_list: false,
+    }
+}
+
+fn streaming_list_from(resource_version: &str) -> WatchRequest {
+    WatchRequest {
+        streaming_list: true,
+        ..watch_from(resource_version)
     }
 }
 
@@ -128,6 +136,61 @@ async fn a_watch_from_zero_starts_with_an_add_for_every_object() {
             ["ADDED default/db@2", "ADDED default/web@3"]
         );
     }
+}
+
+/// The streaming-list protocol, as the API server serves it: every object as ADDED,
+/// the bookmark that ends the initial events at the current version, then changes.
+#[tokio::test]
+async fn a_streaming_list_sends_every_object_then_the_end_bookmark_then_new_changes() {
+    let source = FakeSource::new();
+    source.add(object("default/web", "v1"));
+    source.add(object("default/db", "v1"));
+    source.modify(object("default/web", "v2"));
+    source.compact();
+    // NotOlderThan: any version reached so far, however old, is served from now.
+    let mut streams = Vec::new();
+    for from in ["", "1", "3"] {
+        let mut stream = source
+            .watch(streaming_list_from(from))
+            .await
+            .expect("streaming");
+        assert_eq!(
+            next(&mut stream, 3).await,
+            [
+                "ADDED default/db@2",
+                "ADDED default/web@3",
+                r#"Bookmark { resource_version: "3", initial_events_end: true }"#
+            ]
+        );
+        streams.push(stream);
+    }
+    source.delete(object("default/db", "v1"));
+    for stream in &mut streams {
+        assert_eq!(next(stream, 1).await, ["DELETED default/db@4"]);
+    }
+    assert_eq!(source.streaming_list_requests(), 3);
+}
+
+/// A version the source has not reached is "too large" (a 504 the reflector reads as
+/// such); a refusing source answers as a 1.20 server does, and still serves the rest.
+#[tokio::test]
+async fn a_streaming_list_from_ahead_is_too_large_and_a_refusing_source_answers_422() {
+    let source = FakeSource::new();
+    source.add(object("default/web", "v1"));
+    let ahead = source.watch(streaming_list_from("2")).await;
+    let error = ahead.err().expect("too large");
+    assert!(crate::reflector::error::is_too_large_resource_version(
+        &error
+    ));
+
+    source.refuse_streaming_lists();
+    assert_eq!(
+        status_code(source.watch(streaming_list_from("")).await),
+        Some(422)
+    );
+    let mut stream = source.watch(watch_from("0")).await.expect("watching");
+    assert_eq!(next(&mut stream, 1).await, ["ADDED default/web@1"]);
+    assert_eq!(source.streaming_list_requests(), 2);
 }
 
 #[tokio::test]
@@ -408,6 +471,30 @@ async fn changes_made_while_disconnected_arrive_once_when_the_watch_resumes() {
         ]
     );
     assert_eq!(informer.reflector_stats().expect("running").lists, 1);
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+}
+
+/// An informer over a source that refuses streaming lists syncs by list and watch,
+/// and asks for a streaming list once only, however often it relists.
+#[tokio::test(start_paused = true)]
+async fn an_informer_over_a_refusing_source_lists_and_watches_and_never_streams_again() {
+    let source = FakeSource::new();
+    source.refuse_streaming_lists();
+    source.add(object("default/web", "v1"));
+    let informer = informer_over(&source);
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    source.delete_missed(&object("default/web", "v1"));
+    source.add(object("default/db", "v1"));
+    while informer.indexer().len() != 1 || informer.last_sync_resource_version() != "3" {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stats = informer.reflector_stats().expect("running");
+    assert_eq!(stats.lists, 2, "the 410 made it relist");
+    assert!(stats.streaming_list_refused);
+    assert_eq!(stats.streaming_list_requests, 1);
+    assert_eq!(source.streaming_list_requests(), 1);
     stop.send(()).ok();
     running.await.expect("joined").expect("ran");
 }
