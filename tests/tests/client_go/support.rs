@@ -422,6 +422,7 @@ impl Scripted {
         let resource_version = state.resource_version.to_string();
         Self::send(&mut state, || WatchEvent::Bookmark {
             resource_version: resource_version.clone(),
+            initial_events_end: false,
         });
     }
 
