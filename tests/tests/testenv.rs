@@ -172,3 +172,42 @@ async fn compaction_makes_an_old_resource_version_answer_410_gone() {
         other => panic!("expected a 410 Gone watch event, got {other:?}"),
     }
 }
+
+/// Counts the ERROR events of the future it is attached to.
+struct ErrorCounter(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl tracing::Subscriber for ErrorCounter {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::ERROR {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// A starting server refuses connections and answers `/readyz` with 500 for a while:
+/// that is expected, and polling it must not log errors.
+#[tokio::test]
+async fn starting_and_restarting_the_control_plane_logs_no_error() {
+    use tracing::instrument::WithSubscriber;
+    let errors = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = ErrorCounter(std::sync::Arc::clone(&errors));
+    async {
+        let env = TestEnv::start().await.unwrap();
+        env.restart_apiserver().await.unwrap();
+        let api = Api::<ConfigMap>::all(env.client().unwrap());
+        api.list(&ListParams::default().limit(1)).await.unwrap();
+    }
+    .with_subscriber(counter)
+    .await;
+    assert_eq!(errors.load(std::sync::atomic::Ordering::SeqCst), 0);
+}

@@ -4,9 +4,16 @@
 //! once `/readyz` answers `ok` to the admin client (the same TLS and token a test
 //! will use). Both are polled until [`READY_TIMEOUT`] runs out, and give up at once
 //! if the server process has exited. A failure carries the end of the server's log,
-//! since that is where the reason is.
+//! since that is where the reason is, and is logged once.
+//!
+//! Polling is quiet: the kube client logs every refused connection and every 500 from
+//! a `/readyz` still starting as an `ERROR`, which is how a starting server is
+//! expected to answer, so those are not shown.
 
 use std::time::{Duration, Instant};
+
+use tracing::instrument::WithSubscriber;
+use tracing::subscriber::NoSubscriber;
 
 use super::process::Supervised;
 use super::{READY_TIMEOUT, TestEnv, TestEnvError};
@@ -14,6 +21,14 @@ use super::{READY_TIMEOUT, TestEnv, TestEnvError};
 impl TestEnv {
     /// Polls `/readyz` until the API server running as `server` is ready.
     pub(super) async fn wait_for_apiserver(&self, server: &Supervised) -> Result<(), TestEnvError> {
+        let polled = self
+            .poll_readyz(server)
+            .with_subscriber(NoSubscriber::default())
+            .await;
+        polled.inspect_err(log_not_ready)
+    }
+
+    async fn poll_readyz(&self, server: &Supervised) -> Result<(), TestEnvError> {
         let client = self.client()?;
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
@@ -38,6 +53,10 @@ impl TestEnv {
 
 /// Polls until etcd, running as `server`, accepts connections on `port`.
 pub(super) async fn wait_for_port(server: &Supervised, port: u16) -> Result<(), TestEnvError> {
+    poll_port(server, port).await.inspect_err(log_not_ready)
+}
+
+async fn poll_port(server: &Supervised, port: u16) -> Result<(), TestEnvError> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
@@ -62,4 +81,9 @@ fn not_ready(component: &'static str, reason: String, server: &Supervised) -> Te
         reason,
         log_tail: server.log_tail(),
     }
+}
+
+/// The one line a server that never became ready is worth.
+fn log_not_ready(error: &TestEnvError) {
+    tracing::error!(%error, "the test control plane did not become ready");
 }
