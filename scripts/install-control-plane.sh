@@ -15,6 +15,32 @@ packages=(golang-go etcd-server etcd-client rsync jq golang-github-modern-go-ref
 
 log() { printf '[install-control-plane] %s\n' "$*" >&2; }
 
+# Only Debian (and its derivatives) have the packages and the Kubernetes source package
+# this builds from: elsewhere, say so and how to use binaries the user already has.
+require_apt() {
+  command -v apt-get >/dev/null && command -v dpkg-query >/dev/null && return 0
+  log "this install needs Debian's apt (apt-get, dpkg-query), which this system lacks."
+  log "Point the tests at binaries you already have instead (any kube-apiserver >= 1.20, etcd 3.x):"
+  log "  INFORMER_KUBE_APISERVER=/path/to/kube-apiserver"
+  log "  INFORMER_ETCD=/path/to/etcd  INFORMER_ETCDCTL=/path/to/etcdctl  (or have them on PATH)"
+  log "and set INFORMER_TESTENV_NO_INSTALL=1 so that nothing tries to install them."
+  exit 1
+}
+
+# Runs "$@" while printing that it is still working every minute (a silent build of
+# several minutes looks hung).
+with_heartbeat() {
+  local what="$1" started=$SECONDS
+  shift
+  ( while sleep 60; do log "still $what ($(( (SECONDS - started) / 60 )) min so far)"; done ) &
+  local beat=$!
+  local status=0
+  "$@" || status=$?
+  kill "$beat" 2>/dev/null || true
+  wait "$beat" 2>/dev/null || true
+  return "$status"
+}
+
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
@@ -48,7 +74,8 @@ ensure_packages() {
   if have_packages; then return 0; fi
   log "installing Debian packages: ${packages[*]}"
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+  with_heartbeat "installing Debian packages" \
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
 }
 
 build_apiserver() {
@@ -77,7 +104,8 @@ build_apiserver() {
     cd "$src/.go/src/k8s.io/kubernetes"
     # GOPATH mode: the tree's vendor/ directory supplies every dependency.
     export GOPATH="$src/.go" GO111MODULE=off CGO_ENABLED=0 GOCACHE="$cache/gocache"
-    make WHAT=cmd/kube-apiserver >"$build/make.log" 2>&1 || { tail -40 "$build/make.log" >&2; exit 1; }
+    with_heartbeat "building kube-apiserver" make WHAT=cmd/kube-apiserver >"$build/make.log" 2>&1 ||
+      { tail -40 "$build/make.log" >&2; exit 1; }
   )
   mkdir -p "$bin"
   install -m 0755 "$src/_output/local/bin/linux/amd64/kube-apiserver" "$apiserver.tmp"
@@ -91,6 +119,7 @@ mkdir -p "$cache"
 exec 9>"$cache/install.lock"
 flock 9
 
+require_apt
 ensure_packages
 if [ -x "$apiserver" ] && "$apiserver" --version >/dev/null 2>&1; then
   log "kube-apiserver cached at $apiserver"

@@ -19,15 +19,26 @@ pub struct Cluster {
 
 impl Cluster {
     /// Connects to the configured cluster (`KUBECONFIG`, `~/.kube/config` or
-    /// in-cluster), or starts the embedded control plane when none is configured.
+    /// in-cluster), or starts the embedded control plane when none is configured or
+    /// when `INFORMER_EMBEDDED` is set (to keep the examples off a real cluster).
     pub async fn connect() -> anyhow::Result<Self> {
-        match kube::Config::infer().await {
-            Ok(config) => Ok(Self {
-                client: Client::try_from(config)?,
-                embedded: None,
-            }),
-            Err(_) => {
-                eprintln!("No cluster configured: starting an embedded control plane on loopback.");
+        let configured = match std::env::var_os("INFORMER_EMBEDDED") {
+            Some(_) => None,
+            None => kube::Config::infer().await.ok(),
+        };
+        match configured {
+            Some(config) => {
+                eprintln!(
+                    "Using the configured cluster {} (INFORMER_EMBEDDED=1 starts an embedded one instead).",
+                    config.cluster_url
+                );
+                Ok(Self {
+                    client: Client::try_from(config)?,
+                    embedded: None,
+                })
+            }
+            None => {
+                eprintln!("Starting an embedded control plane on loopback.");
                 let env = TestEnv::start().await?;
                 Ok(Self {
                     client: env.client()?,

@@ -109,7 +109,7 @@ fn is_executable(path: &Path) -> bool {
 async fn run_install_script() -> Result<(), TestEnvError> {
     eprintln!(
         "informer-testenv: etcd or kube-apiserver is missing; installing them \
-         (the first build takes about 8 minutes, later runs reuse the cache)"
+         (the first build takes about 10-15 minutes on 2 cores, later runs reuse the cache)"
     );
     let script = tempfile::Builder::new()
         .prefix("install-control-plane")
@@ -139,7 +139,10 @@ async fn run_install_script() -> Result<(), TestEnvError> {
         Ok(())
     } else {
         Err(TestEnvError::NotInstalled(format!(
-            "scripts/install-control-plane.sh failed ({status})"
+            "scripts/install-control-plane.sh failed ({status}; its output is above). It \
+             needs Debian's apt; to use binaries you already have, set \
+             INFORMER_KUBE_APISERVER, INFORMER_ETCD and INFORMER_ETCDCTL (or put etcd and \
+             etcdctl on PATH) and INFORMER_TESTENV_NO_INSTALL=1"
         )))
     }
 }
