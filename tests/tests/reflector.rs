@@ -855,17 +855,7 @@ async fn a_server_that_refuses_streaming_lists_is_listed_and_watched_and_never_a
         InformerOptions::default(),
     )
     .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn({
-        let informer = informer.clone();
-        async move {
-            informer
-                .run(async {
-                    stopped.await.ok();
-                })
-                .await
-        }
-    });
+    let running = common::spawn_run(&informer);
     wait_for_cache_sync(&[&informer]).await;
     let names = || {
         let mut names: Vec<_> = informer
@@ -897,6 +887,5 @@ async fn a_server_that_refuses_streaming_lists_is_listed_and_watched_and_never_a
     let stats = informer.reflector_stats().unwrap();
     assert!(stats.streaming_list_refused);
     assert_eq!(stats.streaming_list_requests, 1, "never asked again");
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    running.stop().await;
 }

@@ -12,9 +12,7 @@ use informer::fifo::{
 };
 use informer::key::{ObjectKey, ObjectKeyRef};
 use informer::reflector::{ListPage, ListRequest, ListWatch, WatchEvent, WatchRequest};
-use informer::shared_informer::{
-    InformerError, Notification, ResourceEventHandler, SharedIndexInformer,
-};
+use informer::shared_informer::{Notification, ResourceEventHandler, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -247,37 +245,7 @@ impl ResourceEventHandler<ConfigMap> for Recorder {
     }
 }
 
-/// A running informer: stop it with [`Running::stop`].
-pub struct Running {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), InformerError>>,
-}
-
-impl Running {
-    /// Stops the informer and waits until `run` has returned.
-    pub async fn stop(self) {
-        self.stop.send(()).ok();
-        tokio::time::timeout(WAIT, self.task)
-            .await
-            .expect("run returned in time")
-            .expect("run did not panic")
-            .expect("run succeeded");
-    }
-}
-
-/// Runs `informer` in a task (client-go's `go informer.Run(stop)`).
-pub fn spawn_run(informer: &SharedIndexInformer<ConfigMap>) -> Running {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let informer = informer.clone();
-    let task = tokio::spawn(async move {
-        informer
-            .run(async {
-                stopped.await.ok();
-            })
-            .await
-    });
-    Running { stop, task }
-}
+pub use crate::common::spawn_run;
 
 /// Waits until `informer` has synced.
 pub async fn synced_informer(informer: &SharedIndexInformer<ConfigMap>) {

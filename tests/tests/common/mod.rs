@@ -117,3 +117,38 @@ pub async fn expire_watches_on_app_watched(env: &TestEnv, api: &Api<ConfigMap>) 
     }
     env.compact_etcd().await.unwrap();
 }
+
+/// A running informer: stop it with [`Running::stop`].
+pub struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), informer::shared_informer::InformerError>>,
+}
+
+impl Running {
+    /// Stops the informer and waits (at most 10 s) until `run` has returned.
+    pub async fn stop(self) {
+        self.stop.send(()).ok();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("run returned in time")
+            .expect("run did not panic")
+            .expect("run succeeded");
+    }
+}
+
+/// Runs `informer` in a task (client-go's `go informer.Run(stop)`).
+pub fn spawn_run<K>(informer: &informer::shared_informer::SharedIndexInformer<K>) -> Running
+where
+    K: kube::Resource + Send + Sync + 'static,
+{
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let informer = informer.clone();
+    let task = tokio::spawn(async move {
+        informer
+            .run(async {
+                stopped.await.ok();
+            })
+            .await
+    });
+    Running { stop, task }
+}
