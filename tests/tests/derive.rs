@@ -164,17 +164,7 @@ async fn index_queries_agree_with_the_server_under_churn() {
 
     let informer = SharedIndexInformer::informable(api.clone());
     assert_eq!(index_names(&informer), derived_and_namespace());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn({
-        let informer = informer.clone();
-        async move {
-            informer
-                .run(async {
-                    stopped.await.ok();
-                })
-                .await
-        }
-    });
+    let running = common::spawn_run(&informer);
     wait_for_cache_sync(&[&informer]).await;
     let lister = informer.lister();
 
@@ -267,8 +257,7 @@ async fn index_queries_agree_with_the_server_under_churn() {
         }
     }
 
-    stop.send(()).ok();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     env.delete_namespace(&ns).await.unwrap();
 }
 
@@ -336,17 +325,7 @@ async fn a_slim_pod_projection_indexes_agree_with_field_selected_lists() {
     let pods = Api::<Pod>::namespaced(env.client().unwrap(), &ns);
     let informer =
         SharedIndexInformer::informable(Api::<SlimPod>::namespaced(env.client().unwrap(), &ns));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn({
-        let informer = informer.clone();
-        async move {
-            informer
-                .run(async {
-                    stopped.await.ok();
-                })
-                .await
-        }
-    });
+    let running = common::spawn_run(&informer);
     wait_for_cache_sync(&[&informer]).await;
     let lister = informer.lister();
 
@@ -399,8 +378,7 @@ async fn a_slim_pod_projection_indexes_agree_with_field_selected_lists() {
     .await;
     assert!(lister.by_node("n3").is_empty());
 
-    stop.send(()).ok();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     env.delete_namespace(&ns).await.unwrap();
 }
 

@@ -422,18 +422,6 @@ async fn an_undecodable_watch_event_for_a_cached_object_removes_it() {
     common::wait_for_watch_cache(&raw, 2).await;
 
     let typed = Api::<Gadget>::namespaced(env.client().unwrap(), &ns);
-    let start = |informer: &SharedIndexInformer<Gadget>| {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let informer = informer.clone();
-        let task = tokio::spawn(async move {
-            informer
-                .run(async {
-                    stopped.await.ok();
-                })
-                .await
-        });
-        (stop, task)
-    };
     let names = |informer: &SharedIndexInformer<Gadget>| {
         let mut names: Vec<String> = informer
             .indexer()
@@ -459,7 +447,7 @@ async fn an_undecodable_watch_event_for_a_cached_object_removes_it() {
             }
         }))
         .unwrap();
-    let (stop_first, first_task) = start(&first);
+    let first_running = common::spawn_run(&first);
     informer::shared_informer::wait_for_cache_sync(&[&first]).await;
     assert_eq!(names(&first), ["a", "b"]);
 
@@ -475,7 +463,7 @@ async fn an_undecodable_watch_event_for_a_cached_object_removes_it() {
 
     // An informer started now agrees.
     let second = SharedIndexInformer::new(typed.clone());
-    let (stop_second, second_task) = start(&second);
+    let second_running = common::spawn_run(&second);
     informer::shared_informer::wait_for_cache_sync(&[&second]).await;
     assert!(names(&second).is_empty());
 
@@ -487,10 +475,8 @@ async fn an_undecodable_watch_event_for_a_cached_object_removes_it() {
     .await;
     assert_eq!(first.indexer().list()[0].spec.size, 3);
 
-    stop_first.send(()).unwrap();
-    stop_second.send(()).unwrap();
-    first_task.await.unwrap().unwrap();
-    second_task.await.unwrap().unwrap();
+    first_running.stop().await;
+    second_running.stop().await;
 }
 
 #[tokio::test]
@@ -726,17 +712,7 @@ async fn an_informer_comes_back_after_every_cut_and_compaction() {
         })),
     )
     .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn({
-        let informer = informer.clone();
-        async move {
-            informer
-                .run(async {
-                    stopped.await.ok();
-                })
-                .await
-        }
-    });
+    let running = common::spawn_run(&informer);
     informer::shared_informer::wait_for_cache_sync(&[&informer]).await;
     let stats = || informer.reflector_stats().unwrap();
     eventually("the watch", WAIT, || stats().watches == 1).await;
@@ -770,8 +746,7 @@ async fn an_informer_comes_back_after_every_cut_and_compaction() {
             quiet.push((cycle, before.clone(), stats()));
         }
     }
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    running.stop().await;
     assert!(
         quiet.is_empty(),
         "quiet cycles (cycle, stats before, stats after): {quiet:#?}"
