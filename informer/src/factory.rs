@@ -78,20 +78,54 @@ pub struct InformerScope {
 pub trait FactoryScope {
     /// Whether objects of this scope live in namespaces.
     fn is_namespaced() -> bool;
+
+    /// An [`Api`](kube::Api) for `K` in `namespace` (ignored for cluster-scoped types;
+    /// `None`: every namespace), for code generic over the scope, such as a
+    /// controller writing the objects it reconciles.
+    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>;
 }
 impl FactoryScope for NamespaceResourceScope {
     fn is_namespaced() -> bool {
         true
+    }
+
+    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>,
+    {
+        match namespace {
+            Some(namespace) => kube::Api::namespaced(client, namespace),
+            None => kube::Api::all(client),
+        }
     }
 }
 impl FactoryScope for ClusterResourceScope {
     fn is_namespaced() -> bool {
         false
     }
+
+    fn api<K>(client: Client, _namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>,
+    {
+        kube::Api::all(client)
+    }
 }
 impl FactoryScope for DynamicResourceScope {
     fn is_namespaced() -> bool {
         true
+    }
+
+    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>,
+    {
+        match namespace {
+            Some(namespace) => kube::Api::namespaced_with(client, namespace, &()),
+            None => kube::Api::all(client),
+        }
     }
 }
 
@@ -307,6 +341,11 @@ impl SharedInformerFactory {
             })),
             shutdown: watch::Sender::new(false),
         }
+    }
+
+    /// The client the factory's informers use.
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The informer for `K` in the factory's namespace, made on first request and

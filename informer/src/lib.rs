@@ -33,6 +33,9 @@
 //! - [`shared_informer`]: [`SharedIndexInformer`](shared_informer::SharedIndexInformer), its options, handlers,
 //!   registrations, subscriptions and [`wait_for_cache_sync`](shared_informer::wait_for_cache_sync).
 //! - [`factory`]: [`SharedInformerFactory`](factory::SharedInformerFactory), one informer per type, shared.
+//! - [`controller`]: [`Controller`](controller::Controller), a primary type with what it owns
+//!   and watches mapped to one queue of keys, typed reconciles, finalizers and
+//!   read-your-writes, on the factory's shared informers.
 //! - [`lister`]: [`Lister`](lister::Lister), typed reads of the cache, scope checked by
 //!   the compiler.
 //! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the
@@ -77,6 +80,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "testenv")))]
 pub mod testenv;
 
+pub mod controller;
 pub mod factory;
 pub mod fifo;
 pub mod informable;
@@ -94,6 +98,7 @@ mod test_support;
 
 /// The names a controller uses most, for `use informer::prelude::*`.
 pub mod prelude {
+    pub use crate::controller::{Context, Controller, Retry, backoff};
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
     pub use crate::informable::Informable;

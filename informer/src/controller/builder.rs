@@ -1,0 +1,416 @@
+//! [`Controller`]: the builder, and `run`, which wires informers to the queue and runs
+//! the workers.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::join_all;
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+use super::context::{Context, Shared, primary_name};
+use super::mapping::{IntoPrimaryKey, controller_key, controller_uid, owner_index_name};
+use super::read_your_writes::ReadYourWrites;
+use super::registry::Registry;
+use super::worker::{Cleanup, Tombstones, Worker};
+use super::{ControllerError, Retry};
+use crate::factory::{FactoryScope, SharedInformerFactory};
+use crate::fifo::DeletedObject;
+use crate::key::ObjectKey;
+use crate::lister::Lister;
+use crate::lock::MutexExt;
+use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
+use crate::store::Indexers;
+use crate::workqueue::{
+    Action, QueueConfig, Runner, RunnerConfig, WorkQueue, default_controller_rate_limiter,
+};
+
+/// What `run` needs to connect an informer: the queue, and the signal that a cache
+/// changed (read-your-writes waits on it).
+struct Wiring {
+    queue: WorkQueue<ObjectKey>,
+    cache_changed: Arc<Notify>,
+}
+
+/// Registers a handler when the controller runs; the returned closure removes it.
+type Wire = Box<dyn FnOnce(&Wiring) -> Result<Unwire, (&'static str, InformerError)> + Send>;
+type Unwire = Box<dyn FnOnce() + Send>;
+
+/// A controller for primary type `K`: its objects, and the objects it owns or watches,
+/// all from one [`SharedInformerFactory`], mapped to keys of `K` on one rate-limited
+/// queue, reconciled by workers. See the [module documentation](super).
+pub struct Controller<K> {
+    factory: SharedInformerFactory,
+    primary: SharedIndexInformer<K>,
+    queue: Option<WorkQueue<ObjectKey>>,
+    registry: Registry,
+    wires: Vec<Wire>,
+    finalizer: Option<String>,
+    cleanup: Option<Cleanup<K>>,
+    name: String,
+    runner: RunnerConfig,
+    read_your_writes_timeout: Duration,
+}
+
+impl<K> fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.name)
+            .field("registry", &self.registry)
+            .field("finalizer", &self.finalizer)
+            .field("runner", &self.runner)
+            .field("read_your_writes_timeout", &self.read_your_writes_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> Controller<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    K: Send + Sync + 'static,
+    K::Scope: FactoryScope,
+{
+    /// A controller of `K`, on the factory's shared informer for `K` (made now if no
+    /// one asked for it yet). For an [`Informable`](crate::informable::Informable) `K`,
+    /// ask the factory for `informable::<K>()` first so its indexes exist from the
+    /// start (they are otherwise added on the first typed query).
+    pub fn new(factory: &SharedInformerFactory) -> Self {
+        let primary = factory.informer::<K>();
+        let mut registry = Registry::default();
+        registry.register(&primary);
+        Self {
+            factory: factory.clone(),
+            primary,
+            queue: None,
+            registry,
+            wires: Vec::new(),
+            finalizer: None,
+            cleanup: None,
+            name: format!("{}-controller", K::kind(&()).to_lowercase()),
+            runner: RunnerConfig::default(),
+            read_your_writes_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Reconciles a `K` when an object of type `C` it controls changes: `C`'s
+    /// controller owner reference (kind and API group of `K`) names the key, so no
+    /// cache is scanned. Also keeps an index of `C` by owner, for
+    /// [`Context::owned`].
+    #[must_use]
+    pub fn owns<C>(mut self) -> Self
+    where
+        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        C::Scope: FactoryScope,
+    {
+        let informer = self.factory.informer::<C>();
+        let index = owner_index_name::<K>();
+        let indexer = informer.indexer();
+        if !indexer.index_names().contains(&index) {
+            let by_owner = Indexers::new().with_fn(index.clone(), controller_uid::<K, C>);
+            // Only fails if another controller of `K` added the same index meanwhile.
+            let _ = indexer.add_indexers(by_owner);
+        }
+        self.registry.register(&informer);
+        self.registry.set_owner_index::<C>(index);
+        self.wires.push(mapping_wire(&informer, |child: &C| {
+            controller_key::<K>(child.meta())
+        }));
+        self
+    }
+
+    /// Reconciles the `K`s that `mapper` names when an object of type `W` changes.
+    ///
+    /// The mapper gets the object (its last state, on deletion) and the primary
+    /// lister; a typed index query makes it a lookup, not a scan:
+    /// `|cm: &ConfigMap, backups: &Lister<Backup>| backups.by_target(cm.name_any())`.
+    /// It may return [`ObjectKey`]s or the primaries themselves. On an update it runs
+    /// for the old and the new state, so a primary that stops matching hears of it.
+    #[must_use]
+    pub fn watches<W, F, I>(mut self, mapper: F) -> Self
+    where
+        W: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        W::Scope: FactoryScope,
+        F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: IntoPrimaryKey<K>,
+    {
+        let informer = self.factory.informer::<W>();
+        self.registry.register(&informer);
+        let primaries = self.primary.lister();
+        self.wires.push(mapping_wire(&informer, move |watched: &W| {
+            mapper(watched, &primaries)
+                .into_iter()
+                .map(IntoPrimaryKey::into_primary_key)
+        }));
+        self
+    }
+
+    /// Makes `C`'s lister available to the reconcile ([`Context::lister`]) without
+    /// reconciling on its changes.
+    #[must_use]
+    pub fn reads<C>(mut self) -> Self
+    where
+        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        C::Scope: FactoryScope,
+    {
+        let informer = self.factory.informer::<C>();
+        self.registry.register(&informer);
+        self.wires
+            .push(mapping_wire(&informer, |_: &C| None::<ObjectKey>));
+        self
+    }
+
+    /// Runs `cleanup` for a deleted `K`; see the [module documentation](super) for
+    /// when. Without a [`finalizer`](Self::finalizer) it runs when the informer
+    /// reports the deletion (with the object's last state), which misses deletions
+    /// made while the controller was not running. A failed cleanup is retried with
+    /// backoff. It must be idempotent: it may run again after a restart.
+    #[must_use]
+    pub fn cleanup<F, Fut, E>(mut self, cleanup: F) -> Self
+    where
+        F: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        let cleanup = Arc::new(cleanup);
+        self.cleanup = Some(Arc::new(move |object, context| {
+            let cleanup = Arc::clone(&cleanup);
+            async move {
+                cleanup(object, context)
+                    .await
+                    .map_err(|error| Box::new(error) as Box<dyn fmt::Display + Send>)
+            }
+            .boxed()
+        }));
+        self
+    }
+
+    /// Guards every `K` with finalizer `name` (e.g. `"backups.example.com/cleanup"`),
+    /// so the [`cleanup`](Self::cleanup) runs for every deletion, including those made
+    /// while the controller was down; see the [`finalizer`](super::finalizer) module
+    /// docs for the protocol.
+    #[must_use]
+    pub fn finalizer(mut self, name: impl Into<String>) -> Self {
+        self.finalizer = Some(name.into());
+        self
+    }
+
+    /// The controller's name, used for its queue and logs (default `{kind}-controller`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How many keys are reconciled at once (default 1). One key is never reconciled
+    /// by two workers at once.
+    #[must_use]
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.runner = self.runner.workers(workers);
+        self
+    }
+
+    /// Gives up on a key after this many failed reconciles in a row (default: never).
+    #[must_use]
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.runner = self.runner.max_retries(retries);
+        self
+    }
+
+    /// How long a reconcile waits at most for the cache to show the writes the
+    /// previous reconcile of its key made (default 10 s); see
+    /// [read-your-writes](super::read_your_writes).
+    #[must_use]
+    pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
+        self.read_your_writes_timeout = timeout;
+        self
+    }
+
+    /// The queue to use, e.g. one with a different rate limiter or metrics (default:
+    /// client-go's controller rate limiter, named after the controller).
+    #[must_use]
+    pub fn queue(mut self, queue: WorkQueue<ObjectKey>) -> Self {
+        self.queue = Some(queue);
+        self
+    }
+
+    /// Starts the factory's informers (the controller's and any others not started
+    /// yet), waits until the controller's caches have synced, then reconciles until
+    /// `shutdown` completes: workers finish the key in hand, the controller's
+    /// handlers are removed, and no task of the controller is left running. The
+    /// informers keep running for whoever else shares them; stop them with
+    /// [`SharedInformerFactory::shutdown`].
+    ///
+    /// `reconcile` gets the object from the cache and a [`Context`]. A failed
+    /// reconcile goes to `error_policy`, which chooses the [`Retry`]
+    /// ([`backoff`](super::backoff) is client-go's default: the queue's rate limiter).
+    ///
+    /// # Errors
+    /// [`ControllerError::InformerStopped`] if one of the informers was already
+    /// shut down.
+    pub async fn run<R, Fut, E, P, S>(
+        self,
+        reconcile: R,
+        error_policy: P,
+        shutdown: S,
+    ) -> Result<(), ControllerError>
+    where
+        R: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+        P: Fn(&K, &E, &Context<K>) -> Retry + Send + Sync + 'static,
+        S: Future<Output = ()> + Send,
+    {
+        let queue = self.queue.clone().unwrap_or_else(|| {
+            WorkQueue::with_config(
+                QueueConfig::default().name(self.name.clone()),
+                default_controller_rate_limiter(),
+            )
+        });
+        let cache_changed = Arc::new(Notify::new());
+        let wiring = Wiring {
+            queue: queue.clone(),
+            cache_changed: Arc::clone(&cache_changed),
+        };
+        let tombstones: Tombstones<K> = Arc::default();
+        let mut wires = self.wires;
+        let remember_deleted = self.cleanup.is_some().then(|| Arc::clone(&tombstones));
+        wires.push(primary_wire(&self.primary, remember_deleted));
+        let mut unwires = Unwires(Vec::new());
+        for wire in wires {
+            let unwire = wire(&wiring).map_err(|(kind, _)| ControllerError::InformerStopped {
+                controller: self.name.clone(),
+                kind,
+            })?;
+            unwires.0.push(unwire);
+        }
+
+        self.factory.start();
+        let mut shutdown = pin!(shutdown);
+        let synced = self.registry.synced();
+        tokio::select! {
+            _ = join_all(synced.iter().map(|informer| informer.synced())) => {}
+            () = &mut shutdown => return Ok(()),
+        }
+        tracing::debug!(controller = %self.name, "caches synced; starting workers");
+
+        let worker = Arc::new(Worker {
+            shared: Arc::new(Shared {
+                client: self.factory.client().clone(),
+                registry: self.registry,
+                read_your_writes: Arc::new(ReadYourWrites::new(
+                    self.read_your_writes_timeout,
+                    cache_changed,
+                )),
+                primary: primary_name::<K>(),
+            }),
+            primary: self.primary.indexer(),
+            reconcile,
+            error_policy,
+            finalizer: self.finalizer,
+            cleanup: self.cleanup,
+            tombstones,
+            finalized: Mutex::default(),
+        });
+        Runner::with_config(queue, self.runner)
+            .run(
+                move |key: ObjectKey| {
+                    let worker = Arc::clone(&worker);
+                    async move { worker.process(key).await }
+                },
+                shutdown,
+            )
+            .await;
+        drop(unwires);
+        Ok(())
+    }
+}
+
+/// Removes the controller's handlers when dropped (`run` returned or was dropped).
+struct Unwires(Vec<Unwire>);
+
+impl Drop for Unwires {
+    fn drop(&mut self) {
+        for unwire in self.0.drain(..) {
+            unwire();
+        }
+    }
+}
+
+/// The primary's handler: every change queues the object's key; a deletion first
+/// leaves the last state in `tombstones` (when there is a cleanup to run), so the
+/// worker that takes the key finds it.
+fn primary_wire<K>(informer: &SharedIndexInformer<K>, tombstones: Option<Tombstones<K>>) -> Wire
+where
+    K: Resource + Send + Sync + 'static,
+{
+    let informer = informer.clone();
+    Box::new(move |wiring: &Wiring| {
+        let (queue, changed) = (wiring.queue.clone(), Arc::clone(&wiring.cache_changed));
+        let enqueue = move |object: &K| {
+            queue.add(ObjectKey::of(object));
+            changed.notify_waiters();
+        };
+        let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
+        let registration = informer
+            .add_event_handler(
+                ResourceEventHandlerFns::new()
+                    .on_add(move |object: &Arc<K>, _| on_add(object))
+                    .on_update(move |_, new: &Arc<K>| on_update(new))
+                    .on_delete(move |gone: DeletedObject<K>| {
+                        let object = gone.object();
+                        if let Some(tombstones) = &tombstones {
+                            tombstones
+                                .locked()
+                                .insert(ObjectKey::of(object.as_ref()), Arc::clone(object));
+                        }
+                        on_delete(object);
+                    }),
+            )
+            .map_err(|error| (crate::key::short_type_name::<K>(), error))?;
+        Ok(Box::new(move || registration.remove()) as Unwire)
+    })
+}
+
+/// A handler queueing the keys `map` gives for each state an event carries (old and
+/// new on update), and telling read-your-writes waiters the cache changed.
+fn mapping_wire<C, M, I>(informer: &SharedIndexInformer<C>, map: M) -> Wire
+where
+    C: Resource + Send + Sync + 'static,
+    M: Fn(&C) -> I + Send + Sync + 'static,
+    I: IntoIterator<Item = ObjectKey>,
+{
+    let informer = informer.clone();
+    Box::new(move |wiring: &Wiring| {
+        let map = Arc::new(map);
+        let enqueue = {
+            let queue = wiring.queue.clone();
+            let changed = Arc::clone(&wiring.cache_changed);
+            move |object: &C| {
+                for key in map(object) {
+                    queue.add(key);
+                }
+                changed.notify_waiters();
+            }
+        };
+        let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
+        let registration = informer
+            .add_event_handler(
+                ResourceEventHandlerFns::new()
+                    .on_add(move |object: &Arc<C>, _| on_add(object))
+                    .on_update(move |old: &Arc<C>, new: &Arc<C>| {
+                        on_update(old);
+                        on_update(new);
+                    })
+                    .on_delete(move |gone: DeletedObject<C>| on_delete(gone.object())),
+            )
+            .map_err(|error| (crate::key::short_type_name::<C>(), error))?;
+        Ok(Box::new(move || registration.remove()) as Unwire)
+    })
+}

@@ -1,0 +1,111 @@
+//! The controller's finalizer: cleanup that survives the controller being down.
+//!
+//! Without a finalizer, a controller learns of a deletion from the watch. A deletion
+//! made while no replica ran is never seen: the next list simply lacks the object, and
+//! whatever it owned outside Kubernetes (a bucket, a DNS record, a row) leaks. With
+//! [`Controller::finalizer`](super::Controller::finalizer):
+//!
+//! 1. before an object's first reconcile, the controller adds its finalizer (a merge
+//!    patch carrying the object's resourceVersion, so it never overwrites a change it
+//!    has not seen: a conflict is retried with backoff);
+//! 2. deleting the object then only sets `metadata.deletionTimestamp`: the API server
+//!    keeps it until every finalizer is gone, however long the controller is down;
+//! 3. once the controller sees the deletion timestamp it runs the cleanup instead of
+//!    the reconcile, and removes its finalizer when the cleanup succeeded (a failed
+//!    cleanup is retried with backoff, the object stays);
+//! 4. an object being deleted that does not carry the finalizer (its cleanup is done,
+//!    or it never got one) is not reconciled.
+//!
+//! Both patches go through the [`TrackedApi`](super::TrackedApi), so the next reconcile
+//! of the key waits until the cache shows them.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::context::TrackedApi;
+
+/// Whether `meta` lists the finalizer `name`.
+pub(crate) fn has_finalizer(meta: &ObjectMeta, name: &str) -> bool {
+    meta.finalizers
+        .as_deref()
+        .is_some_and(|finalizers| finalizers.iter().any(|f| f == name))
+}
+
+/// The merge patch that sets `finalizers` on an object still at `resource_version`.
+fn finalizers_patch(resource_version: Option<&str>, finalizers: &[String]) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {
+            "resourceVersion": resource_version,
+            "finalizers": finalizers,
+        }
+    })
+}
+
+/// Adds finalizer `name` to `object` (which lacks it); returns the patched object.
+pub(crate) async fn add<K>(api: &TrackedApi<K>, object: &K, name: &str) -> kube::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let mut finalizers = object.finalizers().to_vec();
+    finalizers.push(name.to_owned());
+    let patch = finalizers_patch(object.meta().resource_version.as_deref(), &finalizers);
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+/// Removes finalizer `name` from `object`; returns the patched object.
+pub(crate) async fn remove<K>(api: &TrackedApi<K>, object: &K, name: &str) -> kube::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let finalizers: Vec<String> = object
+        .finalizers()
+        .iter()
+        .filter(|f| *f != name)
+        .cloned()
+        .collect();
+    let patch = finalizers_patch(object.meta().resource_version.as_deref(), &finalizers);
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_patch_carries_the_version_it_was_made_from_and_the_whole_list() {
+        let patch = finalizers_patch(Some("42"), &["a".into(), "ours".into()]);
+        assert_eq!(
+            patch,
+            serde_json::json!({
+                "metadata": { "resourceVersion": "42", "finalizers": ["a", "ours"] }
+            })
+        );
+    }
+
+    #[test]
+    fn finalizers_are_found_by_exact_name() {
+        let meta = ObjectMeta {
+            finalizers: Some(vec!["example.com/cleanup".into()]),
+            ..ObjectMeta::default()
+        };
+        assert!(has_finalizer(&meta, "example.com/cleanup"));
+        assert!(!has_finalizer(&meta, "example.com/clean"));
+        assert!(!has_finalizer(
+            &ObjectMeta::default(),
+            "example.com/cleanup"
+        ));
+    }
+}

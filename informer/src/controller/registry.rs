@@ -1,0 +1,117 @@
+//! The types a controller knows: one shared informer each, looked up by type.
+//!
+//! The builder registers the primary type and every `owns`, `watches` and `reads`
+//! type here; the [`Context`](super::Context) hands out their listers and indexes by
+//! type, and the read-your-writes wait probes their caches.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube::Resource;
+
+use super::read_your_writes::CacheProbe;
+use crate::key::short_type_name;
+use crate::shared_informer::{HasSynced, SharedIndexInformer};
+use crate::store::Indexer;
+
+/// One registered type.
+struct Registered {
+    /// The type's informer, as `SharedIndexInformer<C>`.
+    informer: Box<dyn Any + Send + Sync>,
+    /// The same informer, as a cache to probe for read-your-writes.
+    cache: Arc<dyn CacheProbe>,
+    /// The same informer, for the wait until synced.
+    synced: Arc<dyn HasSynced>,
+    /// The name of the index of the type's controllers of the primary kind, when
+    /// the type is owned.
+    owner_index: Option<String>,
+}
+
+/// The registered types, by `TypeId`.
+#[derive(Default)]
+pub(crate) struct Registry {
+    types: HashMap<TypeId, Registered>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("types", &self.types.len())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Registers `informer` (once per type; registering again keeps the first).
+    pub(crate) fn register<C>(&mut self, informer: &SharedIndexInformer<C>)
+    where
+        C: Resource + Send + Sync + 'static,
+    {
+        self.types
+            .entry(TypeId::of::<C>())
+            .or_insert_with(|| Registered {
+                informer: Box::new(informer.clone()),
+                cache: Arc::new(informer.indexer()),
+                synced: Arc::new(informer.clone()),
+                owner_index: None,
+            });
+    }
+
+    /// Records that `C` is owned, with its owner index named `index`.
+    pub(crate) fn set_owner_index<C: 'static>(&mut self, index: String) {
+        if let Some(registered) = self.types.get_mut(&TypeId::of::<C>()) {
+            registered.owner_index = Some(index);
+        }
+    }
+
+    /// The informer of `C`, if registered.
+    pub(crate) fn informer<C: 'static>(&self) -> Option<&SharedIndexInformer<C>> {
+        self.types
+            .get(&TypeId::of::<C>())
+            .and_then(|r| r.informer.downcast_ref())
+    }
+
+    /// The informer of `C`; panics, naming what to do, when `C` is not registered.
+    pub(crate) fn expect_informer<C: 'static>(&self, primary: &str) -> &SharedIndexInformer<C> {
+        self.informer::<C>().unwrap_or_else(|| {
+            let kind = short_type_name::<C>();
+            panic!(
+                "the {primary} controller has no informer for {kind}: register it with \
+                 .owns::<{kind}>(), .watches::<{kind}>(..) or .reads::<{kind}>()"
+            )
+        })
+    }
+
+    /// The owned type `C`'s indexer and owner index name; panics, naming what to do,
+    /// when `C` is not owned.
+    pub(crate) fn expect_owned<C: Resource + Send + Sync + 'static>(
+        &self,
+        primary: &str,
+    ) -> (Indexer<C>, &str) {
+        let kind = short_type_name::<C>();
+        let registered = self.types.get(&TypeId::of::<C>());
+        match registered.and_then(|r| Some((r.informer.downcast_ref(), r.owner_index.as_deref()?)))
+        {
+            Some((Some(informer), index)) => {
+                let informer: &SharedIndexInformer<C> = informer;
+                (informer.indexer(), index)
+            }
+            _ => panic!(
+                "the {primary} controller does not own {kind}: register it with .owns::<{kind}>()"
+            ),
+        }
+    }
+
+    /// The cache of `C`, for read-your-writes, if registered.
+    pub(crate) fn cache<C: 'static>(&self) -> Option<Arc<dyn CacheProbe>> {
+        self.types
+            .get(&TypeId::of::<C>())
+            .map(|r| Arc::clone(&r.cache))
+    }
+
+    /// Every registered informer, for the wait until synced.
+    pub(crate) fn synced(&self) -> Vec<Arc<dyn HasSynced>> {
+        self.types.values().map(|r| Arc::clone(&r.synced)).collect()
+    }
+}

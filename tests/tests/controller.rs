@@ -1,0 +1,479 @@
+//! The typed controller against the real API server: owned and watched mappings,
+//! finalizers (including a deletion made while the controller was stopped),
+//! read-your-writes, error policies, clean shutdown.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{eventually, eventually_async};
+use informer::controller::{Context, Controller, Retry, backoff};
+use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::informable::Informable;
+use informer::lister::Lister;
+use informer::testenv::TestEnv;
+use informer::workqueue::{Action, ItemExponentialFailureRateLimiter, QueueConfig, WorkQueue};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+/// A backup of a ConfigMap: the controller keeps an owned copy `{name}-copy` of the
+/// target's data.
+#[derive(CustomResource, Informable, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "controller.informer.example.com",
+    version = "v1",
+    kind = "Backup",
+    namespaced
+)]
+#[informable(index(name = "by_target", path = "spec.target"))]
+struct BackupSpec {
+    target: String,
+}
+
+const FINALIZER: &str = "controller.informer.example.com/cleanup";
+
+async fn setup(prefix: &str) -> (&'static TestEnv, String, SharedInformerFactory) {
+    let env = TestEnv::shared().await.unwrap();
+    env.install_crd(&Backup::crd()).await.unwrap();
+    let ns = env.create_namespace(prefix).await.unwrap();
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    (env, ns, factory)
+}
+
+fn backup(name: &str, target: &str) -> Backup {
+    Backup::new(
+        name,
+        BackupSpec {
+            target: target.into(),
+        },
+    )
+}
+
+fn data(cm: &ConfigMap) -> BTreeMap<String, String> {
+    cm.data.clone().unwrap_or_default()
+}
+
+/// The Backup operator's reconcile: copy the target's data into the owned copy.
+async fn copy_target(backup: Arc<Backup>, ctx: Context<Backup>) -> Result<Action, kube::Error> {
+    let ns = backup.namespace().unwrap_or_default();
+    let Ok(target) = ctx
+        .lister::<ConfigMap>()
+        .namespaced(&ns)
+        .get(&backup.spec.target)
+    else {
+        return Ok(Action::Done); // the target's creation will bring us back
+    };
+    let wanted = data(&target);
+    let owned = ctx.owned::<ConfigMap>(&backup);
+    if owned.iter().any(|copy| data(copy) == wanted) {
+        return Ok(Action::Done);
+    }
+    let copy = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": format!("{}-copy", backup.name_any()),
+            "ownerReferences": [ctx.controller_reference(&backup)],
+        },
+        "data": wanted,
+    });
+    ctx.api::<ConfigMap>()
+        .patch(
+            &format!("{}-copy", backup.name_any()),
+            &PatchParams::apply("backup-operator").force(),
+            &Patch::Apply(&copy),
+        )
+        .await?;
+    Ok(Action::Done)
+}
+
+/// A controller run in a task; [`Running::stop`] shuts it down and waits.
+struct Running {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), informer::controller::ControllerError>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.stop.send(()).ok();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("the controller stopped in time")
+            .expect("the controller did not panic")
+            .expect("the controller ran");
+    }
+}
+
+fn spawn<F>(run: impl FnOnce(oneshot::Receiver<()>) -> F) -> Running
+where
+    F: Future<Output = Result<(), informer::controller::ControllerError>> + Send + 'static,
+{
+    let (stop, stopped) = oneshot::channel();
+    let task = tokio::spawn(run(stopped));
+    Running { stop, task }
+}
+
+async fn stopped(stop: oneshot::Receiver<()>) {
+    stop.await.ok();
+}
+
+async fn wait_for_copy(cms: &Api<ConfigMap>, name: &str, value: &str) {
+    eventually_async(
+        &format!("{name} to hold {value}"),
+        Duration::from_secs(20),
+        || async {
+            cms.get_opt(name)
+                .await
+                .unwrap()
+                .is_some_and(|cm| data(&cm).get("key").map(String::as_str) == Some(value))
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn owned_and_watched_changes_reconcile_the_primary_through_owner_refs_and_an_index() {
+    let (env, ns, factory) = setup("controller-map").await;
+    let client = env.client().unwrap();
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+    let backups = Api::<Backup>::namespaced(client, &ns);
+    cms.create(
+        &PostParams::default(),
+        &common::config_map("source", "v1", &[]),
+    )
+    .await
+    .unwrap();
+    backups
+        .create(&PostParams::default(), &backup("nightly", "source"))
+        .await
+        .unwrap();
+
+    factory.informable::<Backup>();
+    let controller = Controller::<Backup>::new(&factory)
+        .owns::<ConfigMap>()
+        .watches(|cm: &ConfigMap, backups: &Lister<Backup>| {
+            backups
+                .namespaced(&cm.namespace().unwrap_or_default())
+                .by_target(cm.name_any())
+        });
+    let running = spawn(|stop| controller.run(copy_target, backoff, stopped(stop)));
+    wait_for_copy(&cms, "nightly-copy", "v1").await;
+
+    // The owned copy drifts: its controller reference brings the Backup back.
+    let drift = serde_json::json!({ "data": { "key": "tampered" } });
+    cms.patch(
+        "nightly-copy",
+        &PatchParams::default(),
+        &Patch::Merge(&drift),
+    )
+    .await
+    .unwrap();
+    wait_for_copy(&cms, "nightly-copy", "v1").await;
+
+    // The target changes: the `by_target` index maps it to the Backup.
+    let change = serde_json::json!({ "data": { "key": "v2" } });
+    cms.patch("source", &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    wait_for_copy(&cms, "nightly-copy", "v2").await;
+
+    running.stop().await;
+    factory.shutdown().await;
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_finalizer_runs_the_cleanup_even_for_a_deletion_made_while_the_controller_was_stopped()
+{
+    let (env, ns, factory) = setup("controller-finalizer").await;
+    let backups = Api::<Backup>::namespaced(env.client().unwrap(), &ns);
+    let cleaned: Arc<Mutex<Vec<String>>> = Arc::default();
+    let run = |factory: &SharedInformerFactory| {
+        let cleaned = Arc::clone(&cleaned);
+        let controller = Controller::<Backup>::new(factory)
+            .finalizer(FINALIZER)
+            .cleanup(move |backup: Arc<Backup>, _ctx| {
+                let cleaned = Arc::clone(&cleaned);
+                async move {
+                    cleaned.lock().unwrap().push(backup.name_any());
+                    Ok::<_, kube::Error>(())
+                }
+            });
+        spawn(|stop| {
+            controller.run(
+                |_, _| async { Ok::<_, kube::Error>(Action::Done) },
+                backoff,
+                stopped(stop),
+            )
+        })
+    };
+    let has_finalizer = |backups: Api<Backup>, name: &'static str| async move {
+        backups
+            .get_opt(name)
+            .await
+            .unwrap()
+            .is_some_and(|b| b.finalizers().iter().any(|f| f == FINALIZER))
+    };
+
+    let running = run(&factory);
+    for name in ["live", "offline"] {
+        backups
+            .create(&PostParams::default(), &backup(name, "anything"))
+            .await
+            .unwrap();
+        eventually_async("the finalizer to be added", Duration::from_secs(20), || {
+            has_finalizer(backups.clone(), name)
+        })
+        .await;
+    }
+
+    // Deleted while running: cleaned up, then the object is gone.
+    backups
+        .delete("live", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually_async("live to be gone", Duration::from_secs(20), || async {
+        backups.get_opt("live").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(*cleaned.lock().unwrap(), ["live"]);
+
+    // Deleted while no controller runs: the finalizer holds the object...
+    running.stop().await;
+    factory.shutdown().await;
+    backups
+        .delete("offline", &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let offline = backups.get("offline").await.unwrap();
+    assert!(offline.metadata.deletion_timestamp.is_some());
+    assert_eq!(*cleaned.lock().unwrap(), ["live"]);
+
+    // ...until the next controller starts, cleans up and lets it go.
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    let running = run(&factory);
+    eventually_async("offline to be gone", Duration::from_secs(20), || async {
+        backups.get_opt("offline").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(*cleaned.lock().unwrap(), ["live", "offline"]);
+    running.stop().await;
+    factory.shutdown().await;
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_reconcile_requeued_at_once_never_creates_a_second_child() {
+    let (env, ns, factory) = setup("controller-ryw").await;
+    let backups = Api::<Backup>::namespaced(env.client().unwrap(), &ns);
+    let cms = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    for i in 0..5 {
+        backups
+            .create(&PostParams::default(), &backup(&format!("b{i}"), "t"))
+            .await
+            .unwrap();
+    }
+    let reconciles: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
+    let reconcile = {
+        let reconciles = Arc::clone(&reconciles);
+        move |backup: Arc<Backup>, ctx: Context<Backup>| {
+            let reconciles = Arc::clone(&reconciles);
+            async move {
+                let round = {
+                    let mut reconciles = reconciles.lock().unwrap();
+                    let round = reconciles.entry(backup.name_any()).or_default();
+                    *round += 1;
+                    *round
+                };
+                // A child with a generated name: nothing but our own view of the cache
+                // stops a second one being created.
+                if ctx.owned::<ConfigMap>(&backup).is_empty() {
+                    let child = serde_json::json!({
+                        "apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {
+                            "generateName": format!("{}-", backup.name_any()),
+                            "ownerReferences": [ctx.controller_reference(&backup)],
+                        },
+                    });
+                    let child: ConfigMap = serde_json::from_value(child).unwrap();
+                    ctx.api::<ConfigMap>()
+                        .create(&PostParams::default(), &child)
+                        .await?;
+                }
+                // Asks to be reconciled again at once, 20 times per Backup.
+                Ok::<_, kube::Error>(if round < 20 {
+                    Action::RequeueAfter(Duration::ZERO)
+                } else {
+                    Action::Done
+                })
+            }
+        }
+    };
+    let controller = Controller::<Backup>::new(&factory)
+        .owns::<ConfigMap>()
+        .workers(4);
+    let running = spawn(|stop| controller.run(reconcile, backoff, stopped(stop)));
+    eventually(
+        "20 reconciles of every Backup",
+        Duration::from_secs(30),
+        || {
+            let reconciles = reconciles.lock().unwrap();
+            reconciles.len() == 5 && reconciles.values().all(|n| *n >= 20)
+        },
+    )
+    .await;
+    running.stop().await;
+
+    let children = cms.list(&ListParams::default()).await.unwrap();
+    let mut per_backup: BTreeMap<String, usize> = BTreeMap::new();
+    for child in &children {
+        let owner = &child.owner_references()[0].name;
+        *per_backup.entry(owner.clone()).or_default() += 1;
+    }
+    assert_eq!(
+        per_backup,
+        (0..5).map(|i| (format!("b{i}"), 1)).collect(),
+        "exactly one child per Backup"
+    );
+    factory.shutdown().await;
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_error_policy_chooses_backoff_a_fixed_delay_or_giving_up() {
+    let (env, ns, factory) = setup("controller-errors").await;
+    let backups = Api::<Backup>::namespaced(env.client().unwrap(), &ns);
+    // The target names the policy the failing reconcile asks for.
+    for (name, policy) in [
+        ("backoff", "backoff"),
+        ("fixed", "fixed"),
+        ("never", "never"),
+    ] {
+        backups
+            .create(&PostParams::default(), &backup(name, policy))
+            .await
+            .unwrap();
+    }
+    let attempts: Arc<Mutex<BTreeMap<String, Vec<tokio::time::Instant>>>> = Arc::default();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |backup: Arc<Backup>, _ctx: Context<Backup>| {
+            let attempts = Arc::clone(&attempts);
+            async move {
+                attempts
+                    .lock()
+                    .unwrap()
+                    .entry(backup.name_any())
+                    .or_default()
+                    .push(tokio::time::Instant::now());
+                Err::<Action, _>(format!("{} always fails", backup.name_any()))
+            }
+        }
+    };
+    let policy = |backup: &Backup, error: &String, _ctx: &Context<Backup>| {
+        assert!(error.ends_with("always fails"));
+        match backup.spec.target.as_str() {
+            "backoff" => Retry::Backoff,
+            "fixed" => Retry::After(Duration::from_millis(200)),
+            _ => Retry::Never,
+        }
+    };
+    let queue = WorkQueue::with_config(
+        QueueConfig::default().name("errors"),
+        ItemExponentialFailureRateLimiter::new(Duration::from_millis(20), Duration::from_secs(10)),
+    );
+    let controller = Controller::<Backup>::new(&factory).queue(queue);
+    let running = spawn(|stop| controller.run(reconcile, policy, stopped(stop)));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    running.stop().await;
+
+    let attempts = attempts.lock().unwrap().clone();
+    let gaps =
+        |name: &str| -> Vec<Duration> { attempts[name].windows(2).map(|w| w[1] - w[0]).collect() };
+    // Backoff: 20, 40, 80, 160, 320, 640 ms: 6 or 7 attempts, each gap about twice
+    // the one before.
+    let backoff_gaps = gaps("backoff");
+    assert!(
+        (5..=8).contains(&attempts["backoff"].len()),
+        "{backoff_gaps:?}"
+    );
+    for pair in backoff_gaps.windows(2) {
+        assert!(
+            pair[1] > pair[0] + pair[0] / 2,
+            "gaps grow: {backoff_gaps:?}"
+        );
+    }
+    // Fixed: every 200 ms, not growing.
+    let fixed_gaps = gaps("fixed");
+    assert!((5..=8).contains(&attempts["fixed"].len()), "{fixed_gaps:?}");
+    assert!(
+        fixed_gaps
+            .iter()
+            .all(|gap| *gap >= Duration::from_millis(190) && *gap < Duration::from_millis(600)),
+        "{fixed_gaps:?}"
+    );
+    // Never: one attempt.
+    assert_eq!(attempts["never"].len(), 1);
+    factory.shutdown().await;
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_removes_the_controllers_handlers_and_ends_its_workers() {
+    let (env, ns, factory) = setup("controller-shutdown").await;
+    let backups_informer = factory.informable::<Backup>();
+    let cms_informer = factory.informer::<ConfigMap>();
+    let controller = Controller::<Backup>::new(&factory)
+        .owns::<ConfigMap>()
+        .reads::<ConfigMap>();
+    let running = spawn(|stop| controller.run(copy_target, backoff, stopped(stop)));
+    eventually("the controller's handlers", Duration::from_secs(20), || {
+        backups_informer.handler_count() == 1 && cms_informer.handler_count() == 2
+    })
+    .await;
+    eventually("the caches to sync", Duration::from_secs(20), || {
+        backups_informer.has_synced() && cms_informer.has_synced()
+    })
+    .await;
+    running.stop().await;
+    // The informers keep running for whoever else shares them, without our handlers.
+    assert_eq!(backups_informer.handler_count(), 0);
+    assert_eq!(cms_informer.handler_count(), 0);
+    assert!(!backups_informer.is_stopped());
+    factory.shutdown().await;
+    assert!(backups_informer.is_stopped());
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_controller_on_a_shut_down_factory_says_which_informer_stopped() {
+    let (env, ns, factory) = setup("controller-stopped").await;
+    factory.informer::<Backup>();
+    factory.start();
+    factory.shutdown().await;
+    let error = Controller::<Backup>::new(&factory)
+        .run(
+            |_, _| async { Ok::<_, kube::Error>(Action::Done) },
+            backoff,
+            std::future::pending(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the backup-controller cannot run: the Backup informer has been shut down"
+    );
+    env.delete_namespace(&ns).await.unwrap();
+}
