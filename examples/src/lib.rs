@@ -3,10 +3,15 @@
 //!
 //! Every example talks to the cluster your kubeconfig names, or, when none is
 //! configured, to an embedded local control plane (etcd + kube-apiserver on loopback,
-//! installed on first use). This library holds only that shared connection logic.
+//! installed on first use). This library holds that shared connection logic, and the
+//! script the two Backup operators (ours and kube-runtime's) are driven by
+//! ([`backup_demo`]).
 
 use informer::testenv::TestEnv;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
+
+pub mod backup_demo;
 
 /// A connection to a cluster, keeping the embedded control plane alive when one was
 /// started: dropping it stops the servers.
@@ -72,5 +77,33 @@ impl Cluster {
             .delete(name, &DeleteParams::default())
             .await?;
         Ok(())
+    }
+
+    /// Installs a CustomResourceDefinition (an existing one of the same name is kept)
+    /// and waits until the API server serves its resource.
+    pub async fn install_crd(&self, crd: &CustomResourceDefinition) -> anyhow::Result<()> {
+        use kube::api::{Api, PostParams};
+
+        let crds = Api::<CustomResourceDefinition>::all(self.client.clone());
+        match crds.create(&PostParams::default(), crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => return Err(error.into()),
+        }
+        let spec = &crd.spec;
+        let version = spec
+            .versions
+            .iter()
+            .find(|v| v.served)
+            .map_or("v1", |v| v.name.as_str());
+        let url = format!(
+            "/apis/{}/{version}/{}?limit=1",
+            spec.group, spec.names.plural
+        );
+        backup_demo::until(|| async {
+            let request = http::Request::get(url.as_str()).body(Vec::new())?;
+            Ok(self.client.request_text(request).await.is_ok())
+        })
+        .await
     }
 }
