@@ -40,6 +40,8 @@
 //! - [`key`]: [`ObjectKey`](key::ObjectKey) (`namespace/name`) and key functions.
 //! - [`workqueue`]: client-go's work queue, rate limiters, and the [`Runner`](workqueue::Runner)
 //!   that drives a controller's reconcile loop.
+//! - [`events`]: an `events.k8s.io/v1` event [`Recorder`](events::Recorder) with
+//!   client-go's series and spam filter, writing in the background.
 //! - `testenv` (feature `testenv`): a real kube-apiserver and etcd on loopback.
 //!
 //! Cached objects leave out `metadata.managedFields`: they are skipped while decoding,
@@ -77,6 +79,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "testenv")))]
 pub mod testenv;
 
+pub mod events;
 pub mod factory;
 pub mod fifo;
 pub mod informable;
@@ -94,6 +97,7 @@ mod test_support;
 
 /// The names a controller uses most, for `use informer::prelude::*`.
 pub mod prelude {
+    pub use crate::events::{EventSpec, Recorder, Reporter};
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
     pub use crate::informable::Informable;
