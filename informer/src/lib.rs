@@ -43,6 +43,8 @@
 //! - [`key`]: [`ObjectKey`](key::ObjectKey) (`namespace/name`) and key functions.
 //! - [`workqueue`]: client-go's work queue, rate limiters, and the [`Runner`](workqueue::Runner)
 //!   that drives a controller's reconcile loop.
+//! - [`events`]: an `events.k8s.io/v1` event [`Recorder`](events::Recorder) with
+//!   client-go's series and spam filter, writing in the background.
 //! - `testenv` (feature `testenv`): a real kube-apiserver and etcd on loopback.
 //!
 //! Cached objects leave out `metadata.managedFields`: they are skipped while decoding,
@@ -81,6 +83,7 @@
 pub mod testenv;
 
 pub mod controller;
+pub mod events;
 pub mod factory;
 pub mod fifo;
 pub mod informable;
@@ -99,6 +102,7 @@ mod test_support;
 /// The names a controller uses most, for `use informer::prelude::*`.
 pub mod prelude {
     pub use crate::controller::{Context, Controller, Retry, backoff};
+    pub use crate::events::{EventSpec, Recorder, Reporter};
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
     pub use crate::informable::Informable;

@@ -1,0 +1,55 @@
+//! Why an event was not recorded.
+
+/// Why an event was dropped, or why writing it failed.
+///
+/// Recording events is best effort, as in client-go: [`Recorder::publish`] never fails
+/// the caller, it reports a dropped event as
+/// [`Published::Dropped`](super::Published::Dropped) with one of these, and the
+/// background writer logs write failures with one. A reconciler should not fail
+/// because an event could not be recorded.
+///
+/// [`Recorder::publish`]: super::Recorder::publish
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EventError {
+    /// The event breaks a rule the API server enforces (an empty or too long reason,
+    /// action or reporting instance, a regarding object without a name, ...), so it
+    /// was not sent.
+    #[error("invalid event: {field} {problem}")]
+    Invalid {
+        /// The field at fault, as the API names it (`reason`, `regarding.name`, ...).
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The spam filter has no token left for this source and object (client-go's
+    /// `EventSourceObjectSpamFilter`): the event was dropped.
+    #[error("event about {object} throttled by the spam filter")]
+    Throttled {
+        /// The regarding object, as `kind namespace/name`.
+        object: String,
+    },
+    /// The queue to the background writer is full (the API server is slow or down):
+    /// the event was dropped rather than queued without bound.
+    #[error("event queue full ({capacity} writes pending): event dropped")]
+    QueueFull {
+        /// The configured queue capacity.
+        capacity: usize,
+    },
+    /// The recorder has been shut down (or its writer has ended): nothing more is
+    /// recorded.
+    #[error("the event recorder is shut down")]
+    ShutDown,
+    /// The API server refused a write, or it failed more times than the recorder
+    /// retries: the write was given up.
+    #[error("writing event {namespace}/{name} failed")]
+    Write {
+        /// The Event's namespace.
+        namespace: String,
+        /// The Event's name.
+        name: String,
+        /// The last error of the write.
+        #[source]
+        source: kube::Error,
+    },
+}
