@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use common::{eventually, eventually_async};
 use informer::controller::{Context, Controller, Retry, backoff};
+use informer::events::EventSpec;
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::testenv::TestEnv;
 use informer::workqueue::{Action, ItemExponentialFailureRateLimiter, QueueConfig, WorkQueue};
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
@@ -475,5 +477,61 @@ async fn a_controller_on_a_shut_down_factory_says_which_informer_stopped() {
         error.to_string(),
         "the backup-controller cannot run: the Backup informer has been shut down"
     );
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn events_published_by_reconciles_fold_into_one_series() {
+    let (env, ns, factory) = setup("controller-events").await;
+    let backups = Api::<Backup>::namespaced(env.client().unwrap(), &ns);
+    backups
+        .create(&PostParams::default(), &backup("noisy", "t"))
+        .await
+        .unwrap();
+    let rounds = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let reconcile = {
+        let rounds = Arc::clone(&rounds);
+        move |backup: Arc<Backup>, ctx: Context<Backup>| {
+            let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            async move {
+                ctx.publish(
+                    &backup,
+                    EventSpec::normal("Copied", "Reconcile").note("copied the target"),
+                );
+                Ok::<_, kube::Error>(if round < 10 {
+                    Action::RequeueAfter(Duration::from_millis(10))
+                } else {
+                    Action::Done
+                })
+            }
+        }
+    };
+    let controller = Controller::<Backup>::new(&factory);
+    let running = spawn(|stop| controller.run(reconcile, backoff, stopped(stop)));
+    eventually("10 reconciles", Duration::from_secs(20), || {
+        rounds.load(std::sync::atomic::Ordering::SeqCst) >= 10
+    })
+    .await;
+    // Stopping flushes the pending series count.
+    running.stop().await;
+
+    let events = Api::<Event>::namespaced(env.client().unwrap(), &ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let about_noisy: Vec<&Event> = events
+        .items
+        .iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("noisy"))
+        .collect();
+    assert_eq!(about_noisy.len(), 1, "{about_noisy:#?}");
+    let event = about_noisy[0];
+    assert_eq!(event.series.as_ref().map(|s| s.count), Some(10));
+    assert_eq!(event.reason.as_deref(), Some("Copied"));
+    assert_eq!(
+        event.reporting_controller.as_deref(),
+        Some("backup-controller")
+    );
+    factory.shutdown().await;
     env.delete_namespace(&ns).await.unwrap();
 }

@@ -20,6 +20,7 @@ use super::read_your_writes::ReadYourWrites;
 use super::registry::Registry;
 use super::worker::{Cleanup, Tombstones, Worker};
 use super::{ControllerError, Retry};
+use crate::events::{Recorder, Reporter};
 use crate::factory::{FactoryScope, SharedInformerFactory};
 use crate::fifo::DeletedObject;
 use crate::key::ObjectKey;
@@ -30,6 +31,9 @@ use crate::store::Indexers;
 use crate::workqueue::{
     Action, QueueConfig, Runner, RunnerConfig, WorkQueue, default_controller_rate_limiter,
 };
+
+/// How long `run` waits at most for its recorder to write pending events on shutdown.
+const RECORDER_FLUSH: Duration = Duration::from_secs(5);
 
 /// What `run` needs to connect an informer: the queue, and the signal that a cache
 /// changed (read-your-writes waits on it).
@@ -56,6 +60,7 @@ pub struct Controller<K> {
     name: String,
     runner: RunnerConfig,
     read_your_writes_timeout: Duration,
+    recorder: Option<Recorder>,
 }
 
 impl<K> fmt::Debug for Controller<K> {
@@ -95,6 +100,7 @@ where
             name: format!("{}-controller", K::kind(&()).to_lowercase()),
             runner: RunnerConfig::default(),
             read_your_writes_timeout: Duration::from_secs(10),
+            recorder: None,
         }
     }
 
@@ -232,6 +238,15 @@ where
         self
     }
 
+    /// The event recorder the reconciles publish with ([`Context::publish`]); by
+    /// default one reporting as the controller's [`name`](Self::name), flushed and
+    /// stopped when `run` returns. A recorder given here is left running.
+    #[must_use]
+    pub fn recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
     /// The queue to use, e.g. one with a different rate limiter or metrics (default:
     /// client-go's controller rate limiter, named after the controller).
     #[must_use]
@@ -300,6 +315,13 @@ where
         }
         tracing::debug!(controller = %self.name, "caches synced; starting workers");
 
+        let own_recorder = self.recorder.is_none();
+        let recorder = self.recorder.unwrap_or_else(|| {
+            Recorder::new(
+                self.factory.client().clone(),
+                Reporter::new(self.name.clone()),
+            )
+        });
         let worker = Arc::new(Worker {
             shared: Arc::new(Shared {
                 client: self.factory.client().clone(),
@@ -309,6 +331,7 @@ where
                     cache_changed,
                 )),
                 primary: primary_name::<K>(),
+                recorder: recorder.clone(),
             }),
             primary: self.primary.indexer(),
             reconcile,
@@ -328,6 +351,14 @@ where
             )
             .await;
         drop(unwires);
+        if own_recorder {
+            // Writes the series counts still pending; a server that stopped answering
+            // must not hold the shutdown for long.
+            let flushed = tokio::time::timeout(RECORDER_FLUSH, recorder.shutdown()).await;
+            if flushed.is_err() {
+                tracing::warn!(controller = %self.name, "pending events were not written before the shutdown deadline");
+            }
+        }
         Ok(())
     }
 }

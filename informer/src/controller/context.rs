@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use super::mapping::controller_uid;
 use super::read_your_writes::{CacheProbe, Expectation, ReadYourWrites, Written};
 use super::registry::Registry;
+use crate::events::{EventSpec, Published, Recorder, object_reference};
 use crate::factory::FactoryScope;
 use crate::key::{ObjectKey, short_type_name};
 use crate::lister::Lister;
@@ -24,6 +25,7 @@ pub(crate) struct Shared {
     pub(crate) read_your_writes: Arc<ReadYourWrites>,
     /// The primary type's name, for messages.
     pub(crate) primary: &'static str,
+    pub(crate) recorder: Recorder,
 }
 
 impl std::fmt::Debug for Shared {
@@ -136,6 +138,20 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
                 read_your_writes: Arc::clone(&self.shared.read_your_writes),
             }),
         }
+    }
+
+    /// The controller's event recorder (reporting as the controller's name).
+    pub fn recorder(&self) -> &Recorder {
+        &self.shared.recorder
+    }
+
+    /// Publishes an `events.k8s.io/v1` Event about `object` (usually the one being
+    /// reconciled). Never waits for the API server; identical events fold into a
+    /// series and a hot loop is held back by the spam filter (see [`crate::events`]).
+    pub fn publish(&self, object: &K, event: EventSpec) -> Published {
+        self.shared
+            .recorder
+            .publish(&object_reference(object), event)
     }
 
     /// A controller owner reference to `owner`, to put in a child's
