@@ -4,23 +4,23 @@
 //! schema) whose spec derives `Informable`: an index by the spec's `color`, one by its
 //! `size` (keys are `u32`), and one by the controlling owner, another Widget, the
 //! "kit" it belongs to. The example installs the CRD, creates two kits and their
-//! parts, starts a `SharedInformerFactory`, and once the cache has synced a small
-//! controller reconciles each kit by asking the lister for the widgets it owns
-//! (`lister.by_kit(uid)`), never the API server. Then it moves a part to the other
-//! kit and reconciles again when the index shows the move.
+//! parts, and runs a `Controller` of Widgets that `owns` Widgets: a part's change
+//! reconciles its kit (through the part's controller reference), and the reconcile
+//! lists the kit's parts with a typed index query (`by_kit(uid)`), never the API
+//! server. Then it moves a part to the other kit: both kits are reconciled again (the
+//! part's old and new owner) and report the move.
 //!
 //! Run: `cargo run --bin crd_controller` (uses your kubeconfig's cluster, or starts an
 //! embedded control plane when none is configured).
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use informer::factory::{FactoryOptions, SharedInformerFactory};
-use informer::informable::Informable;
-use informer::lister::Lister;
+use informer::prelude::*;
 use informer_examples::Cluster;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::{Client, CustomResource, CustomResourceExt, ResourceExt};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -47,10 +47,13 @@ struct WidgetSpec {
 
 const API_VERSION: &str = "examples.informer.dev/v1";
 
+/// Parts per kit, as the last reconcile of each kit saw them.
+type Seen = Arc<Mutex<BTreeMap<String, usize>>>;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cluster = Cluster::connect().await?;
-    install_crd(&cluster.client).await?;
+    cluster.install_crd(&Widget::crd()).await?;
     let namespace = cluster.create_namespace("crd-controller").await?;
     let api = Api::<Widget>::namespaced(cluster.client.clone(), &namespace);
 
@@ -71,66 +74,81 @@ async fn main() -> anyhow::Result<()> {
         FactoryOptions::default().namespace(namespace.clone()),
     );
     let widgets = factory.informable::<Widget>();
-    factory.start();
-    for (informer, synced) in factory.wait_for_cache_sync().await {
-        anyhow::ensure!(synced, "{informer} did not sync");
-    }
-    let lister = widgets.lister();
-
-    // Index queries by the spec: a String key and a u32 key.
-    println!("Red widgets: {}", names(&lister.by_color("red")));
-    println!("Size 3 widgets: {}", names(&lister.by_size(3u32)));
-    for kit in ["kit-a", "kit-b"] {
-        reconcile(&lister, &namespace, kit)?;
-    }
-
-    // Move `spring` to kit-a; reconcile again once the cache's index shows it.
-    let kit_a_uid = kit_a.uid().unwrap_or_default();
-    let patch = serde_json::json!({ "metadata": { "ownerReferences": [owner_ref(&kit_a)] } });
-    api.patch("spring", &PatchParams::default(), &Patch::Merge(&patch))
+    let seen = Seen::default();
+    let demo = {
+        let (seen, lister) = (seen.clone(), widgets.lister());
+        async move {
+            wait_for(&seen, &[("kit-a", 2), ("kit-b", 2)]).await;
+            // Index queries by the spec: a String key and a u32 key.
+            println!("Red widgets: {}", names(&lister.by_color("red")));
+            println!("Size 3 widgets: {}", names(&lister.by_size(3u32)));
+            // Move `spring` to kit-a: both kits hear of it through its owner reference.
+            let patch =
+                serde_json::json!({ "metadata": { "ownerReferences": [owner_ref(&kit_a)] } });
+            match api
+                .patch("spring", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => println!("Moved spring to kit-a"),
+                Err(error) => return eprintln!("could not move spring: {error}"),
+            }
+            wait_for(&seen, &[("kit-a", 3), ("kit-b", 1)]).await;
+        }
+    };
+    Controller::<Widget>::new(&factory)
+        .owns::<Widget>()
+        .run(reconcile_with(seen), backoff, demo)
         .await?;
-    println!("Moved spring to kit-a");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while lister.by_kit(kit_a_uid.as_str()).len() != 3 {
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the move never reached the cache"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    for kit in ["kit-a", "kit-b"] {
-        reconcile(&lister, &namespace, kit)?;
-    }
-
     factory.shutdown().await;
     cluster.delete_namespace(&namespace).await?;
     Ok(())
 }
 
-/// The controller's reconcile: reads the kit and its parts from the cache only.
-fn reconcile(lister: &Lister<Widget>, namespace: &str, kit: &str) -> anyhow::Result<()> {
-    let kit = lister.namespaced(namespace).get(kit)?;
-    let parts = lister.by_kit(kit.uid().unwrap_or_default().as_str());
-    let total: u32 = parts.iter().map(|part| part.spec.size).sum();
-    let mut listed: Vec<String> = parts
-        .iter()
-        .map(|part| format!("{} ({})", part.name_any(), part.spec.color))
-        .collect();
-    listed.sort();
-    let count = match parts.len() {
-        1 => "1 part".to_owned(),
-        n => format!("{n} parts"),
+/// The reconcile of a kit: reads its parts from the cache's `by_kit` index only.
+fn reconcile_with(
+    seen: Seen,
+) -> impl Fn(Arc<Widget>, Context<Widget>) -> std::future::Ready<Result<Action, kube::Error>> {
+    move |kit, ctx| {
+        if kit.owner_references().is_empty() {
+            let parts = ctx.lister::<Widget>().by_kit(kit.uid().unwrap_or_default());
+            let total: u32 = parts.iter().map(|part| part.spec.size).sum();
+            let mut listed: Vec<String> = parts
+                .iter()
+                .map(|part| format!("{} ({})", part.name_any(), part.spec.color))
+                .collect();
+            listed.sort();
+            println!(
+                "{} has {} part(s), total size {total}: {}",
+                kit.name_any(),
+                parts.len(),
+                listed.join(", ")
+            );
+            seen.lock()
+                .expect("lock")
+                .insert(kit.name_any(), parts.len());
+        }
+        std::future::ready(Ok(Action::Done))
+    }
+}
+
+/// Waits until the kits' last reconciles saw these part counts (30 s at most).
+async fn wait_for(seen: &Seen, counts: &[(&str, usize)]) {
+    let done = || {
+        counts
+            .iter()
+            .all(|(kit, n)| seen.lock().expect("lock").get(*kit) == Some(n))
     };
-    println!(
-        "{} has {count}, total size {total}: {}",
-        kit.name_any(),
-        listed.join(", ")
-    );
-    Ok(())
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        if tokio::time::Instant::now() >= deadline {
+            return eprintln!("the kits were not reconciled to {counts:?} within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The sorted names of `widgets`.
-fn names(widgets: &[std::sync::Arc<Widget>]) -> String {
+fn names(widgets: &[Arc<Widget>]) -> String {
     let mut names: Vec<String> = widgets.iter().map(|w| w.name_any()).collect();
     names.sort();
     names.join(", ")
@@ -166,23 +184,4 @@ async fn create(
         widget.metadata.owner_references = Some(vec![serde_json::from_value(owner_ref(kit))?]);
     }
     Ok(api.create(&PostParams::default(), &widget).await?)
-}
-
-/// Installs the Widget CRD (if it is not there yet) and waits until it is served.
-async fn install_crd(client: &Client) -> anyhow::Result<()> {
-    let crds = Api::<CustomResourceDefinition>::all(client.clone());
-    match crds.create(&PostParams::default(), &Widget::crd()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(error) => return Err(error.into()),
-    }
-    let widgets = Api::<Widget>::all(client.clone());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match widgets.list(&ListParams::default().limit(1)).await {
-            Ok(_) => return Ok(()),
-            Err(error) if tokio::time::Instant::now() >= deadline => return Err(error.into()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
 }

@@ -332,6 +332,7 @@ where
                 )),
                 primary: primary_name::<K>(),
                 recorder: recorder.clone(),
+                queue: queue.clone(),
             }),
             primary: self.primary.indexer(),
             reconcile,

@@ -17,6 +17,7 @@ use crate::events::{EventSpec, Published, Recorder, object_reference};
 use crate::factory::FactoryScope;
 use crate::key::{ObjectKey, short_type_name};
 use crate::lister::Lister;
+use crate::workqueue::WorkQueue;
 
 /// What every reconcile of one controller shares.
 pub(crate) struct Shared {
@@ -26,6 +27,7 @@ pub(crate) struct Shared {
     /// The primary type's name, for messages.
     pub(crate) primary: &'static str,
     pub(crate) recorder: Recorder,
+    pub(crate) queue: WorkQueue<ObjectKey>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -79,6 +81,12 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// The key being reconciled.
     pub fn key(&self) -> &ObjectKey {
         &self.key
+    }
+
+    /// How many reconciles of this key failed in a row before this one (client-go's
+    /// `NumRequeues`): 0 on a first attempt.
+    pub fn retries(&self) -> u32 {
+        self.shared.queue.num_requeues(&self.key)
     }
 
     /// The client the controller's informers use, for reads and writes the cache
