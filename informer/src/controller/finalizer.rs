@@ -51,13 +51,7 @@ where
 {
     let mut finalizers = object.finalizers().to_vec();
     finalizers.push(name.to_owned());
-    let patch = finalizers_patch(object.meta().resource_version.as_deref(), &finalizers);
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
+    set(api, object, &finalizers).await
 }
 
 /// Removes finalizer `name` from `object`; returns the patched object.
@@ -65,19 +59,20 @@ pub(crate) async fn remove<K>(api: &TrackedApi<K>, object: &K, name: &str) -> ku
 where
     K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
 {
-    let finalizers: Vec<String> = object
-        .finalizers()
-        .iter()
-        .filter(|f| *f != name)
-        .cloned()
-        .collect();
-    let patch = finalizers_patch(object.meta().resource_version.as_deref(), &finalizers);
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
+    let mut finalizers = object.finalizers().to_vec();
+    finalizers.retain(|f| f != name);
+    set(api, object, &finalizers).await
+}
+
+/// Sets `object`'s finalizers, if it is still at the version it was read at.
+async fn set<K>(api: &TrackedApi<K>, object: &K, finalizers: &[String]) -> kube::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let patch = finalizers_patch(object.meta().resource_version.as_deref(), finalizers);
+    let params = PatchParams::default();
+    api.patch(&object.name_any(), &params, &Patch::Merge(&patch))
+        .await
 }
 
 #[cfg(test)]
