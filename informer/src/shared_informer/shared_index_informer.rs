@@ -269,6 +269,18 @@ where
         self.inner.has_synced()
     }
 
+    /// Why the last list (or streaming list) failed, as long as none has succeeded
+    /// since: the reason an informer does not sync, such as a CRD that is not
+    /// installed (`backups.example.com is not served by the API server`) or an API
+    /// server that cannot be reached. `None` before start and once a list succeeds.
+    /// The reflector also logs each failure, at warn level, once per streak.
+    pub fn last_sync_error(&self) -> Option<reflector::SyncError> {
+        self.inner
+            .reflector_stats
+            .get()
+            .and_then(|stats| stats.last_sync_error())
+    }
+
     /// The resourceVersion the cache is at ("" before the first list).
     pub fn last_sync_resource_version(&self) -> String {
         self.inner
