@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use informer::key::ObjectKey;
+use informer::lister::LookupError;
 use informer::shared_informer::{
     ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync,
 };
@@ -82,10 +83,13 @@ async fn main() -> anyhow::Result<()> {
                         println!("Sync/Add/Update for Pod {}", key.name);
                         format!("synced {}", key.name)
                     }
-                    Err(_not_found) => {
+                    Err(LookupError::NotFound { .. }) => {
                         println!("Pod {} does not exist anymore", key.name);
                         format!("gone {}", key.name)
                     }
+                    // The cache is still filling (not here: the workers start after
+                    // the sync): the Pod may exist, so try again later.
+                    Err(not_synced) => return Err(not_synced.to_string()),
                 };
                 outcomes.lock().expect("lock").insert(outcome);
                 progress.notify_one();

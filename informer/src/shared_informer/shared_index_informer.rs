@@ -259,9 +259,13 @@ where
         self.inner.indexer.clone()
     }
 
-    /// Typed reads of the cache.
+    /// Typed reads of the cache. Until the informer has synced, a `get` that finds
+    /// nothing is [`LookupError::NotSynced`](crate::lister::LookupError::NotSynced),
+    /// not `NotFound`.
     pub fn lister(&self) -> Lister<K> {
-        Lister::new(self.inner.indexer.clone())
+        // The queue's flag, not the informer: a handler holding a lister would
+        // otherwise keep the informer that holds the handler alive.
+        Lister::with_synced(self.inner.indexer.clone(), self.inner.queue.clone())
     }
 
     /// Whether the initial list has been stored in the cache.
