@@ -72,9 +72,11 @@ async fn main() -> anyhow::Result<()> {
     );
     let widgets = factory.informable::<Widget>();
     factory.start();
-    for (informer, synced) in factory.wait_for_cache_sync().await {
-        anyhow::ensure!(synced, "{informer} did not sync");
-    }
+    // Says which informer did not sync in time, and why: were the CRD not installed,
+    // "widgets.examples.informer.dev is not served by the API server".
+    factory
+        .wait_for_cache_sync_within(Duration::from_secs(60))
+        .await?;
     let lister = widgets.lister();
 
     // Index queries by the spec: a String key and a u32 key.
