@@ -3,10 +3,30 @@
 //!
 //! Every example talks to the cluster your kubeconfig names, or, when none is
 //! configured, to an embedded local control plane (etcd + kube-apiserver on loopback,
-//! installed on first use). This library holds only that shared connection logic.
+//! installed on first use). This library holds that shared connection logic, and the
+//! logging set-up every example starts with.
 
 use informer::testenv::TestEnv;
 use kube::Client;
+
+/// Shows the informers' logs on stderr: `RUST_LOG` if set, else warnings and errors
+/// (a list that keeps failing, say for a CRD that is not installed, is logged at warn
+/// level, once per streak of failures), and the informer crate's info lines. A program
+/// that installs no subscriber sees none of it.
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        // kube's client logs every failed request at error level without saying what
+        // it was for; the informers log their failures with the resource and the
+        // server's address.
+        EnvFilter::new("warn,informer=info,kube_client::client::builder=off")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        // stdout is the example's own output.
+        .with_writer(std::io::stderr)
+        .init();
+}
 
 /// A connection to a cluster, keeping the embedded control plane alive when one was
 /// started: dropping it stops the servers.

@@ -30,6 +30,7 @@ const FAIL_TIMES: &str = "example.informer.dev/fail-times";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     let namespace = cluster.create_namespace("controller").await?;
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), &namespace);

@@ -49,6 +49,7 @@ const API_VERSION: &str = "examples.informer.dev/v1";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     install_crd(&cluster.client).await?;
     let namespace = cluster.create_namespace("crd-controller").await?;

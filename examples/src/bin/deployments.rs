@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     let namespace = cluster.create_namespace("deployments").await?;
     let api = Api::<Deployment>::namespaced(cluster.client.clone(), &namespace);
