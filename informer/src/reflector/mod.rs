@@ -21,6 +21,11 @@
 //! - Errors back off exponentially (800 ms up to 30 s, with jitter, reset after two
 //!   quiet minutes). A refused connection retries the watch, not the list. A watch
 //!   that closes at once without events counts as an error.
+//! - A (re)sync (list or streaming list) that fails is kept, until one succeeds, as a
+//!   [`SyncError`] that names the resource (`backups.example.com is not served by the
+//!   API server`) or the server that cannot be reached
+//!   ([`Reflector::last_sync_error`]), and logged at warn level once per streak of
+//!   the same failure.
 //! - An object that does not decode is reported (with its key) and skipped.
 //!   `metadata.managedFields` are dropped while decoding unless asked for
 //!   ([`ManagedFields`]).
