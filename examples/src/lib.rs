@@ -4,14 +4,33 @@
 //! Every example talks to the cluster your kubeconfig names, or, when none is
 //! configured, to an embedded local control plane (etcd + kube-apiserver on loopback,
 //! installed on first use). This library holds that shared connection logic, and the
-//! script the two Backup operators (ours and kube-runtime's) are driven by
-//! ([`backup_demo`]).
+//! logging set-up every example starts with, and the script the two Backup operators
+//! (ours and kube-runtime's) are driven by ([`backup_demo`]).
 
 use informer::testenv::TestEnv;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 
 pub mod backup_demo;
+
+/// Shows the informers' logs on stderr: `RUST_LOG` if set, else warnings and errors
+/// (a list that keeps failing, say for a CRD that is not installed, is logged at warn
+/// level, once per streak of failures), and the informer crate's info lines. A program
+/// that installs no subscriber sees none of it.
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        // kube's client logs every failed request at error level without saying what
+        // it was for; the informers log their failures with the resource and the
+        // server's address.
+        EnvFilter::new("warn,informer=info,kube_client::client::builder=off")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        // stdout is the example's own output.
+        .with_writer(std::io::stderr)
+        .init();
+}
 
 /// A connection to a cluster, keeping the embedded control plane alive when one was
 /// started: dropping it stops the servers.

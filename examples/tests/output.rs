@@ -83,14 +83,65 @@ async fn controller_retries_the_flaky_pod_and_notices_the_deleted_one() {
 #[tokio::test]
 async fn crd_controller_reconciles_kits_from_index_queries() {
     let stdout = run_example(env!("CARGO_BIN_EXE_crd_controller")).await;
+    let lines: Vec<&str> = stdout.lines().collect();
+    let moved = lines
+        .iter()
+        .position(|l| *l == "Moved spring to kit-a")
+        .unwrap_or_else(|| panic!("no move in:\n{stdout}"));
+    let (before, after) = lines.split_at(moved);
+    // Kits are reconciled in any order, maybe more than once: what each kit saw last
+    // before and after the move is the story.
+    let last = |lines: &[&str], kit: &str| {
+        lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with(&format!("{kit} has")))
+            .map(|l| l.to_string())
+    };
+    assert_eq!(
+        last(before, "kit-a").as_deref(),
+        Some("kit-a has 2 parts, total size 2: bolt (red), nut (red)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        last(before, "kit-b").as_deref(),
+        Some("kit-b has 2 parts, total size 4: gear (blue), spring (red)"),
+        "{stdout}"
+    );
+    assert!(
+        before.contains(&"Red widgets: bolt, kit-a, nut, spring"),
+        "{stdout}"
+    );
+    assert!(before.contains(&"Size 3 widgets: kit-a, kit-b"), "{stdout}");
+    assert_eq!(
+        last(after, "kit-a").as_deref(),
+        Some("kit-a has 3 parts, total size 4: bolt (red), nut (red), spring (red)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        last(after, "kit-b").as_deref(),
+        Some("kit-b has 1 part, total size 2: gear (blue)"),
+        "{stdout}"
+    );
+}
+
+/// Both Backup operators, ours and kube-runtime's, tell the same story.
+async fn backup_operator_story(binary: &'static str) {
+    let stdout = run_example(binary).await;
     assert_eq!(
         stdout,
-        "Red widgets: bolt, kit-a, nut, spring\n\
-         Size 3 widgets: kit-a, kit-b\n\
-         kit-a has 2 parts, total size 2: bolt (red), nut (red)\n\
-         kit-b has 2 parts, total size 4: gear (blue), spring (red)\n\
-         Moved spring to kit-a\n\
-         kit-a has 3 parts, total size 4: bolt (red), nut (red), spring (red)\n\
-         kit-b has 1 part, total size 2: gear (blue)\n"
+        "nightly-copy holds greeting=hello\n\
+         settings changed: nightly-copy holds greeting=bonjour\n\
+         nightly deleted: its copy was cleaned up\n"
     );
+}
+
+#[tokio::test]
+async fn backup_operator_copies_follows_and_cleans_up() {
+    backup_operator_story(env!("CARGO_BIN_EXE_backup_operator")).await;
+}
+
+#[tokio::test]
+async fn backup_operator_on_kube_runtime_does_the_same() {
+    backup_operator_story(env!("CARGO_BIN_EXE_backup_operator_kube_runtime")).await;
 }

@@ -11,9 +11,18 @@
 //!
 //! [`start`](SharedInformerFactory::start) runs every informer not yet running (call
 //! it again after asking for more), [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync)
-//! waits for them and reports per type, and
-//! [`shutdown`](SharedInformerFactory::shutdown) stops them all and waits until every
-//! task and handler thread has ended.
+//! waits for them, and [`shutdown`](SharedInformerFactory::shutdown) stops them all and
+//! waits until every task and handler thread has ended.
+//!
+//! Nothing fails silently: waiting for an informer that was never started is an error
+//! that names it ([`CacheSyncError::NotStarted`]), and
+//! [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within)
+//! gives up after a while with, for each informer not synced, why its last list
+//! failed ([`CacheSyncError::TimedOut`]): a CRD that is not installed
+//! (`backups.example.com is not served by the API server`), a server that cannot be
+//! reached (named by its address: make the factory with
+//! [`from_config`](SharedInformerFactory::from_config) for the configured one), access
+//! denied. The informers also log each such failure, at warn level, once per streak.
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
@@ -36,8 +45,8 @@
 //! );
 //! let deployments = factory.informer::<Deployment>();
 //! factory.start();
-//! let synced = factory.wait_for_cache_sync().await;
-//! assert!(synced.values().all(|ok| *ok));
+//! // An error names each informer not synced after a minute, and why.
+//! factory.wait_for_cache_sync_within(Duration::from_secs(60)).await?;
 //! println!("{} deployments", deployments.lister().namespaced("default").list_all().len());
 //! factory.shutdown().await;
 //! # Ok(())
@@ -45,7 +54,8 @@
 //! ```
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,7 +70,7 @@ use tokio::task::JoinHandle;
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lock::MutexExt;
-use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
+use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields, SyncError};
 use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
 
 /// Where an informer looks: a namespace (or all) and selectors.
@@ -259,6 +269,7 @@ impl FactoryOptions {
 /// What the factory needs of an informer of any type.
 trait ManagedInformer: HasSynced {
     fn run(&self, shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()>;
+    fn last_sync_error(&self) -> Option<SyncError>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -278,9 +289,91 @@ where
         })
     }
 
+    fn last_sync_error(&self) -> Option<SyncError> {
+        SharedIndexInformer::last_sync_error(self)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Why [`SharedInformerFactory::wait_for_cache_sync`] (or
+/// [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within))
+/// did not see every informer sync. Informers are named by type and namespace
+/// (`ConfigMap in default`, `Namespace`).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheSyncError {
+    /// Informers were asked for but not started: [`start`](SharedInformerFactory::start)
+    /// was not called, or not since they were asked for. Empty when the factory was
+    /// never started and has no informer either.
+    #[error(
+        "{}: call start() after asking for informers and before waiting for them",
+        not_started(informers)
+    )]
+    NotStarted {
+        /// The informers never started, by name, sorted.
+        informers: Vec<String>,
+    },
+    /// The factory shut down before these informers synced.
+    #[error("the factory shut down before {} synced", list(unsynced))]
+    ShutDown {
+        /// The informers not synced, sorted by name.
+        unsynced: Vec<Unsynced>,
+    },
+    /// The time given to [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within)
+    /// ran out before these informers synced (they go on trying).
+    #[error("not synced after {after:?}: {}", list(unsynced))]
+    TimedOut {
+        /// How long the wait was.
+        after: Duration,
+        /// The informers not synced, sorted by name, with why their last list failed.
+        unsynced: Vec<Unsynced>,
+    },
+}
+
+impl CacheSyncError {
+    /// The informers not synced with why, for [`ShutDown`](Self::ShutDown) and
+    /// [`TimedOut`](Self::TimedOut); empty for [`NotStarted`](Self::NotStarted).
+    pub fn unsynced(&self) -> &[Unsynced] {
+        match self {
+            Self::ShutDown { unsynced } | Self::TimedOut { unsynced, .. } => unsynced,
+            Self::NotStarted { .. } => &[],
+        }
+    }
+}
+
+/// An informer that had not synced when the wait ended, and why.
+#[derive(Debug, Clone)]
+pub struct Unsynced {
+    /// The informer's name: its type, and namespace if it has one (`ConfigMap in default`).
+    pub informer: String,
+    /// Why its last list (or streaming list) failed; `None` while the first one is
+    /// still under way (or it never started).
+    pub last_error: Option<SyncError>,
+}
+
+impl fmt::Display for Unsynced {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.last_error {
+            Some(error) => write!(f, "{} ({error})", self.informer),
+            None => f.write_str(&self.informer),
+        }
+    }
+}
+
+fn not_started(informers: &[String]) -> String {
+    match informers {
+        [] => "nothing was started".to_owned(),
+        [one] => format!("{one} was never started"),
+        many => format!("{} were never started", many.join(", ")),
+    }
+}
+
+fn list(unsynced: &[Unsynced]) -> String {
+    let names: Vec<String> = unsynced.iter().map(ToString::to_string).collect();
+    names.join(", ")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -298,6 +391,8 @@ struct Entry {
 struct State {
     informers: HashMap<InformerKey, Entry>,
     tasks: Vec<JoinHandle<()>>,
+    /// `start` was called at least once.
+    started: bool,
     shut_down: bool,
 }
 
@@ -306,6 +401,8 @@ struct State {
 #[derive(Clone)]
 pub struct SharedInformerFactory {
     client: Client,
+    /// The API server's URL, when the factory made the client (errors name it).
+    server_url: Option<String>,
     options: Arc<FactoryOptions>,
     state: Arc<Mutex<State>>,
     shutdown: watch::Sender<bool>,
@@ -329,14 +426,19 @@ impl std::fmt::Debug for SharedInformerFactory {
 }
 
 impl SharedInformerFactory {
-    /// A factory making informers with `client`.
+    /// A factory making informers with `client`. A [`kube::Client`] does not tell
+    /// its server's address, so errors about a server that cannot be reached name
+    /// only the socket address the connection failed at, when known;
+    /// [`from_config`](Self::from_config) names the configured URL.
     pub fn new(client: Client, options: FactoryOptions) -> Self {
         Self {
             client,
+            server_url: None,
             options: Arc::new(options),
             state: Arc::new(Mutex::new(State {
                 informers: HashMap::new(),
                 tasks: Vec::new(),
+                started: false,
                 shut_down: false,
             })),
             shutdown: watch::Sender::new(false),
@@ -346,6 +448,16 @@ impl SharedInformerFactory {
     /// The client the factory's informers use.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// A factory making informers with a client made from `config` (for example
+    /// `kube::Config::infer().await?`). Errors about a server that cannot be reached
+    /// name `config.cluster_url`.
+    pub fn from_config(config: kube::Config, options: FactoryOptions) -> Result<Self, kube::Error> {
+        let server_url = config.cluster_url.to_string();
+        let mut factory = Self::new(Client::try_from(config)?, options);
+        factory.server_url = Some(server_url);
+        Ok(factory)
     }
 
     /// The informer for `K` in the factory's namespace, made on first request and
@@ -465,7 +577,7 @@ impl SharedInformerFactory {
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
     {
         let options = &self.options;
-        let lister_watcher =
+        let mut lister_watcher =
             ApiListerWatcher::<K>::in_namespace(self.client.clone(), scope.namespace.as_deref())
                 .tweak(|list| {
                     list.label_selector = scope.label_selector.clone();
@@ -481,6 +593,9 @@ impl SharedInformerFactory {
                         .copied()
                         .unwrap_or(options.managed_fields),
                 );
+        if let Some(url) = &self.server_url {
+            lister_watcher = lister_watcher.server_url(url.clone());
+        }
         let queue = options
             .queue_per_type
             .get(&TypeId::of::<K>())
@@ -524,6 +639,7 @@ impl SharedInformerFactory {
         if state.shut_down {
             return;
         }
+        state.started = true;
         let mut started = Vec::new();
         for entry in state.informers.values_mut().filter(|e| !e.started) {
             entry.started = true;
@@ -532,28 +648,81 @@ impl SharedInformerFactory {
         state.tasks.extend(started);
     }
 
-    /// Waits until every started informer has synced, or the factory shuts down;
-    /// returns, per informer (named by type and namespace), whether it synced.
-    pub async fn wait_for_cache_sync(&self) -> BTreeMap<String, bool> {
-        let started: Vec<(String, Arc<dyn ManagedInformer>)> = {
+    /// Waits until every informer has synced (client-go's `WaitForCacheSync`), for as
+    /// long as it takes: a list that keeps failing is retried, and logged, without end.
+    /// [`wait_for_cache_sync_within`](Self::wait_for_cache_sync_within) gives up after
+    /// a while and says why.
+    ///
+    /// Fails at once, naming them, if informers were asked for but not
+    /// [`start`](Self::start)ed (or if `start` was never called): waiting for them
+    /// would never end, and skipping them would leave their caches silently empty.
+    /// Fails when the factory shuts down first.
+    pub async fn wait_for_cache_sync(&self) -> Result<(), CacheSyncError> {
+        self.wait(None).await
+    }
+
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync), giving up after `timeout`
+    /// with [`CacheSyncError::TimedOut`]: every informer not synced by then, with why
+    /// its last list failed (a resource the server does not serve, a server that
+    /// cannot be reached, access denied...). The informers go on trying.
+    pub async fn wait_for_cache_sync_within(
+        &self,
+        timeout: Duration,
+    ) -> Result<(), CacheSyncError> {
+        self.wait(Some(timeout)).await
+    }
+
+    async fn wait(&self, timeout: Option<Duration>) -> Result<(), CacheSyncError> {
+        let mut informers: Vec<(String, Arc<dyn ManagedInformer>)> = {
             let state = self.state.locked();
+            if !state.shut_down {
+                let mut not_started: Vec<String> = state
+                    .informers
+                    .values()
+                    .filter(|e| !e.started)
+                    .map(|e| e.name.clone())
+                    .collect();
+                if !state.started || !not_started.is_empty() {
+                    not_started.sort();
+                    return Err(CacheSyncError::NotStarted {
+                        informers: not_started,
+                    });
+                }
+            }
             state
                 .informers
                 .values()
-                .filter(|e| e.started)
                 .map(|e| (e.name.clone(), Arc::clone(&e.informer)))
                 .collect()
         };
+        informers.sort_by(|a, b| a.0.cmp(&b.0));
         let mut shutdown = self.shutdown.subscribe();
-        let all_synced = join_all(started.iter().map(|(_, informer)| informer.synced()));
-        tokio::select! {
-            _ = all_synced => {}
-            _ = shutdown.wait_for(|stop| *stop) => {}
-        }
-        started
+        let all_synced = join_all(informers.iter().map(|(_, informer)| informer.synced()));
+        let deadline = async {
+            match timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        let timed_out = tokio::select! {
+            biased;
+            _ = all_synced => return Ok(()),
+            _ = shutdown.wait_for(|stop| *stop) => false,
+            () = deadline => true,
+        };
+        let unsynced: Vec<Unsynced> = informers
             .iter()
-            .map(|(name, informer)| (name.clone(), informer.has_synced()))
-            .collect()
+            .filter(|(_, informer)| !informer.has_synced())
+            .map(|(name, informer)| Unsynced {
+                informer: name.clone(),
+                last_error: informer.last_sync_error(),
+            })
+            .collect();
+        match (unsynced.is_empty(), timeout) {
+            (true, _) => Ok(()),
+            (false, Some(after)) if timed_out => Err(CacheSyncError::TimedOut { after, unsynced }),
+            (false, _) => Err(CacheSyncError::ShutDown { unsynced }),
+        }
     }
 
     /// Stops every informer and waits until all their tasks and handler threads
@@ -583,28 +752,33 @@ impl SharedInformerFactory {
     }
 }
 
+/// Synced when every informer the factory has made has synced: one asked for but not
+/// started is not. [`synced`](HasSynced::synced) waits for the informers made so far,
+/// for as long as it takes; [`SharedInformerFactory::wait_for_cache_sync_within`]
+/// reports what is wrong instead.
 impl HasSynced for SharedInformerFactory {
     fn has_synced(&self) -> bool {
         let state = self.state.locked();
         state
             .informers
             .values()
-            .filter(|e| e.started)
-            .all(|e| e.informer.has_synced())
+            .all(|e| e.started && e.informer.has_synced())
     }
 
     fn synced(&self) -> BoxFuture<'_, ()> {
-        let started: Vec<Arc<dyn ManagedInformer>> = {
+        let informers: Vec<Arc<dyn ManagedInformer>> = {
             let state = self.state.locked();
             state
                 .informers
                 .values()
-                .filter(|e| e.started)
                 .map(|e| Arc::clone(&e.informer))
                 .collect()
         };
         Box::pin(async move {
-            join_all(started.iter().map(|informer| informer.synced())).await;
+            join_all(informers.iter().map(|informer| informer.synced())).await;
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

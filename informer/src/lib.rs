@@ -52,6 +52,15 @@
 //! needs (see [`ManagedFields`](reflector::ManagedFields)). Ask for them with
 //! [`ApiListerWatcher::managed_fields`](reflector::ApiListerWatcher::managed_fields) or [`FactoryOptions::managed_fields`](factory::FactoryOptions::managed_fields).
 //!
+//! Nothing fails silently. A list that keeps failing is retried without end, as in
+//! client-go, but logged (at warn level, once per streak) and kept as the informer's
+//! [`last_sync_error`](shared_informer::SharedIndexInformer::last_sync_error), a
+//! [`SyncError`](reflector::SyncError) that names the resource
+//! (`backups.ops.example.com is not served by the API server`) or the address of a
+//! server that cannot be reached; [`SharedInformerFactory::wait_for_cache_sync_within`](factory::SharedInformerFactory::wait_for_cache_sync_within)
+//! reports it per informer. A lister's `get` before its informer synced is
+//! [`LookupError::NotSynced`](lister::LookupError::NotSynced), not `NotFound`.
+//!
 //! ```no_run
 //! use informer::prelude::*;
 //! use k8s_openapi::api::core::v1::ConfigMap;

@@ -10,6 +10,11 @@
 //! Namespaced listing is answered from the namespace index, and a label selector with
 //! an equality on an indexed label from that label's index, never by a full scan.
 //!
+//! A miss is [`LookupError::NotFound`] only once the informer has synced: before that
+//! it is [`LookupError::NotSynced`], since the object may well exist and just not be
+//! listed yet (a controller retries later rather than acting on a deletion). Lists
+//! return what the cache holds; [`Lister::has_synced`] tells whether that is all.
+//!
 //! Typed index queries ([`Lister::by_index`], [`Lister::index_keys`],
 //! [`Lister::index_values`], [`NamespaceLister::by_index`]) take an
 //! [`Index`] marker type and a key of its type; they are also the
@@ -19,14 +24,18 @@
 //! ```no_run
 //! # fn demo(lister: informer::lister::Lister<k8s_openapi::api::core::v1::Pod>)
 //! #     -> Result<(), Box<dyn std::error::Error>> {
+//! use informer::lister::LookupError;
 //! use informer::store::Selector;
 //!
 //! let web: Selector = "app=web,tier in (frontend)".parse()?;
 //! for pod in lister.namespaced("default").list(&web) {
 //!     println!("{:?}", pod.metadata.name);
 //! }
-//! let pod = lister.namespaced("default").get("web-0")?;
-//! # let _ = pod;
+//! match lister.namespaced("default").get("web-0") {
+//!     Ok(pod) => println!("web-0 runs on {:?}", pod.spec.as_ref().and_then(|s| s.node_name.as_ref())),
+//!     Err(LookupError::NotFound { .. }) => println!("web-0 is gone"),
+//!     Err(not_synced) => return Err(not_synced.into()), // try again later
+//! }
 //! # Ok(())
 //! # }
 //! ```
@@ -38,16 +47,88 @@ use kube::Resource;
 use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
 
 use crate::key::ObjectKey;
+use crate::shared_informer::HasSynced;
 use crate::store::{AsIndexKey, Index, IndexQuery, Indexer, Selector, typed_query};
 
-/// The object asked for is not in the cache.
+/// Why a lister's `get` found nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind} {key} not found in the cache")]
-pub struct NotFound {
-    /// The resource kind (the Rust type's name).
-    pub kind: &'static str,
+#[non_exhaustive]
+pub enum LookupError {
+    /// The informer has synced and its cache holds no such object: as far as the
+    /// informer knows, it does not exist.
+    #[error("{kind} {key} not found in the cache")]
+    NotFound {
+        /// The resource kind (the Rust type's name).
+        kind: &'static str,
+        /// The key looked up.
+        key: ObjectKey,
+    },
+    /// The informer has not synced yet (not started, or its first list has not come,
+    /// or keeps failing: see
+    /// [`SharedIndexInformer::last_sync_error`](crate::shared_informer::SharedIndexInformer::last_sync_error)),
+    /// so a miss says nothing: the object may exist. Try again once it has synced.
+    #[error("{kind} {key} not in the cache, which has not synced yet")]
+    NotSynced {
+        /// The resource kind (the Rust type's name).
+        kind: &'static str,
+        /// The key looked up.
+        key: ObjectKey,
+    },
+}
+
+impl LookupError {
+    /// Whether the synced cache has no such object.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
+    /// Whether the cache had not synced yet.
+    pub fn is_not_synced(&self) -> bool {
+        matches!(self, Self::NotSynced { .. })
+    }
+
     /// The key looked up.
-    pub key: ObjectKey,
+    pub fn key(&self) -> &ObjectKey {
+        match self {
+            Self::NotFound { key, .. } | Self::NotSynced { key, .. } => key,
+        }
+    }
+}
+
+/// Whether a lister's cache has synced: its informer's flag, or always for a lister
+/// over a bare indexer.
+#[derive(Clone, Default)]
+struct SyncedFlag(Option<Arc<dyn HasSynced>>);
+
+impl SyncedFlag {
+    fn get(&self) -> bool {
+        self.0.as_ref().is_none_or(|synced| synced.has_synced())
+    }
+}
+
+impl std::fmt::Debug for SyncedFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
+    }
+}
+
+/// Looks `key` up in `indexer`, telling a miss in a synced cache from one in a cache
+/// still filling.
+fn lookup<K: Resource + 'static>(
+    indexer: &Indexer<K>,
+    synced: &SyncedFlag,
+    key: ObjectKey,
+) -> Result<Arc<K>, LookupError> {
+    // Read before the lookup: a miss after the cache synced is a true miss.
+    let synced = synced.get();
+    indexer.get(&key).ok_or_else(|| {
+        let kind = crate::key::short_type_name::<K>();
+        if synced {
+            LookupError::NotFound { kind, key }
+        } else {
+            LookupError::NotSynced { kind, key }
+        }
+    })
 }
 
 /// Scopes whose objects can be fetched by name alone.
@@ -65,20 +146,43 @@ impl NamespaceScoped for DynamicResourceScope {}
 #[educe(Clone)]
 pub struct Lister<K> {
     indexer: Indexer<K>,
+    synced: SyncedFlag,
 }
 
 impl<K> std::fmt::Debug for Lister<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lister")
             .field("indexer", &self.indexer)
+            .field("synced", &self.synced)
             .finish()
     }
 }
 
 impl<K: Resource + 'static> Lister<K> {
-    /// A lister over `indexer`.
+    /// A lister over `indexer`, taken as synced: a miss is
+    /// [`LookupError::NotFound`].
     pub fn new(indexer: Indexer<K>) -> Self {
-        Self { indexer }
+        Self {
+            indexer,
+            synced: SyncedFlag::default(),
+        }
+    }
+
+    /// A lister over `indexer` that `synced` fills: a miss before it has synced is
+    /// [`LookupError::NotSynced`]. [`SharedIndexInformer::lister`] is one.
+    ///
+    /// [`SharedIndexInformer::lister`]: crate::shared_informer::SharedIndexInformer::lister
+    pub fn with_synced(indexer: Indexer<K>, synced: impl HasSynced + 'static) -> Self {
+        Self {
+            indexer,
+            synced: SyncedFlag(Some(Arc::new(synced))),
+        }
+    }
+
+    /// Whether the cache has synced: what it lists is everything (as of its last
+    /// update), and a miss means not found.
+    pub fn has_synced(&self) -> bool {
+        self.synced.get()
     }
 
     /// The objects (in every namespace) whose labels match `selector`.
@@ -102,13 +206,10 @@ where
     K: Resource + 'static,
     K::Scope: ClusterScoped,
 {
-    /// The cluster-scoped object named `name`.
-    pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        let key = ObjectKey::cluster_scoped(name);
-        self.indexer.get(&key).ok_or_else(|| NotFound {
-            kind: crate::key::short_type_name::<K>(),
-            key,
-        })
+    /// The cluster-scoped object named `name`; a miss is [`LookupError::NotSynced`]
+    /// until the cache has synced.
+    pub fn get(&self, name: &str) -> Result<Arc<K>, LookupError> {
+        lookup(&self.indexer, &self.synced, ObjectKey::cluster_scoped(name))
     }
 }
 
@@ -121,6 +222,7 @@ where
     pub fn namespaced(&self, namespace: &str) -> NamespaceLister<K> {
         NamespaceLister {
             indexer: self.indexer.clone(),
+            synced: self.synced.clone(),
             namespace: namespace.to_owned(),
         }
     }
@@ -129,6 +231,7 @@ where
 /// Reads of one namespace of a cache, from [`Lister::namespaced`].
 pub struct NamespaceLister<K> {
     indexer: Indexer<K>,
+    synced: SyncedFlag,
     namespace: String,
 }
 
@@ -136,6 +239,7 @@ impl<K> std::fmt::Debug for NamespaceLister<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NamespaceLister")
             .field("namespace", &self.namespace)
+            .field("synced", &self.synced)
             .finish()
     }
 }
@@ -150,6 +254,11 @@ impl<K> NamespaceLister<K> {
     pub fn indexer(&self) -> &Indexer<K> {
         &self.indexer
     }
+
+    /// Whether the cache has synced (see [`Lister::has_synced`]).
+    pub fn has_synced(&self) -> bool {
+        self.synced.get()
+    }
 }
 
 impl<K: Resource + 'static> NamespaceLister<K> {
@@ -163,13 +272,11 @@ impl<K: Resource + 'static> NamespaceLister<K> {
         self.list(&Selector::everything())
     }
 
-    /// The object named `name` in this namespace.
-    pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
+    /// The object named `name` in this namespace; a miss is
+    /// [`LookupError::NotSynced`] until the cache has synced.
+    pub fn get(&self, name: &str) -> Result<Arc<K>, LookupError> {
         let key = ObjectKey::namespaced(self.namespace.as_str(), name);
-        self.indexer.get(&key).ok_or_else(|| NotFound {
-            kind: crate::key::short_type_name::<K>(),
-            key,
-        })
+        lookup(&self.indexer, &self.synced, key)
     }
 }
 
@@ -218,3 +325,6 @@ impl<K: Resource + 'static> NamespaceLister<K> {
         IndexQuery::by_index::<I>(self, value)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -428,14 +428,8 @@ async fn the_factory_shares_one_informer_with_the_derived_indexes() {
 
     factory.start();
     other_factory.start();
-    assert!(factory.wait_for_cache_sync().await.values().all(|ok| *ok));
-    assert!(
-        other_factory
-            .wait_for_cache_sync()
-            .await
-            .values()
-            .all(|ok| *ok)
-    );
+    factory.wait_for_cache_sync().await.unwrap();
+    other_factory.wait_for_cache_sync().await.unwrap();
     for lister in [widgets.lister(), plain.lister()] {
         assert_eq!(sorted_names::<Widget>(lister.by_color("red")), ["a", "c"]);
         assert_eq!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{config_map, eventually};
-use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
+use informer::factory::{CacheSyncError, FactoryOptions, InformerScope, SharedInformerFactory};
 use informer::reflector::ManagedFields;
 use informer::shared_informer::{HasSynced, ResourceEventHandlerFns};
 use informer::testenv::TestEnv;
@@ -118,17 +118,27 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
     .unwrap();
     factory.start();
     factory.start();
-    let synced = factory.wait_for_cache_sync().await;
-    assert_eq!(synced.len(), 1);
-    assert!(synced[&format!("ConfigMap in {ns}")]);
+    factory.wait_for_cache_sync().await.unwrap();
+    assert!(cms.has_synced());
+    assert!(factory.has_synced());
 
-    // Ask for more after start: the next start runs just the new one.
+    // Ask for more after start: waiting for it before the next start is an error
+    // naming it, and the next start runs just the new one.
     let widgets = factory.informer::<Widget>();
     assert!(!widgets.has_synced());
+    assert!(
+        !factory.has_synced(),
+        "an informer not started has not synced"
+    );
+    match factory.wait_for_cache_sync().await {
+        Err(CacheSyncError::NotStarted { informers }) => {
+            assert_eq!(informers, [format!("Widget in {ns}")]);
+        }
+        other => panic!("expected NotStarted, got {other:?}"),
+    }
     factory.start();
-    let synced = factory.wait_for_cache_sync().await;
-    assert!(synced.values().all(|ok| *ok), "{synced:?}");
-    assert_eq!(synced.len(), 2);
+    factory.wait_for_cache_sync().await.unwrap();
+    assert!(widgets.has_synced());
     assert!(factory.has_synced());
 
     let widget = widgets.lister().namespaced(&ns).get("w").unwrap();
@@ -152,10 +162,16 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
     // After shutdown nothing starts again.
     let late = factory.informer::<Secret>();
     factory.start();
-    let synced = factory.wait_for_cache_sync().await;
+    let error = factory.wait_for_cache_sync().await.unwrap_err();
     assert!(
-        !synced.contains_key(&format!("Secret in {ns}")),
-        "{synced:?}"
+        matches!(error, CacheSyncError::ShutDown { .. }),
+        "{error:?}"
     );
+    let unsynced: Vec<&str> = error
+        .unsynced()
+        .iter()
+        .map(|u| u.informer.as_str())
+        .collect();
+    assert_eq!(unsynced, [format!("Secret in {ns}")]);
     assert!(!late.has_synced());
 }

@@ -659,7 +659,11 @@ async fn lister_queries_agree_with_the_api_server() {
     }
     assert_eq!(lister.namespaced(&ns1).list_all().len(), 14);
     let missing = lister.namespaced(&ns1).get("nope").unwrap_err();
-    assert_eq!(missing.key.to_string(), format!("{ns1}/nope"));
+    assert!(
+        missing.is_not_found(),
+        "the informer has synced: {missing:?}"
+    );
+    assert_eq!(missing.key().to_string(), format!("{ns1}/nope"));
 
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();

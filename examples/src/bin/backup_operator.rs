@@ -66,6 +66,7 @@ fn copy_name(backup: &Backup) -> String {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     let (demo, namespace) = Demo::prepare(&cluster, Backup::crd()).await?;
     let factory = SharedInformerFactory::new(

@@ -29,6 +29,7 @@ type Outcomes = Arc<Mutex<HashSet<String>>>;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     let namespace = cluster.create_namespace("controller").await?;
     let factory = SharedInformerFactory::new(

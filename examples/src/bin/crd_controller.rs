@@ -52,6 +52,7 @@ type Seen = Arc<Mutex<BTreeMap<String, usize>>>;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     cluster.install_crd(&Widget::crd()).await?;
     let namespace = cluster.create_namespace("crd-controller").await?;
@@ -117,10 +118,13 @@ fn reconcile_with(
                 .map(|part| format!("{} ({})", part.name_any(), part.spec.color))
                 .collect();
             listed.sort();
+            let count = match parts.len() {
+                1 => "1 part".to_owned(),
+                n => format!("{n} parts"),
+            };
             println!(
-                "{} has {} part(s), total size {total}: {}",
+                "{} has {count}, total size {total}: {}",
                 kit.name_any(),
-                parts.len(),
                 listed.join(", ")
             );
             seen.lock()

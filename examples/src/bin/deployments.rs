@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     let namespace = cluster.create_namespace("deployments").await?;
     let api = Api::<Deployment>::namespaced(cluster.client.clone(), &namespace);
@@ -62,9 +63,10 @@ async fn main() -> anyhow::Result<()> {
     )?;
 
     factory.start();
-    for (informer, synced) in factory.wait_for_cache_sync().await {
-        anyhow::ensure!(synced, "{informer} did not sync");
-    }
+    // Says which informer did not sync in time, and why (its last list error).
+    factory
+        .wait_for_cache_sync_within(Duration::from_secs(60))
+        .await?;
     wait_for_cache_sync(&[&registration]).await;
 
     // Reads come from the cache: no request to the API server.

@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     let namespace = cluster.create_namespace("quickstart").await?;
     let api = Api::<ConfigMap>::namespaced(cluster.client.clone(), &namespace);

@@ -27,12 +27,20 @@ use super::lister_watcher::{
 ///
 /// Objects are decoded without `metadata.managedFields` unless
 /// [`managed_fields`](Self::managed_fields) says [`ManagedFields::Keep`].
+///
+/// Errors name the resource (`deployments.apps`) and, when the API server cannot be
+/// reached, its address: the one given to [`server_url`](Self::server_url) (a
+/// [`kube::Client`] does not tell its own), else the socket address the connection
+/// failed at, when the error says.
 #[derive(Educe)]
 #[educe(Clone)]
 pub struct ApiListerWatcher<K> {
     client: kube::Client,
     url: String,
     kind: String,
+    /// `plural.group`, or `plural` for the core group.
+    resource: String,
+    server_url: Option<String>,
     options: ListOptions,
     managed_fields: ManagedFields,
     _type: PhantomData<fn() -> K>,
@@ -43,6 +51,8 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
         f.debug_struct("ApiListerWatcher")
             .field("url", &self.url)
             .field("kind", &self.kind)
+            .field("resource", &self.resource)
+            .field("server_url", &self.server_url)
             .field("options", &self.options)
             .field("managed_fields", &self.managed_fields)
             .finish()
@@ -68,6 +78,8 @@ where
             client,
             url: K::url_path(&dynamic_type, namespace),
             kind: K::kind(&dynamic_type).into_owned(),
+            resource: resource_name::<K>(&dynamic_type),
+            server_url: None,
             options: ListOptions::default(),
             managed_fields: ManagedFields::default(),
             _type: PhantomData,
@@ -83,10 +95,20 @@ impl<K: Resource> ApiListerWatcher<K> {
             client: api.into_client(),
             url,
             kind: K::kind(dynamic_type).into_owned(),
+            resource: resource_name::<K>(dynamic_type),
+            server_url: None,
             options: ListOptions::default(),
             managed_fields: ManagedFields::default(),
             _type: PhantomData,
         }
+    }
+
+    /// The API server's address (the `cluster_url` of the [`kube::Config`] the client
+    /// was made from), for errors to name when the server cannot be reached.
+    #[must_use]
+    pub fn server_url(mut self, url: impl Into<String>) -> Self {
+        self.server_url = Some(url.into());
+        self
     }
 
     /// Only objects matching this label selector.
@@ -193,6 +215,14 @@ where
         true
     }
 
+    fn resource(&self) -> Option<&str> {
+        Some(&self.resource)
+    }
+
+    fn server_url(&self) -> Option<&str> {
+        self.server_url.as_deref()
+    }
+
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
         Box::pin(async move {
             let params = watch_params(&request);
@@ -230,6 +260,18 @@ where
             );
             Ok(events.boxed())
         })
+    }
+}
+
+/// `plural.group` (`deployments.apps`), or `plural` for the core group (`configmaps`):
+/// the resource as `kubectl` names it.
+fn resource_name<K: Resource>(dynamic_type: &K::DynamicType) -> String {
+    let plural = K::plural(dynamic_type);
+    let group = K::group(dynamic_type);
+    if group.is_empty() {
+        plural.into_owned()
+    } else {
+        format!("{plural}.{group}")
     }
 }
 
@@ -287,6 +329,14 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn resources_are_named_plural_dot_group_and_core_ones_plural() {
+        use k8s_openapi::api::apps::v1::Deployment;
+        use k8s_openapi::api::core::v1::ConfigMap;
+        assert_eq!(resource_name::<Deployment>(&()), "deployments.apps");
+        assert_eq!(resource_name::<ConfigMap>(&()), "configmaps");
+    }
 
     fn query(request: &WatchRequest) -> Vec<String> {
         let params = watch_params(request);

@@ -1,5 +1,7 @@
 //! What can go wrong while a reflector lists and watches.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// An object the resource type could not decode: reported with its key and skipped,
@@ -86,6 +88,189 @@ impl ReflectorError {
     }
 }
 
+/// Why a reflector's last (re)sync failed: its list, or streaming list, did not fill the
+/// store. Unlike [`ReflectorError`], which says what went wrong in which request, this
+/// says it for people: it names the resource as `kubectl` does (`backups.example.com`,
+/// `configmaps`) and, when the API server could not be reached, its address.
+///
+/// The reflector keeps the last one until a sync succeeds
+/// ([`Reflector::last_sync_error`](super::Reflector::last_sync_error),
+/// [`SharedIndexInformer::last_sync_error`](crate::shared_informer::SharedIndexInformer::last_sync_error)),
+/// which is how a [`SharedInformerFactory`](crate::factory::SharedInformerFactory) that
+/// gives up waiting says why an informer never synced. Cloning is cheap: the cause is
+/// shared.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SyncError {
+    /// The API server answered 404 for the collection: it does not serve the resource.
+    /// A custom resource whose CRD is not installed (or not yet established), or an API
+    /// group or version the server does not have.
+    #[error("{resource} is not served by the API server")]
+    NotServed {
+        /// The resource, as `plural.group` (`plural` for the core group).
+        resource: String,
+        /// The failure as the reflector saw it.
+        error: Arc<ReflectorError>,
+    },
+    /// No connection to the API server: refused, timed out, name not resolved, TLS
+    /// handshake failed.
+    #[error("cannot reach the API server{} to list {resource}: {}", at(address.as_deref()), root_cause(error))]
+    Unreachable {
+        /// The resource, as `plural.group` (`plural` for the core group).
+        resource: String,
+        /// The server's URL as configured
+        /// ([`ApiListerWatcher::server_url`](super::ApiListerWatcher::server_url)), or
+        /// else the socket address the connection was refused at, when known.
+        address: Option<String>,
+        /// The failure as the reflector saw it.
+        error: Arc<ReflectorError>,
+    },
+    /// Anything else: access denied, a server error, a streaming list that broke off...
+    #[error("listing {resource} failed: {}", root_cause(error))]
+    Failed {
+        /// The resource, as `plural.group` (`plural` for the core group).
+        resource: String,
+        /// The failure as the reflector saw it.
+        error: Arc<ReflectorError>,
+    },
+}
+
+impl SyncError {
+    /// Describes `error`, a failed sync of `resource` (see [`SyncError::resource`]);
+    /// `server_url`, when known, names the server if it could not be reached.
+    pub fn new(error: ReflectorError, resource: &str, server_url: Option<&str>) -> Self {
+        let resource = resource.to_owned();
+        if error.status_code() == Some(404) {
+            return Self::NotServed {
+                resource,
+                error: Arc::new(error),
+            };
+        }
+        let kube_error = match &error {
+            ReflectorError::List(e) | ReflectorError::Watch(e) | ReflectorError::Expired(e) => {
+                Some(e)
+            }
+            _ => None,
+        };
+        match kube_error {
+            Some(e) if is_unreachable(e) => Self::Unreachable {
+                resource,
+                address: server_url
+                    .map(str::to_owned)
+                    .or_else(|| connect_address(e).map(|a| a.to_string())),
+                error: Arc::new(error),
+            },
+            _ => Self::Failed {
+                resource,
+                error: Arc::new(error),
+            },
+        }
+    }
+
+    /// The resource that could not be listed, as `plural.group` (`deployments.apps`),
+    /// or `plural` for the core group (`configmaps`). For lister-watchers that do not
+    /// say ([`ListerWatcher::resource`](super::ListerWatcher::resource)), the Rust
+    /// type's name.
+    pub fn resource(&self) -> &str {
+        match self {
+            Self::NotServed { resource, .. }
+            | Self::Unreachable { resource, .. }
+            | Self::Failed { resource, .. } => resource,
+        }
+    }
+
+    /// The failure as the reflector saw it (with the request's own error as its
+    /// source).
+    pub fn reflector_error(&self) -> &ReflectorError {
+        match self {
+            Self::NotServed { error, .. }
+            | Self::Unreachable { error, .. }
+            | Self::Failed { error, .. } => error,
+        }
+    }
+
+    /// The HTTP status code when the API server answered with an error status.
+    pub fn status_code(&self) -> Option<u16> {
+        self.reflector_error().status_code()
+    }
+}
+
+/// " at {address}", or nothing.
+fn at(address: Option<&str>) -> String {
+    address.map(|a| format!(" at {a}")).unwrap_or_default()
+}
+
+/// What a person needs of an error chain: the server's answer for an error status,
+/// else the innermost cause (the outer layers of a transport error are wrappers:
+/// "client error (Connect)", "tcp connect error").
+fn root_cause(error: &ReflectorError) -> String {
+    let kube_error = match error {
+        ReflectorError::List(e) | ReflectorError::Watch(e) | ReflectorError::Expired(e) => e,
+        other => return other.to_string(),
+    };
+    if let kube::Error::Api(status) = kube_error {
+        return match (status.reason.as_str(), status.message.as_str()) {
+            ("", "") => status.code.to_string(),
+            (reason, "") => format!("{} {reason}", status.code),
+            ("", message) => format!("{}: {message}", status.code),
+            (reason, message) => format!("{} {reason}: {message}", status.code),
+        };
+    }
+    let mut innermost: &(dyn std::error::Error + 'static) = kube_error;
+    while let Some(source) = innermost.source() {
+        innermost = source;
+    }
+    innermost.to_string()
+}
+
+/// Whether the request never reached the API server: the connection could not be made
+/// (refused, timed out, no route, name not resolved, TLS handshake failed), or timed out.
+pub(crate) fn is_unreachable(e: &kube::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionRefused, HostUnreachable, NetworkUnreachable, TimedOut};
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err
+            .downcast_ref::<hyper_util::client::legacy::Error>()
+            .is_some_and(hyper_util::client::legacy::Error::is_connect)
+        {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                ConnectionRefused | TimedOut | HostUnreachable | NetworkUnreachable
+            )
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    is_connection_refused(e)
+}
+
+/// The socket address a connection failed at, when the error says: hyper-util's
+/// connector keeps it in its connect error, shown only by `Debug`
+/// (`ConnectError("tcp connect error", 127.0.0.1:6443, Os { .. })`).
+fn connect_address(e: &kube::Error) -> Option<SocketAddr> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err
+            .downcast_ref::<hyper_util::client::legacy::Error>()
+            .is_some()
+        {
+            return socket_address_in(&format!("{err:?}"));
+        }
+        source = err.source();
+    }
+    None
+}
+
+/// The first socket address written in `text` (`10.0.0.1:6443`, `[::1]:6443`).
+fn socket_address_in(text: &str) -> Option<SocketAddr> {
+    text.split([' ', ',', '(', ')', '"', '{', '}'])
+        .find_map(|word| word.parse().ok())
+}
+
 pub(crate) fn api_status_code(e: &kube::Error) -> Option<u16> {
     match e {
         kube::Error::Api(status) => Some(status.code),
@@ -136,4 +321,119 @@ pub(crate) fn is_connection_refused(e: &kube::Error) -> bool {
 /// 429: the server asks us to slow down, which is not a reason to relist.
 pub(crate) fn is_too_many_requests(e: &kube::Error) -> bool {
     api_status_code(e) == Some(429)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, reason)
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    fn refused() -> kube::Error {
+        kube::Error::Service(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        )))
+    }
+
+    #[test]
+    fn a_404_list_is_a_resource_the_server_does_not_serve() {
+        let error = ReflectorError::List(status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+        let sync = SyncError::new(error, "backups.ops.example.com", None);
+        assert!(matches!(sync, SyncError::NotServed { .. }), "{sync:?}");
+        assert_eq!(
+            sync.to_string(),
+            "backups.ops.example.com is not served by the API server"
+        );
+        assert_eq!(sync.resource(), "backups.ops.example.com");
+        assert_eq!(sync.status_code(), Some(404));
+    }
+
+    #[test]
+    fn a_refused_connection_names_the_configured_server() {
+        let error = ReflectorError::List(refused());
+        let sync = SyncError::new(error, "configmaps", Some("https://10.0.0.1:6443/"));
+        assert_eq!(
+            sync.to_string(),
+            "cannot reach the API server at https://10.0.0.1:6443/ to list configmaps: \
+             Connection refused (os error 111)"
+        );
+        // A streaming list's watch request counts the same.
+        let error = ReflectorError::Watch(refused());
+        let sync = SyncError::new(error, "configmaps", None);
+        let SyncError::Unreachable { address, .. } = &sync else {
+            panic!("{sync:?}");
+        };
+        assert_eq!(*address, None);
+        assert_eq!(
+            sync.to_string(),
+            "cannot reach the API server to list configmaps: Connection refused (os error 111)"
+        );
+    }
+
+    #[test]
+    fn a_timeout_is_unreachable() {
+        let timed_out = kube::Error::Service(Box::new(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "connect timed out",
+        )));
+        let sync = SyncError::new(
+            ReflectorError::List(timed_out),
+            "pods",
+            Some("https://k8s:443"),
+        );
+        assert!(matches!(sync, SyncError::Unreachable { .. }), "{sync:?}");
+        assert!(sync.to_string().contains("at https://k8s:443"), "{sync}");
+    }
+
+    #[test]
+    fn other_failures_say_what_the_server_answered() {
+        let denied = status(
+            403,
+            "Forbidden",
+            r#"configmaps is forbidden: User "x" cannot list"#,
+        );
+        let sync = SyncError::new(
+            ReflectorError::List(denied),
+            "configmaps",
+            Some("https://k8s"),
+        );
+        assert!(matches!(sync, SyncError::Failed { .. }), "{sync:?}");
+        assert_eq!(
+            sync.to_string(),
+            r#"listing configmaps failed: 403 Forbidden: configmaps is forbidden: User "x" cannot list"#
+        );
+        assert!(sync.reflector_error().is_access_denied());
+        let incomplete = ReflectorError::InitialEventsIncomplete { events: 3 };
+        let sync = SyncError::new(incomplete, "configmaps", None);
+        assert_eq!(
+            sync.to_string(),
+            "listing configmaps failed: the streaming list ended after 3 initial events, before their end"
+        );
+    }
+
+    #[test]
+    fn socket_addresses_are_found_in_debug_text() {
+        let text = r#"hyper_util::client::legacy::Error(Connect, ConnectError("tcp connect error", 127.0.0.1:36325, Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }))"#;
+        assert_eq!(
+            socket_address_in(text),
+            Some("127.0.0.1:36325".parse().unwrap())
+        );
+        let text = r#"ConnectError("tcp connect error", [::1]:6443, Os { code: 111 })"#;
+        assert_eq!(socket_address_in(text), Some("[::1]:6443".parse().unwrap()));
+        assert_eq!(
+            socket_address_in(r#"ConnectError("dns error", Custom { .. })"#),
+            None
+        );
+    }
 }

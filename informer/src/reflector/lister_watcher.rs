@@ -155,6 +155,20 @@ pub trait ListerWatcher<K>: Send + Sync {
     fn supports_streaming_list(&self) -> bool {
         false
     }
+
+    /// The resource listed, as `kubectl` names it: `plural.group` (`deployments.apps`),
+    /// or `plural` for the core group (`configmaps`). Errors name it
+    /// ([`SyncError`](super::SyncError)); `None`, the default, names the Rust type.
+    fn resource(&self) -> Option<&str> {
+        None
+    }
+
+    /// The address of the server listed from, when known: a
+    /// [`SyncError::Unreachable`](super::SyncError::Unreachable) names it. `None`, the
+    /// default, leaves errors to name what the connection error says, if anything.
+    fn server_url(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Changes the selectors of every list and watch, like client-go's

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::error::ReflectorError;
+use super::error::{ReflectorError, SyncError};
 
 use crate::lock::MutexExt;
 
@@ -84,7 +84,9 @@ pub struct ReflectorStats {
     errors: AtomicU64,
     streaming_list_requests: AtomicU64,
     streaming_list_refused: AtomicBool,
+    sync_failures: AtomicU64,
     last_resource_version: Mutex<String>,
+    last_sync_error: Mutex<Option<SyncError>>,
 }
 
 /// A copy of a reflector's counters at one moment.
@@ -108,6 +110,9 @@ pub struct StatsSnapshot {
     /// The server refused a streaming list, so this reflector lists and watches for
     /// the rest of its life.
     pub streaming_list_refused: bool,
+    /// (Re)syncs that failed in a row, up to now: 0 once one succeeds (see
+    /// [`ReflectorStats::last_sync_error`]).
+    pub sync_failures: u64,
     /// The last synced resourceVersion.
     pub last_resource_version: String,
     /// What the reflector was doing.
@@ -129,6 +134,27 @@ impl ReflectorStats {
         self.last_resource_version.locked().clone()
     }
 
+    /// Why the last (re)sync (a list or streaming list) failed, as long as no sync has
+    /// succeeded since: `None` once one does.
+    pub fn last_sync_error(&self) -> Option<SyncError> {
+        self.last_sync_error.locked().clone()
+    }
+
+    /// Records a failed sync; returns how many failed in a row, this one included,
+    /// and the error of the one before, if it failed too.
+    pub(super) fn sync_failed(&self, error: SyncError) -> (u64, Option<SyncError>) {
+        let mut last = self.last_sync_error.locked();
+        let failures = self.sync_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        (failures, last.replace(error))
+    }
+
+    /// Records a sync that succeeded; returns how many failed in a row before it.
+    pub(super) fn sync_succeeded(&self) -> u64 {
+        let mut last = self.last_sync_error.locked();
+        *last = None;
+        self.sync_failures.swap(0, Ordering::Relaxed)
+    }
+
     /// Reads all counters.
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
@@ -140,6 +166,7 @@ impl ReflectorStats {
             errors: self.errors.load(Ordering::Relaxed),
             streaming_list_requests: self.streaming_list_requests.load(Ordering::Relaxed),
             streaming_list_refused: self.streaming_list_refused.load(Ordering::Relaxed),
+            sync_failures: self.sync_failures.load(Ordering::Relaxed),
             last_resource_version: self.last_resource_version.locked().clone(),
             phase: self.phase(),
         }

@@ -21,6 +21,11 @@
 //! - Errors back off exponentially (800 ms up to 30 s, with jitter, reset after two
 //!   quiet minutes). A refused connection retries the watch, not the list. A watch
 //!   that closes at once without events counts as an error.
+//! - A (re)sync (list or streaming list) that fails is kept, until one succeeds, as a
+//!   [`SyncError`] that names the resource (`backups.example.com is not served by the
+//!   API server`) or the server that cannot be reached
+//!   ([`Reflector::last_sync_error`]), and logged at warn level once per streak of
+//!   the same failure.
 //! - An object that does not decode is reported (with its key) and skipped.
 //!   `metadata.managedFields` are dropped while decoding unless asked for
 //!   ([`ManagedFields`]).
@@ -80,7 +85,7 @@ pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
 pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
-pub use error::{DecodeError, ReflectorError};
+pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
@@ -123,6 +128,8 @@ pub enum RunError {
 /// [module docs](self).
 pub struct Reflector<K> {
     name: &'static str,
+    /// The resource as errors name it (see [`ListerWatcher::resource`]).
+    resource: String,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     store: Arc<dyn ReflectorStore<K>>,
     config: Config,
@@ -136,6 +143,7 @@ impl<K> std::fmt::Debug for Reflector<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reflector")
             .field("name", &self.name)
+            .field("resource", &self.resource)
             .field("config", &self.config)
             .field("stats", &self.stats.snapshot())
             .finish()
@@ -175,8 +183,10 @@ where
         store: Arc<dyn ReflectorStore<K>>,
         config: Config,
     ) -> Self {
+        let name = crate::key::short_type_name::<K>();
         Self {
-            name: crate::key::short_type_name::<K>(),
+            name,
+            resource: lister_watcher.resource().unwrap_or(name).to_owned(),
             lister_watcher,
             store,
             config,
@@ -197,6 +207,14 @@ where
         self.stats.snapshot()
     }
 
+    /// Why the last (re)sync failed, until one succeeds: what to tell a user whose
+    /// cache never fills (a CRD that is not installed, a server that cannot be
+    /// reached, access denied). Each failure is also logged, at warn level, once per
+    /// streak of the same failure.
+    pub fn last_sync_error(&self) -> Option<SyncError> {
+        self.stats.last_sync_error()
+    }
+
     /// A handle to the counters that stays valid while the reflector runs.
     pub fn stats_handle(&self) -> Arc<ReflectorStats> {
         self.stats.clone()
@@ -210,7 +228,7 @@ where
         }
         // However `run` ends, returned or dropped (an informer drops it at shutdown).
         let _stopping = Stopping(self);
-        let span = tracing::info_span!("reflector", kind = self.name);
+        let span = tracing::info_span!("reflector", kind = self.name, resource = %self.resource);
         // Biased: a shutdown that has already happened wins before the first request.
         tokio::select! {
             biased;
@@ -231,8 +249,15 @@ where
             };
             let mut backoff = Backoff::new(self.config.backoff.clone());
             loop {
-                if let Err(e) = self.list_and_watch(&mut progress, &listed).await {
-                    self.report(&e);
+                match self.sync(&mut progress).await {
+                    Ok(streamed) => {
+                        self.synced();
+                        listed.store(true, Ordering::Relaxed);
+                        if let Err(e) = self.watch(&mut progress, streamed).await {
+                            self.report(&e);
+                        }
+                    }
+                    Err(e) => self.sync_failed(e),
                 }
                 let delay = backoff.next_delay();
                 tracing::debug!(?delay, "backing off before the next list and watch");
@@ -262,22 +287,16 @@ where
         }
     }
 
-    async fn list_and_watch(
-        &self,
-        progress: &mut Progress,
-        listed: &AtomicBool,
-    ) -> Result<(), ReflectorError> {
-        let mut streamed = None;
+    /// Fills the store: by a streaming list when it can (returning its watch, to go on
+    /// reading), else by a list.
+    async fn sync(&self, progress: &mut Progress) -> Result<Option<OpenWatch<K>>, ReflectorError> {
         if self.uses_streaming_list()
             && let StreamingList::Synced(watch) = self.streaming_list(progress).await?
         {
-            streamed = Some(watch);
+            return Ok(Some(watch));
         }
-        if streamed.is_none() {
-            self.list(progress).await?;
-        }
-        listed.store(true, Ordering::Relaxed);
-        self.watch(progress, streamed).await
+        self.list(progress).await?;
+        Ok(None)
     }
 
     /// client-go's `relistResourceVersion`.
@@ -578,6 +597,33 @@ where
         observe(self.stats.as_ref());
         if let Some(metrics) = &self.config.metrics {
             observe(metrics.as_ref());
+        }
+    }
+
+    /// A (re)sync failed: remembers why (see [`Reflector::last_sync_error`]), tells
+    /// the metrics and the error handler, and logs it at warn level when it starts a
+    /// streak of failures or differs from the one before; repeats go to debug.
+    fn sync_failed(&self, error: ReflectorError) {
+        self.notify(&error);
+        let error = SyncError::new(error, &self.resource, self.lister_watcher.server_url());
+        let (failures, previous) = self.stats.sync_failed(error.clone());
+        let repeated = previous.is_some_and(|previous| previous.to_string() == error.to_string());
+        if !repeated {
+            tracing::warn!(failures, "{error}; retrying with backoff");
+        }
+        tracing::debug!(failures, cause = ?error.reflector_error(), "sync failed");
+    }
+
+    /// A (re)sync filled the store: forgets the last failure, and says so if there were
+    /// any.
+    fn synced(&self) {
+        let failures = self.stats.sync_succeeded();
+        if failures > 0 {
+            tracing::info!(
+                failures,
+                "synced {} after {failures} failed attempts",
+                self.resource
+            );
         }
     }
 

@@ -40,6 +40,10 @@ pub(super) struct Script {
     pub(super) streaming: bool,
     /// Every watch request, as sent.
     pub(super) watch_requests: Mutex<Vec<WatchRequest>>,
+    /// What [`ListerWatcher::resource`] says.
+    pub(super) resource: Option<&'static str>,
+    /// What [`ListerWatcher::server_url`] says.
+    pub(super) server_url: Option<&'static str>,
 }
 
 impl ListerWatcher<ConfigMap> for Script {
@@ -107,6 +111,14 @@ impl ListerWatcher<ConfigMap> for Script {
 
     fn supports_streaming_list(&self) -> bool {
         self.streaming
+    }
+
+    fn resource(&self) -> Option<&str> {
+        self.resource
+    }
+
+    fn server_url(&self) -> Option<&str> {
+        self.server_url
     }
 }
 
@@ -753,4 +765,102 @@ async fn a_dropped_run_leaves_the_reflector_stopped_and_free_to_run_again() {
     assert!(running.await.is_err(), "still running when dropped");
     assert_eq!(reflector.stats().phase, Phase::Stopped);
     assert!(reflector.run(std::future::ready(())).await.is_ok());
+}
+
+/// A list that keeps failing is remembered, described for people, until one succeeds.
+#[tokio::test(start_paused = true)]
+async fn a_failed_sync_is_remembered_until_a_list_succeeds() {
+    let script = Script {
+        resource: Some("backups.ops.example.com"),
+        ..Script::default()
+    };
+    script.lists.lock().unwrap().extend([
+        Err(status(
+            404,
+            "the server could not find the requested resource",
+        )),
+        Err(status(
+            404,
+            "the server could not find the requested resource",
+        )),
+        page(&["a"], "10", None),
+    ]);
+    let run = run(script, Config::default());
+    assert!(
+        run.reflector.last_sync_error().is_none(),
+        "not before a list"
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+
+    let error = run
+        .reflector
+        .last_sync_error()
+        .expect("the first list failed");
+    assert!(matches!(error, SyncError::NotServed { .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "backups.ops.example.com is not served by the API server"
+    );
+    assert_eq!(run.reflector.stats().sync_failures, 1);
+    assert_eq!(run.reflector.stats().phase, Phase::BackingOff);
+
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(run.log(), ["replace [a] at 10"]);
+    assert!(
+        run.reflector.last_sync_error().is_none(),
+        "cleared by the list"
+    );
+    assert_eq!(run.reflector.stats().sync_failures, 0);
+    // The error handler saw every failure, not one per streak.
+    assert_eq!(*run.errors.lock().unwrap(), ["list failed", "list failed"]);
+}
+
+/// A streaming list refused a connection retries inside the sync: still a failed
+/// sync, naming the server.
+#[tokio::test(start_paused = true)]
+async fn a_refused_streaming_list_is_a_failed_sync_naming_the_server() {
+    let script = Script {
+        streaming: true,
+        resource: Some("configmaps"),
+        server_url: Some("https://127.0.0.1:6443"),
+        ..Script::default()
+    };
+    script
+        .watches
+        .lock()
+        .unwrap()
+        .extend([Err(refused()), Err(refused())]);
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+
+    let error = run
+        .reflector
+        .last_sync_error()
+        .expect("the streaming list failed");
+    assert!(matches!(error, SyncError::Unreachable { .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "cannot reach the API server at https://127.0.0.1:6443 to list configmaps: connection refused"
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(run.reflector.stats().sync_failures, 2);
+}
+
+/// Errors of a lister-watcher that does not name its resource name the Rust type.
+#[tokio::test(start_paused = true)]
+async fn an_unnamed_resource_is_named_by_its_type() {
+    let script = Script::default();
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(Err(status(403, "configmaps is forbidden")));
+    let run = run(script, Config::default());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let error = run.reflector.last_sync_error().expect("the list failed");
+    assert_eq!(
+        error.to_string(),
+        "listing ConfigMap failed: 403 Test: configmaps is forbidden"
+    );
+    assert!(error.reflector_error().is_access_denied());
 }

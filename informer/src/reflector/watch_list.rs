@@ -269,7 +269,8 @@ where
     /// Decides what follows a failed streaming list, and reports the failure.
     fn streaming_list_failed(&self, e: kube::Error, progress: &mut Progress) -> Retry {
         if is_connection_refused(&e) || is_too_many_requests(&e) {
-            self.report(&ReflectorError::Watch(e));
+            // The sync fails, though it is tried again here rather than by the caller.
+            self.sync_failed(ReflectorError::Watch(e));
             Retry::AfterBackoff
         } else if is_expired(&e) || is_too_large_resource_version(&e) {
             let error = ReflectorError::Expired(e);
@@ -290,7 +291,11 @@ where
             tracing::warn!(error = %e, "the server refused a streaming list (it predates them, or has them off); listing and watching from now on");
             Retry::ListInstead
         } else {
-            self.report(&ReflectorError::Watch(e));
+            // Not (yet) a failed sync: the list that follows decides, and its error,
+            // if any, is the one reported as the sync's.
+            let error = ReflectorError::Watch(e);
+            tracing::debug!(%error, source = ?std::error::Error::source(&error), "streaming list failed; listing instead");
+            self.notify(&error);
             Retry::ListInstead
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use educe::Educe;
 
+use super::HasSynced;
 use crate::fifo::{DeltaBatch, DeltaFifo, DeltaFifoOptions, RealFifo, RealFifoOptions};
 use crate::key::KeyFn;
 use crate::store::Indexer;
@@ -107,5 +108,12 @@ impl<K: 'static> Queue<K> {
             Queue::InOrder(fifo) => fifo.pop_batch(max, |batch| run(batch)).await,
             Queue::PerKey(fifo) => fifo.pop_batch(max, |batch| run(batch)).await,
         }
+    }
+}
+
+/// The informer's synced flag, for its listers.
+impl<K: Send + Sync + 'static> HasSynced for Queue<K> {
+    fn has_synced(&self) -> bool {
+        Queue::has_synced(self)
     }
 }

@@ -259,14 +259,30 @@ where
         self.inner.indexer.clone()
     }
 
-    /// Typed reads of the cache.
+    /// Typed reads of the cache. Until the informer has synced, a `get` that finds
+    /// nothing is [`LookupError::NotSynced`](crate::lister::LookupError::NotSynced),
+    /// not `NotFound`.
     pub fn lister(&self) -> Lister<K> {
-        Lister::new(self.inner.indexer.clone())
+        // The queue's flag, not the informer: a handler holding a lister would
+        // otherwise keep the informer that holds the handler alive.
+        Lister::with_synced(self.inner.indexer.clone(), self.inner.queue.clone())
     }
 
     /// Whether the initial list has been stored in the cache.
     pub fn has_synced(&self) -> bool {
         self.inner.has_synced()
+    }
+
+    /// Why the last list (or streaming list) failed, as long as none has succeeded
+    /// since: the reason an informer does not sync, such as a CRD that is not
+    /// installed (`backups.example.com is not served by the API server`) or an API
+    /// server that cannot be reached. `None` before start and once a list succeeds.
+    /// The reflector also logs each failure, at warn level, once per streak.
+    pub fn last_sync_error(&self) -> Option<reflector::SyncError> {
+        self.inner
+            .reflector_stats
+            .get()
+            .and_then(|stats| stats.last_sync_error())
     }
 
     /// The resourceVersion the cache is at ("" before the first list).

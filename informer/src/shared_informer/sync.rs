@@ -49,7 +49,11 @@ impl<T: HasSynced + ?Sized> HasSynced for std::sync::Arc<T> {
 const POLL: Duration = Duration::from_millis(10);
 
 /// Waits until every item has synced. Wrap it in `tokio::time::timeout` or race it
-/// with a shutdown signal to give up; it never gives up by itself.
+/// with a shutdown signal to give up; it never gives up by itself. An informer that
+/// does not sync says why in
+/// [`last_sync_error`](super::SharedIndexInformer::last_sync_error) (and in its logs);
+/// [`SharedInformerFactory::wait_for_cache_sync_within`](crate::factory::SharedInformerFactory::wait_for_cache_sync_within)
+/// gives up by itself and reports it.
 ///
 /// ```no_run
 /// # async fn demo(

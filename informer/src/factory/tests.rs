@@ -1,0 +1,113 @@
+//! What the factory's wait says when it cannot say "synced" (the waits themselves run
+//! against a real API server in the integration tests).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+
+use super::*;
+use crate::reflector::ReflectorError;
+
+/// A client for a server nobody runs: these tests send no request.
+fn client() -> Client {
+    let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+    Client::try_from(config).unwrap()
+}
+
+fn not_served(resource: &str) -> SyncError {
+    let status = kube::core::Status::failure(
+        "the server could not find the requested resource",
+        "NotFound",
+    )
+    .with_code(404)
+    .boxed();
+    SyncError::new(
+        ReflectorError::List(kube::Error::Api(status)),
+        resource,
+        None,
+    )
+}
+
+#[test]
+fn not_started_names_every_informer_or_says_nothing_was() {
+    let none = CacheSyncError::NotStarted { informers: vec![] };
+    assert_eq!(
+        none.to_string(),
+        "nothing was started: call start() after asking for informers and before waiting for them"
+    );
+    let one = CacheSyncError::NotStarted {
+        informers: vec!["Widget in ns".into()],
+    };
+    assert_eq!(
+        one.to_string(),
+        "Widget in ns was never started: call start() after asking for informers and before waiting for them"
+    );
+    let two = CacheSyncError::NotStarted {
+        informers: vec!["ConfigMap in ns".into(), "Namespace".into()],
+    };
+    assert!(
+        two.to_string()
+            .starts_with("ConfigMap in ns, Namespace were never started:"),
+        "{two}"
+    );
+    assert!(two.unsynced().is_empty());
+}
+
+#[test]
+fn timed_out_gives_each_informer_not_synced_with_its_last_error() {
+    let error = CacheSyncError::TimedOut {
+        after: Duration::from_secs(5),
+        unsynced: vec![
+            Unsynced {
+                informer: "Backup in ns".into(),
+                last_error: Some(not_served("backups.ops.example.com")),
+            },
+            Unsynced {
+                informer: "ConfigMap in ns".into(),
+                last_error: None,
+            },
+        ],
+    };
+    assert_eq!(
+        error.to_string(),
+        "not synced after 5s: Backup in ns (backups.ops.example.com is not served by the API server), ConfigMap in ns"
+    );
+    assert_eq!(error.unsynced().len(), 2);
+    let shut_down = CacheSyncError::ShutDown {
+        unsynced: vec![Unsynced {
+            informer: "Secret in ns".into(),
+            last_error: None,
+        }],
+    };
+    assert_eq!(
+        shut_down.to_string(),
+        "the factory shut down before Secret in ns synced"
+    );
+}
+
+#[tokio::test]
+async fn waiting_before_start_fails_at_once_naming_the_informers() {
+    let factory = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let error = factory.wait_for_cache_sync().await.unwrap_err();
+    assert!(
+        matches!(&error, CacheSyncError::NotStarted { informers } if informers.is_empty()),
+        "{error:?}"
+    );
+
+    let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
+    factory.informer::<Secret>();
+    factory.informer::<ConfigMap>();
+    let waited = factory.wait_for_cache_sync_within(Duration::from_secs(3600));
+    let error = tokio::time::timeout(Duration::from_secs(5), waited)
+        .await
+        .expect("fails at once, not at the deadline")
+        .unwrap_err();
+    let CacheSyncError::NotStarted { informers } = error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(informers, ["ConfigMap in ns", "Secret in ns"]);
+    assert!(
+        !factory.has_synced(),
+        "informers not started have not synced"
+    );
+}
