@@ -505,6 +505,28 @@ fn a_query_trait_named_like_the_struct_is_reported() {
             "`lister_trait` names the generated query trait, and `Thing` is already this struct's name: pick another"
         ]
     );
+    // By default only when the struct is named `{Kind}Indexes`: for a `kind` of
+    // another crate, what is missing is `foreign`.
+    let forgot_foreign = errors(&config_map_indexes(quote! {
+        kind = ConfigMap, index(name = "by_app", path = "metadata.labels['app']"),
+    }));
+    assert_eq!(
+        forgot_foreign,
+        [
+            "the query trait would be named `ConfigMapIndexes`, like this struct; if `ConfigMap` is a type of another crate (a k8s-openapi type), add `foreign` to declare its indexes on this struct, else name the trait with `lister_trait = ...`"
+        ]
+    );
+    let crd: DeriveInput = parse_quote! {
+        #[kube(group = "g", version = "v1", kind = "Widget")]
+        #[informable(index(name = "by_color", path = "spec.color"))]
+        struct WidgetIndexes { color: String }
+    };
+    assert_eq!(
+        errors(&crd),
+        [
+            "the query trait would be named `WidgetIndexes`, like this struct: name it with `lister_trait = ...`"
+        ]
+    );
 }
 
 #[test]

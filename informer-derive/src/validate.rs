@@ -199,13 +199,33 @@ pub(crate) fn model(cx: &Ctxt, container: &Container<'_>) -> Option<Model> {
         }
     });
     if lister_trait == *container.ident {
-        cx.error(
-            lister_trait.span(),
-            format!(
-                "`lister_trait` names the generated query trait, and `{lister_trait}` is \
-                 already this struct's name: pick another"
+        match (&attrs.lister_trait, &attrs.kind) {
+            (Some(_), _) => cx.error(
+                lister_trait.span(),
+                format!(
+                    "`lister_trait` names the generated query trait, and `{lister_trait}` is \
+                     already this struct's name: pick another"
+                ),
             ),
-        );
+            // The struct is named for the indexes of `kind`: most likely a type of
+            // another crate, declared without `foreign`.
+            (None, Some(kind)) if container.kube.is_none() => cx.error_spanned(
+                kind,
+                format!(
+                    "the query trait would be named `{lister_trait}`, like this struct; if \
+                     `{kind_name}` is a type of another crate (a k8s-openapi type), add \
+                     `foreign` to declare its indexes on this struct, else name the trait \
+                     with `lister_trait = ...`"
+                ),
+            ),
+            (None, _) => cx.error(
+                container.ident.span(),
+                format!(
+                    "the query trait would be named `{lister_trait}`, like this struct: name \
+                     it with `lister_trait = ...`"
+                ),
+            ),
+        }
     }
     let resolver = Resolver {
         cx,
@@ -797,6 +817,9 @@ struct ResolvedPath {
 
 /// The Rust field name for a path segment the derive cannot check: snake_case, and
 /// `r#` for keywords written so.
+///
+/// Spanned at the path literal, so that rustc reports a field the type lacks there,
+/// with the fields it has.
 fn rust_ident(name: &str, span: Span) -> Ident {
     if let Some(raw) = name.strip_prefix("r#") {
         return Ident::new_raw(raw, span);

@@ -116,7 +116,7 @@
 //! | `format = "key" \| "display" \| "serde"` (in `index`) | how a key becomes the index's string: [`IndexKey`] (default), `Display`, or its serde JSON form (for enums as the API server stores them) |
 //! | `marker = Name` (in `index`) | the marker type's name; default the index name in UpperCamelCase (`ByX`) |
 //! | `key = path::to::f` | the key function, `fn(&K) -> ObjectKey` (default: `namespace/name`) |
-//! | `kind = Type` | the resource type, when it is not the struct and there is no `#[kube(kind)]` |
+//! | `kind = Type` | the resource type, when it is not the struct and there is no `#[kube(kind)]`; with `foreign` when it is a type of another crate |
 //! | `lister_trait = Name` | the query trait's name; default `{Kind}Indexes`, with `foreign` `{Struct}Ext` |
 //! | `foreign` | `kind` is a type of another crate: the struct carries the indexes ([`IndexSet`]) and `kind` gets no `Informable` ([Built-in types](#built-in-types)) |
 //! | `crate = path` | where this crate is, when not `::informer` |
