@@ -114,9 +114,12 @@ fn index_set_impls(model: &Model, set: &Ident) -> TokenStream {
         " The indexes of {kind_link} declared here, for `Indexer::add_indexers` or \
          `InformerOptions::indexers`."
     );
+    let krate_path = quote::ToTokens::to_token_stream(krate)
+        .to_string()
+        .replace(' ', "");
     let add_doc = format!(
         " Adds the indexes of {kind_link} declared here to `indexer`, skipping those it \
-         already has (by name); see `IndexSet::add_to`."
+         already has (by name): [`IndexSet::add_to`]({krate_path}::informable::IndexSet::add_to)."
     );
     quote! {
         #[automatically_derived]

@@ -436,6 +436,7 @@ fn a_foreign_set_implements_index_set_for_the_struct_and_not_informable() {
         "pub fn indexers () -> :: informer :: store :: Indexers < ConfigMap >",
         "pub fn add_to (indexer : & :: informer :: store :: Indexer < ConfigMap >)",
         "impl :: informer :: informable :: IndexSet < ConfigMap > for ConfigMapIndexes",
+        "[`IndexSet::add_to`](::informer::informable::IndexSet::add_to)",
         ". with_index :: < ByNode > ()",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
