@@ -49,6 +49,8 @@ pub(crate) struct Attrs {
     pub(crate) key: Option<Path>,
     /// `lister_trait = Name`: the name of the generated query trait.
     pub(crate) lister_trait: Option<Ident>,
+    /// `foreign`: `kind` is a type of another crate; the struct only carries its indexes.
+    pub(crate) foreign: Option<Span>,
     /// `index(...)`, in order.
     pub(crate) indexes: Vec<IndexAttr>,
 }

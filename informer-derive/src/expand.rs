@@ -5,6 +5,11 @@
 //! the user's scope (a type named `Option`, a function named `emit`) can change what
 //! it means. Trait impls sit in an anonymous `const _: () = { ... };` block; only the
 //! marker types and the query trait, which the user names, are placed beside the type.
+//!
+//! With `foreign` the resource type (another crate's) gets no `impl Informable`: the
+//! marker types, the query trait and its blanket impl are the same, and the annotated
+//! struct carries the index set instead (inherent items and `IndexSet<Kind>`), all
+//! impls the orphan rule allows because a local type or trait is in each.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -36,6 +41,29 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
 
 /// The generated items for a valid model.
 pub(crate) fn expand(model: &Model) -> TokenStream {
+    let markers = model.indexes.iter().map(|index| marker(model, index));
+    let index_impls = model.indexes.iter().map(|index| index_impl(model, index));
+    let index_set = match &model.index_set {
+        None => informable_impl(model),
+        Some(set) => index_set_impls(model, set),
+    };
+    let lister = (!model.indexes.is_empty()).then(|| lister_trait_items(model));
+    let (trait_decl, trait_impls) = lister.unzip();
+    quote! {
+        #(#markers)*
+        #trait_decl
+        const _: () = {
+            #(#index_impls)*
+
+            #index_set
+
+            #trait_impls
+        };
+    }
+}
+
+/// `impl Informable for Kind`: its key function and indexes.
+fn informable_impl(model: &Model) -> TokenStream {
     let Model {
         krate,
         kind,
@@ -43,9 +71,6 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
         indexes,
         ..
     } = model;
-    let informable = quote!(#krate::informable);
-    let markers = indexes.iter().map(|index| marker(model, index));
-    let index_impls = indexes.iter().map(|index| index_impl(model, index));
     let names = indexes.iter().map(|index| &index.name);
     let marker_types = indexes.iter().map(|index| &index.marker);
     let key_fn = key.as_ref().map(|path| {
@@ -56,27 +81,71 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
             }
         }
     });
-    let lister = (!indexes.is_empty()).then(|| lister_trait_items(model));
-    let (trait_decl, trait_impls) = lister.unzip();
     quote! {
-        #(#markers)*
-        #trait_decl
-        const _: () = {
-            #(#index_impls)*
+        #[automatically_derived]
+        impl #krate::informable::Informable for #kind {
+            const INDEX_NAMES: &'static [&'static str] = &[#(#names),*];
 
-            #[automatically_derived]
-            impl #informable::Informable for #kind {
-                const INDEX_NAMES: &'static [&'static str] = &[#(#names),*];
+            #key_fn
 
-                #key_fn
+            fn indexers() -> #krate::store::Indexers<Self> {
+                #krate::store::Indexers::new() #(.with_index::<#marker_types>())*
+            }
+        }
+    }
+}
 
-                fn indexers() -> #krate::store::Indexers<Self> {
-                    #krate::store::Indexers::new() #(.with_index::<#marker_types>())*
-                }
+/// For `foreign`: the index set on the annotated struct, as inherent items (usable
+/// without an import) and as `IndexSet<Kind>` (for generic code).
+fn index_set_impls(model: &Model, set: &Ident) -> TokenStream {
+    let Model {
+        krate,
+        kind,
+        kind_link,
+        vis,
+        indexes,
+        ..
+    } = model;
+    let names: Vec<_> = indexes.iter().map(|index| &index.name).collect();
+    let marker_types = indexes.iter().map(|index| &index.marker);
+    let indexer = Ident::new("indexer", Span::mixed_site());
+    let names_doc = format!(" The names of the indexes of {kind_link} declared here, in order.");
+    let indexers_doc = format!(
+        " The indexes of {kind_link} declared here, for `Indexer::add_indexers` or \
+         `InformerOptions::indexers`."
+    );
+    let krate_path = quote::ToTokens::to_token_stream(krate)
+        .to_string()
+        .replace(' ', "");
+    let add_doc = format!(
+        " Adds the indexes of {kind_link} declared here to `indexer`, skipping those it \
+         already has (by name): [`IndexSet::add_to`]({krate_path}::informable::IndexSet::add_to)."
+    );
+    quote! {
+        #[automatically_derived]
+        impl #set {
+            #[doc = #names_doc]
+            #vis const INDEX_NAMES: &'static [&'static str] = &[#(#names),*];
+
+            #[doc = #indexers_doc]
+            #vis fn indexers() -> #krate::store::Indexers<#kind> {
+                #krate::store::Indexers::new() #(.with_index::<#marker_types>())*
             }
 
-            #trait_impls
-        };
+            #[doc = #add_doc]
+            #vis fn add_to(#indexer: &#krate::store::Indexer<#kind>) {
+                <Self as #krate::informable::IndexSet<#kind>>::add_to(#indexer);
+            }
+        }
+
+        #[automatically_derived]
+        impl #krate::informable::IndexSet<#kind> for #set {
+            const INDEX_NAMES: &'static [&'static str] = &[#(#names),*];
+
+            fn indexers() -> #krate::store::Indexers<#kind> {
+                #set::indexers()
+            }
+        }
     }
 }
 

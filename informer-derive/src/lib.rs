@@ -34,12 +34,20 @@ mod tests;
 /// is the generated one (`Widget` for `WidgetSpec`, read from `#[kube(kind = ...)]`);
 /// on any other struct it is the struct itself, which must implement `kube::Resource`.
 ///
+/// With `foreign`, the resource type `kind` is another crate's (a k8s-openapi
+/// `ConfigMap`) and gets no `Informable`, which the orphan rule forbids: the marker
+/// types and the query trait are generated as usual, and the annotated struct becomes
+/// the set of indexes (`informer::informable::IndexSet<Kind>`, with `INDEX_NAMES`,
+/// `indexers()` and `add_to(&indexer)` as inherent items too).
+///
 /// ```text
 /// #[informable(
 ///     kind = Widget,                   // the resource type, when it cannot be found
 ///     key = path::to::key_fn,          // fn(&K) -> ObjectKey; default namespace/name
 ///     crate = path::to::informer,      // default ::informer
 ///     lister_trait = WidgetIndexes,    // the query trait's name; default {Kind}Indexes
+///     foreign,                         // `kind` is another crate's type: the struct holds
+///                                      // the indexes; the query trait is {Struct}Ext
 ///
 ///     // By field path (JSON or Rust field names; Option, Vec and sets are looked into):
 ///     index(name = "by_color", path = "spec.color"),

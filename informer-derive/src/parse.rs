@@ -6,6 +6,7 @@
 //!     key = path::to::key_fn,             // fn(&K) -> ObjectKey (default: namespace/name)
 //!     crate = path::to::informer,         // default ::informer
 //!     lister_trait = WidgetIndexes,       // name of the generated query trait
+//!     foreign,                            // `kind` is another crate's type: indexes only
 //!     index(name = "by_color", path = "spec.color"),
 //!     index(name = "by_replicas", path = "spec.replicas", value = i32, format = "display"),
 //!     index(name = "by_team", fn = crate::team_of),
@@ -22,7 +23,7 @@ use crate::ast::{Attrs, Container, Field, Format, IndexAttr, KubeAttrs, Owner, S
 use crate::ctxt::Ctxt;
 use crate::suggest;
 
-const CONTAINER_KEYS: &[&str] = &["kind", "key", "crate", "lister_trait", "index"];
+const CONTAINER_KEYS: &[&str] = &["kind", "key", "crate", "lister_trait", "foreign", "index"];
 const INDEX_KEYS: &[&str] = &["name", "path", "fn", "owner", "value", "format", "marker"];
 const OWNER_KEYS: &[&str] = &["kind", "controller", "name"];
 const FORMATS: &[&str] = &["key", "display", "serde"];
@@ -110,6 +111,16 @@ fn attrs(cx: &Ctxt, attributes: &[Attribute]) -> Attrs {
                 "key" => set_once(cx, &meta, &mut attrs.key, parse_path_or_str(&meta)?),
                 "lister_trait" => {
                     set_once(cx, &meta, &mut attrs.lister_trait, meta.value()?.parse()?)
+                }
+                "foreign" => {
+                    if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+                        cx.error_spanned(
+                            &meta.path,
+                            "`foreign` takes no value: write `foreign` alone, beside `kind = ...`",
+                        );
+                        skip_value(&meta)?;
+                    }
+                    set_once(cx, &meta, &mut attrs.foreign, meta.path.span());
                 }
                 "index" => {
                     if let Some(index) = index(cx, &meta)? {

@@ -301,6 +301,27 @@ fn output_names_std_items_by_absolute_paths_only() {
         struct SlimPod { metadata: ObjectMeta, spec: Option<SlimPodSpec>, status: Option<SlimStatus> }
     };
     let output = expand::expand(&model(&input));
+    assert_std_items_by_absolute_paths(&output);
+    let text = output.to_string();
+    for expected in [
+        "impl :: informer :: informable :: Informable for SlimPod",
+        "impl :: informer :: store :: Index < SlimPod > for ByNode",
+        "const NAME : & 'static str = \"by_node\"",
+        "type Value = :: std :: string :: String",
+        ":: informer :: key :: KeyFn :: owned (keys :: by_uid)",
+        ":: informer :: store :: IndexedField :: Label (\"app\")",
+        "trait SlimPodIndexes",
+        ". with_index :: < ByNode > ()",
+        "teams :: team_of (object)",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    // The output parses as items.
+    syn::parse2::<syn::File>(output).expect("the expansion is valid Rust");
+}
+
+/// Panics unless every identifier in `output` that names a std item follows `::`.
+fn assert_std_items_by_absolute_paths(output: &TokenStream) {
     let flat = flatten(output.clone());
     let std_names = [
         "Option", "Some", "None", "Vec", "Arc", "Cow", "String", "FnMut", "Sized", "Debug",
@@ -319,22 +340,194 @@ fn output_names_std_items_by_absolute_paths_only() {
             );
         }
     }
+}
+
+fn config_map_indexes(attrs: TokenStream) -> DeriveInput {
+    parse_quote! {
+        /// Typed indexes of ConfigMaps.
+        #[derive(Informable)]
+        #[informable(#attrs)]
+        pub struct ConfigMapIndexes;
+    }
+}
+
+#[test]
+fn a_foreign_kind_leaves_paths_below_metadata_to_the_compiler() {
+    let m = model(&config_map_indexes(quote! {
+        kind = k8s_openapi::api::core::v1::ConfigMap,
+        foreign,
+        index(name = "by_backup", owner(kind = "Backup", controller, name)),
+        index(name = "by_app", path = "metadata.labels['app']"),
+        index(name = "by_data", path = "data['owner']"),
+        index(name = "by_node", path = "spec.nodeName"),
+        index(name = "by_port", path = "spec.containers.ports.containerPort", value = i32),
+        index(name = "by_type", path = "spec.type_"),
+    }));
+    assert_eq!(
+        tokens(&m.kind),
+        "k8s_openapi :: api :: core :: v1 :: ConfigMap"
+    );
+    assert_eq!(m.index_set.as_ref().unwrap(), "ConfigMapIndexes");
+    // Named after the struct, so that it never takes the struct's name.
+    assert_eq!(m.lister_trait, "ConfigMapIndexesExt");
+    assert_eq!(
+        m.kind_link,
+        "[`ConfigMap`](k8s_openapi::api::core::v1::ConfigMap)"
+    );
+    let [backup, app, data, node, port, ty] = m.indexes.as_slice() else {
+        panic!("six indexes");
+    };
+    assert!(matches!(&backup.keys, Keys::Owner(o) if o.by_name && o.controller));
+    assert_eq!(app.label.as_deref(), Some("app"));
+    let path = |index: &validate::Index| match &index.keys {
+        Keys::Path { root, steps } => (
+            *root,
+            steps
+                .iter()
+                .map(|s| match s {
+                    Step::Field(f) => f.to_string(),
+                    Step::Key(k) => format!("[{k}]"),
+                })
+                .collect::<Vec<_>>(),
+        ),
+        _ => panic!("not a path index"),
+    };
+    assert_eq!(
+        path(data),
+        (Root::Object, vec!["data".into(), "[owner]".into()])
+    );
+    // JSON names become k8s-openapi's snake_case field names; `type_` stays.
+    assert_eq!(path(node).1, ["spec", "node_name"]);
+    assert_eq!(
+        path(port).1,
+        ["spec", "containers", "ports", "container_port"]
+    );
+    assert_eq!(path(ty).1, ["spec", "type_"]);
+    // Key types the derive cannot see are `String` unless given.
+    assert_eq!(tokens(&node.value), ":: std :: string :: String");
+    assert_eq!(tokens(&port.value), "i32");
+
+    let named = model(&config_map_indexes(quote! {
+        kind = ConfigMap, foreign, lister_trait = BackupQueries,
+        index(name = "by_app", path = "metadata.labels['app']"),
+    }));
+    assert_eq!(named.lister_trait, "BackupQueries");
+}
+
+#[test]
+fn a_foreign_set_implements_index_set_for_the_struct_and_not_informable() {
+    let output = expand::expand(&model(&config_map_indexes(quote! {
+        kind = ConfigMap,
+        foreign,
+        index(name = "by_backup", owner(kind = "Backup", controller, name)),
+        index(name = "by_app", path = "metadata.labels['app']"),
+        index(name = "by_node", path = "spec.nodeName"),
+        index(name = "by_team", fn = teams::team_of),
+    })));
+    assert_std_items_by_absolute_paths(&output);
     let text = output.to_string();
     for expected in [
-        "impl :: informer :: informable :: Informable for SlimPod",
-        "impl :: informer :: store :: Index < SlimPod > for ByNode",
-        "const NAME : & 'static str = \"by_node\"",
-        "type Value = :: std :: string :: String",
-        ":: informer :: key :: KeyFn :: owned (keys :: by_uid)",
-        ":: informer :: store :: IndexedField :: Label (\"app\")",
-        "trait SlimPodIndexes",
+        "pub struct ByBackup",
+        "impl :: informer :: store :: Index < ConfigMap > for ByBackup",
+        "pub trait ConfigMapIndexesExt",
+        "> ConfigMapIndexesExt for L",
+        "impl ConfigMapIndexes {",
+        "pub const INDEX_NAMES : & 'static [& 'static str] = & [\"by_backup\" , \"by_app\" , \"by_node\" , \"by_team\"]",
+        "pub fn indexers () -> :: informer :: store :: Indexers < ConfigMap >",
+        "pub fn add_to (indexer : & :: informer :: store :: Indexer < ConfigMap >)",
+        "impl :: informer :: informable :: IndexSet < ConfigMap > for ConfigMapIndexes",
+        "[`IndexSet::add_to`](::informer::informable::IndexSet::add_to)",
         ". with_index :: < ByNode > ()",
-        "teams :: team_of (object)",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
-    // The output parses as items.
+    assert!(!text.contains("Informable for"), "{text}");
+    assert!(!text.contains("key_fn"), "{text}");
     syn::parse2::<syn::File>(output).expect("the expansion is valid Rust");
+}
+
+#[test]
+fn foreign_misuses_are_reported_at_once() {
+    let messages = errors(&config_map_indexes(quote! {
+        foreign = true,
+        key = keys::by_uid,
+        lister_trait = ConfigMapIndexes,
+        index(name = "by_app", path = "metadata.labels['ap']", fromat = "display"),
+    }));
+    let expected = [
+        "`foreign` takes no value: write `foreign` alone, beside `kind = ...`",
+        "unknown key `fromat` in `index(...)`; did you mean `format`?",
+        "`foreign` declares indexes of a resource type of another crate: name the type with `kind = ...`, e.g. `kind = ConfigMap`",
+        "`key` cannot go with `foreign`: a key function belongs to `impl Informable`, which only the crate of the resource type can write; give it to the informer (`InformerOptions::key_fn`) instead",
+        "`lister_trait` names the generated query trait, and `ConfigMapIndexes` is already this struct's name: pick another",
+    ];
+    assert_eq!(messages, expected);
+
+    let empty = errors(&config_map_indexes(quote!(kind = ConfigMap, foreign)));
+    assert_eq!(
+        empty,
+        [
+            "`foreign` declares indexes of another crate's type, but there is no `index(...)`: add one, e.g. `index(name = \"by_app\", path = \"metadata.labels['app']\")`"
+        ]
+    );
+
+    let own_kind: DeriveInput = parse_quote! {
+        #[informable(kind = SlimPod, foreign, index(name = "by_node", path = "spec.nodeName"))]
+        struct SlimPod { metadata: ObjectMeta, spec: SlimPodSpec }
+    };
+    assert_eq!(
+        errors(&own_kind),
+        [
+            "`foreign` is for a resource type of another crate, and `kind` is this struct `SlimPod`: remove `foreign`"
+        ]
+    );
+
+    let crd = errors(&widget(quote! {
+        kind = Widget, foreign, index(name = "by_color", path = "spec.color"),
+    }));
+    assert_eq!(
+        crd,
+        [
+            "`foreign` is for a resource type of another crate, and a CRD's resource type is generated in this crate by `#[derive(CustomResource)]`: remove `foreign`"
+        ]
+    );
+}
+
+#[test]
+fn a_query_trait_named_like_the_struct_is_reported() {
+    // The trait and the struct would share a name: said at the attribute, not by rustc.
+    let input: DeriveInput = parse_quote! {
+        #[informable(lister_trait = Thing, index(name = "by_color", path = "color"))]
+        struct Thing { metadata: ObjectMeta, color: String }
+    };
+    assert_eq!(
+        errors(&input),
+        [
+            "`lister_trait` names the generated query trait, and `Thing` is already this struct's name: pick another"
+        ]
+    );
+    // By default only when the struct is named `{Kind}Indexes`: for a `kind` of
+    // another crate, what is missing is `foreign`.
+    let forgot_foreign = errors(&config_map_indexes(quote! {
+        kind = ConfigMap, index(name = "by_app", path = "metadata.labels['app']"),
+    }));
+    assert_eq!(
+        forgot_foreign,
+        [
+            "the query trait would be named `ConfigMapIndexes`, like this struct; if `ConfigMap` is a type of another crate (a k8s-openapi type), add `foreign` to declare its indexes on this struct, else name the trait with `lister_trait = ...`"
+        ]
+    );
+    let crd: DeriveInput = parse_quote! {
+        #[kube(group = "g", version = "v1", kind = "Widget")]
+        #[informable(index(name = "by_color", path = "spec.color"))]
+        struct WidgetIndexes { color: String }
+    };
+    assert_eq!(
+        errors(&crd),
+        [
+            "the query trait would be named `WidgetIndexes`, like this struct: name it with `lister_trait = ...`"
+        ]
+    );
 }
 
 #[test]

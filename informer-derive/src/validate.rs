@@ -29,6 +29,10 @@ pub(crate) struct Model {
     pub(crate) key: Option<Path>,
     /// The generated query trait.
     pub(crate) lister_trait: Ident,
+    /// With `foreign`: the annotated struct, which carries the index set (inherent
+    /// items and `IndexSet<Kind>`); the resource type, from another crate, gets no
+    /// `Informable`. `None`: the resource type gets `Informable`.
+    pub(crate) index_set: Option<Ident>,
     /// The indexes, in declaration order.
     pub(crate) indexes: Vec<Index>,
 }
@@ -160,6 +164,9 @@ enum Mode {
     /// attributes tell the resource's fields exactly (`metadata`, `spec`, and `status`
     /// when declared); `None` when only `kind = ...` was given.
     Spec(Option<bool>),
+    /// `foreign`: the resource is a type of another crate, whose fields the derive
+    /// cannot see; paths below `metadata` are left to the compiler.
+    Foreign,
 }
 
 /// Validates `container` into a model; `None` only when no model can be made at all.
@@ -172,15 +179,54 @@ pub(crate) fn model(cx: &Ctxt, container: &Container<'_>) -> Option<Model> {
     }
     let attrs = &container.attrs;
     let (kind, mode) = kind(cx, container)?;
+    let foreign = matches!(mode, Mode::Foreign);
     let kind_name = kind
         .segments
         .last()
         .map(|s| s.ident.to_string())
         .unwrap_or_default();
-    let lister_trait = attrs
-        .lister_trait
-        .clone()
-        .unwrap_or_else(|| format_ident!("{}Indexes", kind_name));
+    if foreign {
+        check_foreign(cx, container);
+    }
+    // A foreign set's trait is named after its struct, so it never takes the struct's
+    // name (`ConfigMapIndexes` is the natural name of both), and two sets of one kind
+    // do not clash.
+    let lister_trait = attrs.lister_trait.clone().unwrap_or_else(|| {
+        if foreign {
+            format_ident!("{}Ext", container.ident)
+        } else {
+            format_ident!("{}Indexes", kind_name)
+        }
+    });
+    if lister_trait == *container.ident {
+        match (&attrs.lister_trait, &attrs.kind) {
+            (Some(_), _) => cx.error(
+                lister_trait.span(),
+                format!(
+                    "`lister_trait` names the generated query trait, and `{lister_trait}` is \
+                     already this struct's name: pick another"
+                ),
+            ),
+            // The struct is named for the indexes of `kind`: most likely a type of
+            // another crate, declared without `foreign`.
+            (None, Some(kind)) if container.kube.is_none() => cx.error_spanned(
+                kind,
+                format!(
+                    "the query trait would be named `{lister_trait}`, like this struct; if \
+                     `{kind_name}` is a type of another crate (a k8s-openapi type), add \
+                     `foreign` to declare its indexes on this struct, else name the trait \
+                     with `lister_trait = ...`"
+                ),
+            ),
+            (None, _) => cx.error(
+                container.ident.span(),
+                format!(
+                    "the query trait would be named `{lister_trait}`, like this struct: name \
+                     it with `lister_trait = ...`"
+                ),
+            ),
+        }
+    }
     let resolver = Resolver {
         cx,
         container,
@@ -234,13 +280,40 @@ pub(crate) fn model(cx: &Ctxt, container: &Container<'_>) -> Option<Model> {
         vis: container.vis.clone(),
         key: attrs.key.clone(),
         lister_trait,
+        index_set: foreign.then(|| container.ident.clone()),
         indexes,
     })
+}
+
+/// What `foreign` rules out: a key function (it lives in `impl Informable`, which the
+/// orphan rule forbids for another crate's type) and an empty set.
+fn check_foreign(cx: &Ctxt, container: &Container<'_>) {
+    let attrs = &container.attrs;
+    if let Some(key) = &attrs.key {
+        cx.error_spanned(
+            key,
+            "`key` cannot go with `foreign`: a key function belongs to `impl Informable`, \
+             which only the crate of the resource type can write; give it to the informer \
+             (`InformerOptions::key_fn`) instead",
+        );
+    }
+    if attrs.indexes.is_empty()
+        && let Some(span) = attrs.foreign
+    {
+        cx.error(
+            span,
+            "`foreign` declares indexes of another crate's type, but there is no \
+             `index(...)`: add one, e.g. `index(name = \"by_app\", path = \"metadata.labels['app']\")`",
+        );
+    }
 }
 
 /// The resource type and how the struct relates to it.
 fn kind(cx: &Ctxt, container: &Container<'_>) -> Option<(Path, Mode)> {
     let own: Path = container.ident.clone().into();
+    if let Some(span) = container.attrs.foreign {
+        return Some(foreign_kind(cx, container, span));
+    }
     if let Some(kind) = &container.attrs.kind {
         if kind.is_ident(container.ident) {
             return Some((kind.clone(), Mode::Resource));
@@ -269,6 +342,39 @@ fn kind(cx: &Ctxt, container: &Container<'_>) -> Option<(Path, Mode)> {
             None
         }
     }
+}
+
+/// The resource type of a `foreign` set. After a mistake, a stand-in, so that the
+/// indexes are still checked.
+fn foreign_kind(cx: &Ctxt, container: &Container<'_>, span: Span) -> (Path, Mode) {
+    let own: Path = container.ident.clone().into();
+    let Some(kind) = &container.attrs.kind else {
+        cx.error(
+            span,
+            "`foreign` declares indexes of a resource type of another crate: name the type \
+             with `kind = ...`, e.g. `kind = ConfigMap`",
+        );
+        return (own, Mode::Foreign);
+    };
+    if kind.is_ident(container.ident) {
+        cx.error(
+            span,
+            format!(
+                "`foreign` is for a resource type of another crate, and `kind` is this \
+                 struct `{}`: remove `foreign`",
+                container.ident
+            ),
+        );
+        return (own, Mode::Resource);
+    }
+    if container.kube.is_some() {
+        cx.error(
+            span,
+            "`foreign` is for a resource type of another crate, and a CRD's resource \
+             type is generated in this crate by `#[derive(CustomResource)]`: remove `foreign`",
+        );
+    }
+    (kind.clone(), Mode::Foreign)
 }
 
 struct Resolver<'a, 'c> {
@@ -538,6 +644,10 @@ impl Resolver<'_, '_> {
                             Cursor::Unknown
                         }
                     }
+                    Mode::Foreign => {
+                        steps.push(Step::Field(rust_ident(name, lit.span())));
+                        Cursor::Unknown
+                    }
                 },
                 (Cursor::Struct, Segment::Name(name)) => {
                     let owner = format!("`{}`", self.container.ident);
@@ -707,6 +817,9 @@ struct ResolvedPath {
 
 /// The Rust field name for a path segment the derive cannot check: snake_case, and
 /// `r#` for keywords written so.
+///
+/// Spanned at the path literal, so that rustc reports a field the type lacks there,
+/// with the fields it has.
 fn rust_ident(name: &str, span: Span) -> Ident {
     if let Some(raw) = name.strip_prefix("r#") {
         return Ident::new_raw(raw, span);

@@ -27,6 +27,9 @@
 //! - [`derive@Informable`] writes both for you from attributes, and adds a query trait
 //!   with one method per index, so `lister.by_node("n1")` reads like the generated
 //!   listers of client-go.
+//! - [`IndexSet<K>`] is a set of such indexes declared apart from `K`: the derive with
+//!   `foreign` makes one for a type of another crate, such as a k8s-openapi `ConfigMap`
+//!   ([Built-in types](#built-in-types)).
 //!
 //! # The derive
 //! On a CRD spec struct, beside kube's `#[derive(CustomResource)]`, it implements the
@@ -113,8 +116,9 @@
 //! | `format = "key" \| "display" \| "serde"` (in `index`) | how a key becomes the index's string: [`IndexKey`] (default), `Display`, or its serde JSON form (for enums as the API server stores them) |
 //! | `marker = Name` (in `index`) | the marker type's name; default the index name in UpperCamelCase (`ByX`) |
 //! | `key = path::to::f` | the key function, `fn(&K) -> ObjectKey` (default: `namespace/name`) |
-//! | `kind = Type` | the resource type, when it is not the struct and there is no `#[kube(kind)]` |
-//! | `lister_trait = Name` | the query trait's name; default `{Kind}Indexes` |
+//! | `kind = Type` | the resource type, when it is not the struct and there is no `#[kube(kind)]`; with `foreign` when it is a type of another crate |
+//! | `lister_trait = Name` | the query trait's name; default `{Kind}Indexes`, with `foreign` `{Struct}Ext` |
+//! | `foreign` | `kind` is a type of another crate: the struct carries the indexes ([`IndexSet`]) and `kind` gets no `Informable` ([Built-in types](#built-in-types)) |
 //! | `crate = path` | where this crate is, when not `::informer` |
 //!
 //! Index names are snake_case: each becomes a query method. Whether an informer lists
@@ -122,8 +126,91 @@
 //! follows the resource's `kube::Resource::Scope` as always.
 //!
 //! # Built-in types
-//! `k8s-openapi` types need no derive to be cached. To index one by type, implement
-//! [`Index`] for a marker type of your own:
+//! `k8s-openapi` types need no derive to be cached, and cannot get one: the orphan rule
+//! forbids `impl Informable for ConfigMap` outside k8s-openapi. Declare their indexes
+//! on a struct of your own instead, with `foreign`: the derive then writes the marker
+//! types, the query trait (named after the struct: `ConfigMapIndexesExt` here) for
+//! `Lister<ConfigMap>`, `NamespaceLister<ConfigMap>` and `Indexer<ConfigMap>`, and
+//! makes the struct the [`IndexSet`] of those indexes, with `INDEX_NAMES`,
+//! `indexers()` and `add_to(&indexer)` also as inherent items.
+//!
+//! ```
+//! use informer::informable::Informable;
+//! use informer::key::KeyFn;
+//! use informer::lister::Lister;
+//! use informer::store::Writer;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+//!
+//! /// Typed indexes of ConfigMaps.
+//! #[derive(Informable)]
+//! #[informable(
+//!     kind = ConfigMap,
+//!     foreign,
+//!     index(name = "by_backup", owner(kind = "Backup", controller, name)),
+//!     index(name = "by_app", path = "metadata.labels['app']"),
+//!     index(name = "by_team", path = "data['team']"),
+//! )]
+//! struct ConfigMapIndexes;
+//!
+//! let mut cache = Writer::with_indexers(KeyFn::meta_namespace(), ConfigMapIndexes::indexers())
+//!     .unwrap();
+//! cache.upsert(ConfigMap {
+//!     metadata: ObjectMeta {
+//!         name: Some("copy".into()),
+//!         namespace: Some("default".into()),
+//!         owner_references: Some(vec![OwnerReference {
+//!             api_version: "example.com/v1".into(),
+//!             kind: "Backup".into(),
+//!             name: "nightly".into(),
+//!             uid: "8d6c".into(),
+//!             controller: Some(true),
+//!             ..Default::default()
+//!         }]),
+//!         ..Default::default()
+//!     },
+//!     ..Default::default()
+//! });
+//! let lister = Lister::new(cache.indexer());
+//! assert_eq!(lister.by_backup("nightly").len(), 1);                      // ConfigMapIndexesExt
+//! assert_eq!(lister.namespaced("default").by_index::<ByBackup>("nightly").len(), 1);
+//! assert!(lister.by_app("web").is_empty());
+//! ```
+//!
+//! The derive cannot see the fields of another crate's type, so a path below
+//! `metadata` is left to the compiler: it becomes field accesses (`spec.nodeName` is
+//! `spec.node_name`; k8s-openapi spells a field named `type` as `type_`), a field the
+//! type lacks is a compile error at the path, and keys are `String` unless `value =
+//! Type` says otherwise (`path = "spec.containers.ports.containerPort", value = i32`).
+//! `key` cannot go with `foreign` (the key function is part of `Informable`): give one
+//! to the informer with [`InformerOptions::key_fn`].
+//!
+//! An informer from [`SharedInformerFactory::informer`] has no such indexes at first
+//! (a query would add the one it asks for, but only then, building it over the whole
+//! cache); [`IndexSet::add_to`] adds the missing ones, so every controller sharing the
+//! informer can call it, before or after the factory starts:
+//!
+//! ```no_run
+//! # use informer::informable::Informable;
+//! # use k8s_openapi::api::core::v1::ConfigMap;
+//! # #[derive(Informable)]
+//! # #[informable(kind = ConfigMap, foreign, index(name = "by_backup", owner(kind = "Backup", controller, name)))]
+//! # struct ConfigMapIndexes;
+//! # fn demo(factory: informer::factory::SharedInformerFactory) {
+//! let config_maps = factory.informer::<ConfigMap>();
+//! ConfigMapIndexes::add_to(&config_maps.indexer());
+//! factory.start();
+//! // ...
+//! let copies = config_maps.lister().by_backup("nightly");
+//! # }
+//! ```
+//!
+//! An [`InformerOptions`] can take them from the start:
+//! `InformerOptions::default().indexers(ConfigMapIndexes::indexers())`.
+//!
+//! ## By hand
+//! For each index the derive implements [`Index`] for a marker type. Without the
+//! derive, or for a key type that needs its own `encode`, write that impl yourself:
 //!
 //! ```
 //! use std::borrow::Cow;
@@ -152,10 +239,14 @@
 //! # }
 //! ```
 //!
+//! Register it with [`Indexers::with_index`](crate::store::Indexers::with_index).
+//!
+//! # Indexes a cache lacks
 //! A typed query on a cache that does not maintain the index yet (an informer made
 //! with [`SharedIndexInformer::new`], say) adds it first, built over the current
 //! content ([`Indexer::add_indexers`]); informers made with the `informable`
-//! constructors above maintain the derived indexes from the start.
+//! constructors above maintain the derived indexes from the start, and
+//! [`IndexSet::add_to`] adds a foreign set's.
 //!
 //! [`Index<K>`]: crate::store::Index
 //! [`Index`]: crate::store::Index
@@ -164,14 +255,19 @@
 //! [`Lister::get`]: crate::lister::Lister::get
 //! [`Lister::namespaced`]: crate::lister::Lister::namespaced
 //! [`SharedInformerFactory::informable`]: crate::factory::SharedInformerFactory::informable
+//! [`SharedInformerFactory::informer`]: crate::factory::SharedInformerFactory::informer
+//! [`InformerOptions`]: crate::shared_informer::InformerOptions
+//! [`InformerOptions::key_fn`]: crate::shared_informer::InformerOptions::key_fn
 //! [`SharedIndexInformer::informable`]: crate::shared_informer::SharedIndexInformer::informable
 //! [`SharedIndexInformer::new`]: crate::shared_informer::SharedIndexInformer::new
 //! [`InformerOptions::informable`]: crate::shared_informer::InformerOptions::informable
 
+use std::collections::HashSet;
+
 use kube::Resource;
 
 use crate::key::KeyFn;
-use crate::store::Indexers;
+use crate::store::{Indexer, Indexers};
 
 pub use informer_derive::Informable;
 
@@ -192,6 +288,49 @@ pub trait Informable: IsResource + Sized + Send + Sync + 'static {
     /// The indexes, one [`TypedIndex`](crate::store::TypedIndex) per
     /// [`Index`](crate::store::Index) of the type.
     fn indexers() -> Indexers<Self>;
+}
+
+/// A set of typed indexes of resource type `K`, declared apart from `K`: how a type of
+/// another crate (a k8s-openapi `ConfigMap`), which cannot be [`Informable`] here, gets
+/// named indexes. Implemented by [`derive@Informable`] with `foreign` for the annotated
+/// struct (see [Built-in types](crate::informable#built-in-types)).
+///
+/// The derive also gives the struct the same three items as inherent ones, so
+/// `ConfigMapIndexes::add_to(&indexer)` needs no import of this trait.
+pub trait IndexSet<K: 'static> {
+    /// The names of [`indexers`](Self::indexers), in declaration order.
+    const INDEX_NAMES: &'static [&'static str];
+
+    /// The indexes, one [`TypedIndex`](crate::store::TypedIndex) per
+    /// [`Index`](crate::store::Index) of the set.
+    fn indexers() -> Indexers<K>;
+
+    /// Adds the indexes of the set to `indexer` (an informer's
+    /// [`indexer()`](crate::shared_informer::SharedIndexInformer::indexer)), each built
+    /// over the current content and maintained from then on.
+    ///
+    /// Unlike [`Indexer::add_indexers`], it skips the names `indexer` already has, so
+    /// every component sharing a factory's informer can call it, before or after the
+    /// informer starts, and after typed queries have added some of the indexes
+    /// already. An index defined by name elsewhere is taken to be the same index.
+    fn add_to(indexer: &Indexer<K>) {
+        loop {
+            let defined: HashSet<String> = indexer.index_names().into_iter().collect();
+            let mut missing = Self::indexers();
+            let mut seen = HashSet::new();
+            missing
+                .entries
+                .retain(|(name, _)| !defined.contains(name) && seen.insert(name.clone()));
+            if missing.is_empty() {
+                return;
+            }
+            // All or nothing: a conflict means that someone added one of these names
+            // since `index_names`. Indexes are never removed, so this ends.
+            if indexer.add_indexers(missing).is_ok() {
+                return;
+            }
+        }
+    }
 }
 
 /// A Kubernetes resource type: any [`kube::Resource`].

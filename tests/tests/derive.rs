@@ -1,7 +1,8 @@
 //! `#[derive(Informable)]` against a real API server: typed index queries over an
 //! informer's cache agree with what the server lists, through create/update/delete
-//! churn, for a CRD and for a slim projection of Pods; and the factory shares one
-//! informer that maintains the derived indexes.
+//! churn, for a CRD, for a slim projection of Pods and for ConfigMaps through a
+//! `foreign` index set; and the factory shares one informer that maintains the derived
+//! indexes.
 
 mod common;
 
@@ -16,6 +17,7 @@ use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::TestEnv;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
@@ -439,5 +441,241 @@ async fn the_factory_shares_one_informer_with_the_derived_indexes() {
     }
     factory.shutdown().await;
     other_factory.shutdown().await;
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+/// Typed indexes of ConfigMaps, a k8s-openapi type: declared on a local struct.
+#[derive(Informable)]
+#[informable(
+    kind = ConfigMap,
+    foreign,
+    index(name = "by_backup", owner(kind = "Backup", controller, name)),
+    index(name = "by_tier", path = "metadata.labels['tier']"),
+    index(name = "by_source", path = "data['source']")
+)]
+struct ConfigMapIndexes;
+
+const BACKUPS: [&str; 2] = ["nightly", "weekly"];
+const TIERS: [&str; 2] = ["web", "db"];
+const SOURCES: [&str; 2] = ["git", "s3"];
+
+impl Lcg {
+    /// One of `values`, or `null` (absent) one time in three.
+    fn maybe(&mut self, values: [&str; 2]) -> serde_json::Value {
+        match self.below(3) {
+            2 => serde_json::Value::Null,
+            i => values[i].into(),
+        }
+    }
+
+    /// `metadata.ownerReferences`: the controller reference of a Backup, a Backup
+    /// reference that is not the controller, or none (`null`).
+    fn backup_owners(&mut self) -> serde_json::Value {
+        let backup = BACKUPS[self.below(BACKUPS.len())];
+        let controller = match self.below(4) {
+            0 | 1 => true,
+            2 => false,
+            _ => return serde_json::Value::Null,
+        };
+        serde_json::json!([{
+            "apiVersion": "backup.example.com/v1",
+            "kind": "Backup",
+            "name": backup,
+            "uid": format!("uid-{backup}"),
+            "controller": controller,
+        }])
+    }
+}
+
+/// `value` without its `null` object members (which a merge patch reads as "remove",
+/// and a new object cannot hold).
+fn without_nulls(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(members) => members
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k, without_nulls(v)))
+            .collect(),
+        other => other,
+    }
+}
+
+/// Every query of the foreign indexes against what the server's list says; empty when
+/// they agree.
+fn config_map_disagreements(
+    lister: &Lister<ConfigMap>,
+    listed: &[ConfigMap],
+    namespace: &str,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut compare =
+        |what: String, cached: Vec<Arc<ConfigMap>>, filter: &dyn Fn(&ConfigMap) -> bool| {
+            let cached = sorted_names::<ConfigMap>(cached);
+            let expected = sorted_names::<ConfigMap>(listed.iter().filter(|c| filter(c)));
+            if cached != expected {
+                problems.push(format!("{what}: cache {cached:?}, server {expected:?}"));
+            }
+        };
+    for backup in BACKUPS {
+        let owned_by = |c: &ConfigMap| {
+            c.owner_references()
+                .iter()
+                .any(|r| r.kind == "Backup" && r.controller == Some(true) && r.name == backup)
+        };
+        compare(
+            format!("by_backup({backup})"),
+            lister.by_backup(backup),
+            &owned_by,
+        );
+        compare(
+            format!("namespaced by_index::<ByBackup>({backup})"),
+            lister.namespaced(namespace).by_index::<ByBackup>(backup),
+            &owned_by,
+        );
+    }
+    for tier in TIERS {
+        compare(format!("by_tier({tier})"), lister.by_tier(tier), &|c| {
+            c.labels().get("tier").map(String::as_str) == Some(tier)
+        });
+    }
+    for source in SOURCES {
+        compare(
+            format!("by_source({source})"),
+            lister.by_source(source),
+            &|c| {
+                c.data
+                    .as_ref()
+                    .and_then(|d| d.get("source"))
+                    .map(String::as_str)
+                    == Some(source)
+            },
+        );
+    }
+    problems
+}
+
+#[tokio::test]
+async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informers() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("derive-foreign").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let factory = |ns: &str| {
+        SharedInformerFactory::new(
+            env.client().unwrap(),
+            FactoryOptions::default().namespace(ns.to_owned()),
+        )
+    };
+    let sorted = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    let mut with_set: Vec<String> = ConfigMapIndexes::INDEX_NAMES
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    with_set.push(informer::store::NAMESPACE_INDEX.to_owned());
+    let with_set = sorted(with_set);
+
+    // Indexes added before the start, by two controllers sharing the informer.
+    let early = factory(&ns);
+    let early_config_maps = early.informer::<ConfigMap>();
+    ConfigMapIndexes::add_to(&early_config_maps.indexer());
+    ConfigMapIndexes::add_to(&early.informer::<ConfigMap>().indexer());
+    assert_eq!(sorted(early_config_maps.indexer().index_names()), with_set);
+    early.start();
+    assert!(early.wait_for_cache_sync().await.values().all(|ok| *ok));
+
+    let mut rng = Lcg(17);
+    let mut next_name = 0;
+    let mut late: Option<(SharedInformerFactory, SharedIndexInformer<ConfigMap>)> = None;
+    for round in 0..4 {
+        for _ in 0..20 {
+            let live = api.list(&ListParams::default()).await.unwrap().items;
+            match rng.below(10) {
+                0..=4 => {
+                    next_name += 1;
+                    let config_map: ConfigMap =
+                        serde_json::from_value(without_nulls(serde_json::json!({
+                            "metadata": {
+                                "name": format!("copy-{next_name}"),
+                                "labels": { "tier": rng.maybe(TIERS) },
+                                "ownerReferences": rng.backup_owners(),
+                            },
+                            "data": { "source": rng.maybe(SOURCES) },
+                        })))
+                        .unwrap();
+                    api.create(&PostParams::default(), &config_map)
+                        .await
+                        .unwrap();
+                }
+                5..=7 if !live.is_empty() => {
+                    let target = live[rng.below(live.len())].name_any();
+                    let patch = serde_json::json!({
+                        "metadata": {
+                            "labels": { "tier": rng.maybe(TIERS) },
+                            "ownerReferences": rng.backup_owners(),
+                        },
+                        "data": { "source": rng.maybe(SOURCES) },
+                    });
+                    api.patch(&target, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .unwrap();
+                }
+                _ if !live.is_empty() => {
+                    let target = live[rng.below(live.len())].name_any();
+                    api.delete(&target, &DeleteParams::default()).await.unwrap();
+                }
+                _ => {}
+            }
+        }
+        if round == 0 {
+            // A second factory's informer, indexed only after it has synced (and after a
+            // query added one index by itself): built over the cache, then maintained.
+            let factory = factory(&ns);
+            let config_maps = factory.informer::<ConfigMap>();
+            factory.start();
+            assert!(factory.wait_for_cache_sync().await.values().all(|ok| *ok));
+            let _ = config_maps.lister().by_tier("web");
+            ConfigMapIndexes::add_to(&config_maps.indexer());
+            assert_eq!(sorted(config_maps.indexer().index_names()), with_set);
+            late = Some((factory, config_maps));
+        }
+        let listed = api.list(&ListParams::default()).await.unwrap().items;
+        assert!(!listed.is_empty(), "the churn leaves ConfigMaps");
+        let listers = [
+            ("early", early_config_maps.lister()),
+            ("late", late.as_ref().unwrap().1.lister()),
+        ];
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let problems: Vec<String> = listers
+                .iter()
+                .flat_map(|(which, lister)| {
+                    config_map_disagreements(lister, &listed, &ns)
+                        .into_iter()
+                        .map(move |p| format!("{which}: {p}"))
+                })
+                .collect();
+            if problems.is_empty() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "round {round}: the foreign indexes disagree with the server:\n{}",
+                problems.join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // The churn reached every kind of key.
+    let lister = early_config_maps.lister();
+    assert!(BACKUPS.iter().all(|b| !lister.by_backup(*b).is_empty()));
+    assert!(TIERS.iter().all(|t| !lister.by_tier(*t).is_empty()));
+    assert!(SOURCES.iter().all(|s| !lister.by_source(*s).is_empty()));
+
+    early.shutdown().await;
+    if let Some((factory, _)) = late {
+        factory.shutdown().await;
+    }
     env.delete_namespace(&ns).await.unwrap();
 }

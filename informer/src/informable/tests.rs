@@ -4,16 +4,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
 
-use super::{__private, Informable};
-use crate::key::ObjectKey;
+use super::{__private, IndexSet, Informable};
+use crate::key::{KeyFn, ObjectKey};
 use crate::lister::Lister;
 use crate::shared_informer::InformerOptions;
-use crate::store::{Index, IndexFunc, IndexQuery, IndexedField, TypedIndex, Writer};
-use crate::test_support::names;
+use crate::store::{Index, IndexFunc, IndexQuery, IndexedField, Indexers, TypedIndex, Writer};
+use crate::test_support::{config_map, names};
 
 /// The keys `I` gives `object`, sorted.
 fn keys<K, I: Index<K>>(object: &K) -> Vec<String> {
@@ -383,6 +384,267 @@ fn a_slim_projection_decodes_a_full_pod_and_indexes_nested_fields() {
     assert_eq!(names(&lister.by_port(443)), ["web-0"]);
     assert!(lister.by_port(8080).is_empty());
     assert!(writer.indexer().get_by_key("u-2").is_some());
+}
+
+// --- Built-in types: a set of indexes declared on a local struct with `foreign`. ---
+
+mod foreign {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::Informable;
+
+    /// Typed indexes of ConfigMaps.
+    #[derive(Informable)]
+    #[informable(
+        crate = crate,
+        kind = ConfigMap,
+        foreign,
+        index(name = "by_backup", owner(kind = "Backup", controller, name)),
+        index(name = "by_app", path = "metadata.labels['app']"),
+        index(name = "by_data_owner", path = "data['owner']"),
+        index(name = "by_immutable", path = "immutable", value = bool),
+        index(name = "by_data_key", fn = data_keys),
+    )]
+    pub(super) struct ConfigMapIndexes;
+
+    fn data_keys(config_map: &ConfigMap) -> Vec<&str> {
+        config_map
+            .data
+            .iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    /// Typed indexes of Pods: deep paths into k8s-openapi's types, by JSON or Rust names.
+    #[derive(Informable)]
+    #[informable(
+        crate = crate,
+        kind = k8s_openapi::api::core::v1::Pod,
+        foreign,
+        lister_trait = PodQueries,
+        index(name = "by_node", path = "spec.nodeName"),
+        index(name = "by_image", path = "spec.containers.image"),
+        index(name = "by_port", path = "spec.containers.ports.containerPort", value = i32),
+        index(name = "by_phase", path = "status.phase"),
+        index(name = "by_service_account", path = "spec.service_account_name"),
+        index(name = "by_config_volume", path = "spec.volumes.configMap.name"),
+    )]
+    pub(super) struct PodIndexes;
+}
+
+fn backed_up(key: &str, backup: Option<(&str, bool)>, app: &str) -> ConfigMap {
+    let mut config_map = config_map(key, &[("app", app)], 1);
+    config_map.metadata.owner_references = backup.map(|(name, controller)| {
+        vec![
+            owner("Backup", name, &format!("uid-{name}"), controller),
+            owner("Widget", "w", "uid-w", false),
+        ]
+    });
+    config_map
+}
+
+#[test]
+fn foreign_indexes_find_keys_in_built_in_types() {
+    use foreign::{
+        ByBackup, ByConfigVolume, ByDataKey, ByDataOwner, ByImmutable, ByServiceAccount,
+    };
+
+    let mut cm = backed_up("ns/cm", Some(("nightly", true)), "shop");
+    cm.data = Some(
+        [("owner", "team-a"), ("extra", "x")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into(),
+    );
+    cm.immutable = Some(true);
+    assert_eq!(keys::<ConfigMap, ByBackup>(&cm), ["nightly"]);
+    assert_eq!(keys::<ConfigMap, foreign::ByApp>(&cm), ["shop"]);
+    assert_eq!(keys::<ConfigMap, ByDataOwner>(&cm), ["team-a"]);
+    assert_eq!(keys::<ConfigMap, ByImmutable>(&cm), ["true"]);
+    assert_eq!(keys::<ConfigMap, ByDataKey>(&cm), ["extra", "owner"]);
+    // Only the controller reference of kind Backup counts.
+    let not_controller = backed_up("ns/cm", Some(("nightly", false)), "shop");
+    assert!(keys::<ConfigMap, ByBackup>(&not_controller).is_empty());
+    assert!(keys::<ConfigMap, ByDataOwner>(&not_controller).is_empty());
+    assert_eq!(
+        <foreign::ByApp as Index<ConfigMap>>::indexed_field(),
+        IndexedField::Label("app")
+    );
+
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "web-0", "namespace": "shop" },
+        "spec": {
+            "nodeName": "n1",
+            "serviceAccountName": "web",
+            "containers": [
+                { "name": "web", "image": "nginx", "ports": [{ "containerPort": 80 }, { "containerPort": 443 }] },
+                { "name": "log", "image": "fluentd" },
+            ],
+            "volumes": [
+                { "name": "conf", "configMap": { "name": "web-conf" } },
+                { "name": "tmp", "emptyDir": {} },
+            ],
+        },
+        "status": { "phase": "Running" },
+    }))
+    .unwrap();
+    assert_eq!(keys::<Pod, foreign::ByNode>(&pod), ["n1"]);
+    assert_eq!(keys::<Pod, foreign::ByImage>(&pod), ["fluentd", "nginx"]);
+    assert_eq!(keys::<Pod, foreign::ByPort>(&pod), ["443", "80"]);
+    assert_eq!(keys::<Pod, foreign::ByPhase>(&pod), ["Running"]);
+    assert_eq!(keys::<Pod, ByServiceAccount>(&pod), ["web"]);
+    assert_eq!(keys::<Pod, ByConfigVolume>(&pod), ["web-conf"]);
+    let port: <foreign::ByPort as Index<Pod>>::Value = 443i32;
+    assert_eq!(foreign::ByPort::encode(&port), "443");
+    assert!(keys::<Pod, foreign::ByNode>(&Pod::default()).is_empty());
+}
+
+#[test]
+fn a_foreign_set_declares_its_indexes_on_the_struct_and_as_an_index_set() {
+    use foreign::{ConfigMapIndexes, PodIndexes};
+
+    assert_eq!(
+        ConfigMapIndexes::INDEX_NAMES,
+        [
+            "by_backup",
+            "by_app",
+            "by_data_owner",
+            "by_immutable",
+            "by_data_key"
+        ]
+    );
+    let names: Vec<String> = ConfigMapIndexes::indexers()
+        .names()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(names, ConfigMapIndexes::INDEX_NAMES);
+    assert_eq!(
+        <ConfigMapIndexes as IndexSet<ConfigMap>>::INDEX_NAMES,
+        ConfigMapIndexes::INDEX_NAMES
+    );
+    assert_eq!(
+        <PodIndexes as IndexSet<Pod>>::indexers().len(),
+        PodIndexes::INDEX_NAMES.len()
+    );
+    // An informer can maintain them from the start.
+    let options = InformerOptions::<ConfigMap>::default().indexers(ConfigMapIndexes::indexers());
+    assert_eq!(
+        options.indexers.names().collect::<Vec<_>>(),
+        ConfigMapIndexes::INDEX_NAMES
+    );
+}
+
+#[test]
+fn foreign_indexes_answer_typed_queries_on_listers() {
+    use foreign::{ByBackup, ConfigMapIndexes, ConfigMapIndexesExt, PodIndexes, PodQueries};
+
+    let mut writer =
+        Writer::with_indexers(KeyFn::meta_namespace(), ConfigMapIndexes::indexers()).unwrap();
+    writer.upsert(backed_up("a/copy-1", Some(("nightly", true)), "shop"));
+    writer.upsert(backed_up("b/copy-2", Some(("nightly", true)), "db"));
+    writer.upsert(backed_up("a/copy-3", Some(("weekly", true)), "shop"));
+    writer.upsert(backed_up("a/plain", None, "shop"));
+    let lister: Lister<ConfigMap> = Lister::new(writer.indexer());
+    assert_eq!(names(&lister.by_backup("nightly")), ["copy-1", "copy-2"]);
+    assert_eq!(
+        names(&lister.by_index::<ByBackup>(String::from("weekly"))),
+        ["copy-3"]
+    );
+    assert_eq!(
+        names(&lister.namespaced("a").by_backup("nightly")),
+        ["copy-1"]
+    );
+    assert_eq!(names(&lister.by_app("shop")), ["copy-1", "copy-3", "plain"]);
+    assert!(lister.by_immutable(true).is_empty());
+    assert_eq!(writer.indexer().by_backup("weekly").len(), 1);
+
+    // Updates move objects between keys; deletes remove them.
+    writer.upsert(backed_up("a/copy-1", Some(("weekly", true)), "shop"));
+    assert_eq!(names(&lister.by_backup("nightly")), ["copy-2"]);
+    assert_eq!(names(&lister.by_backup("weekly")), ["copy-1", "copy-3"]);
+    writer.delete_key(&ObjectKey::namespaced("a", "copy-3"));
+    assert_eq!(names(&lister.by_backup("weekly")), ["copy-1"]);
+
+    // Queries by an index the cache lacks add it first (Pods here have none).
+    let mut pods = Writer::<Pod>::new();
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "p", "namespace": "a" },
+        "spec": { "nodeName": "n1", "containers": [] },
+    }))
+    .unwrap();
+    pods.upsert(pod);
+    let pod_lister = Lister::new(pods.indexer());
+    assert_eq!(names(&pod_lister.by_node("n1")), ["p"]);
+    assert!(
+        pods.indexer()
+            .index_names()
+            .contains(&PodIndexes::INDEX_NAMES[0].to_owned())
+    );
+}
+
+#[test]
+fn add_to_adds_only_the_missing_indexes_of_a_set() {
+    use foreign::{ConfigMapIndexes, ConfigMapIndexesExt};
+
+    let mut writer = Writer::<ConfigMap>::new();
+    writer.upsert(backed_up("a/copy", Some(("nightly", true)), "shop"));
+    let indexer = writer.indexer();
+    // A typed query has added one of the set's indexes already.
+    assert_eq!(names(&indexer.by_app("shop")), ["copy"]);
+    assert!(
+        indexer.add_indexers(ConfigMapIndexes::indexers()).is_err(),
+        "all or nothing: `add_indexers` refuses the set"
+    );
+    ConfigMapIndexes::add_to(&indexer);
+    let mut expected: Vec<String> = ConfigMapIndexes::INDEX_NAMES
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    expected.push(crate::store::NAMESPACE_INDEX.to_owned());
+    expected.sort();
+    let sorted = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    assert_eq!(sorted(indexer.index_names()), expected);
+    // Built over the current content, maintained from then on; a second call (another
+    // component sharing the informer) changes nothing.
+    assert_eq!(names(&indexer.by_backup("nightly")), ["copy"]);
+    <ConfigMapIndexes as IndexSet<ConfigMap>>::add_to(&indexer);
+    assert_eq!(sorted(indexer.index_names()), expected);
+    writer.upsert(backed_up("b/copy", Some(("nightly", true)), "db"));
+    assert_eq!(names(&indexer.by_backup("nightly")), ["copy", "copy"]);
+
+    // Many components at once: each index is defined exactly once.
+    let fresh = Writer::<ConfigMap>::new();
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            let indexer = fresh.indexer();
+            scope.spawn(move || ConfigMapIndexes::add_to(&indexer));
+        }
+    });
+    assert_eq!(sorted(fresh.indexer().index_names()), expected);
+}
+
+/// A hand-written set that names one index twice.
+struct Twice;
+
+impl IndexSet<ConfigMap> for Twice {
+    const INDEX_NAMES: &'static [&'static str] = &["by_app", "by_app"];
+
+    fn indexers() -> Indexers<ConfigMap> {
+        Indexers::new()
+            .with_index::<foreign::ByApp>()
+            .with_index::<foreign::ByApp>()
+    }
+}
+
+#[test]
+fn add_to_defines_a_name_given_twice_once() {
+    let writer = Writer::<ConfigMap>::new();
+    Twice::add_to(&writer.indexer());
+    let names = writer.indexer().index_names();
+    assert_eq!(names.iter().filter(|n| *n == "by_app").count(), 1);
 }
 
 // --- The derive's runtime. ---

@@ -1,0 +1,20 @@
+// Indexes of a type of another crate without `foreign`: the derive would implement
+// `Informable` for `ConfigMap`, which the orphan rule forbids. Named for the type's
+// indexes, the struct gets a hint from the derive; otherwise rustc's error points at
+// the type.
+use informer::informable::Informable;
+use k8s_openapi::api::core::v1::ConfigMap;
+
+#[derive(Informable)]
+#[informable(kind = ConfigMap, index(name = "by_app", path = "metadata.labels['app']"))]
+pub struct ConfigMapIndexes;
+
+mod copies {
+    use super::{ConfigMap, Informable};
+
+    #[derive(Informable)]
+    #[informable(kind = ConfigMap, index(name = "by_tier", path = "metadata.labels['tier']"))]
+    pub struct BackupCopies;
+}
+
+fn main() {}
