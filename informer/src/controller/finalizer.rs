@@ -16,7 +16,7 @@
 //! 4. an object being deleted that does not carry the finalizer (its cleanup is done,
 //!    or it never got one) is not reconciled.
 //!
-//! Both patches go through the [`TrackedApi`](super::TrackedApi), so the next reconcile
+//! Both patches go through the [`super::TrackedApi`], so the next reconcile
 //! of the key waits until the cache shows them.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

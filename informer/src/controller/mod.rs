@@ -26,7 +26,7 @@
 //!   overall), a fixed delay, or giving up. A panic is contained and retried.
 //! - **Deletions.** [`cleanup`](Controller::cleanup) runs for a deleted object's last
 //!   state; with a [`finalizer`](Controller::finalizer) it also covers deletions made
-//!   while the controller was down (see [`finalizer`](self::finalizer)).
+//!   while the controller was down (see [`finalizer`]).
 //! - **Read-your-writes.** Writes made through [`Context::api`] are remembered, and the
 //!   next reconcile of the same key waits (bounded) until the cache shows them, so a
 //!   quick requeue never creates a second child (see [`read_your_writes`]).
