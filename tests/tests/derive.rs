@@ -583,7 +583,7 @@ async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informe
     ConfigMapIndexes::add_to(&early.informer::<ConfigMap>().indexer());
     assert_eq!(sorted(early_config_maps.indexer().index_names()), with_set);
     early.start();
-    assert!(early.wait_for_cache_sync().await.values().all(|ok| *ok));
+    assert!(early.wait_for_cache_sync().await.is_ok());
 
     let mut rng = Lcg(17);
     let mut next_name = 0;
@@ -634,7 +634,7 @@ async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informe
             let factory = factory(&ns);
             let config_maps = factory.informer::<ConfigMap>();
             factory.start();
-            assert!(factory.wait_for_cache_sync().await.values().all(|ok| *ok));
+            assert!(factory.wait_for_cache_sync().await.is_ok());
             let _ = config_maps.lister().by_tier("web");
             ConfigMapIndexes::add_to(&config_maps.indexer());
             assert_eq!(sorted(config_maps.indexer().index_names()), with_set);
