@@ -86,7 +86,7 @@ async fn crd_controller_reconciles_kits_from_index_queries() {
     let lines: Vec<&str> = stdout.lines().collect();
     let moved = lines
         .iter()
-        .position(|l| *l == "Moved spring to kit-a")
+        .position(|l| *l == "Moving spring to kit-a")
         .unwrap_or_else(|| panic!("no move in:\n{stdout}"));
     let (before, after) = lines.split_at(moved);
     // Kits are reconciled in any order, maybe more than once: what each kit saw last

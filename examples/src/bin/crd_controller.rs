@@ -86,12 +86,12 @@ async fn main() -> anyhow::Result<()> {
             // Move `spring` to kit-a: both kits hear of it through its owner reference.
             let patch =
                 serde_json::json!({ "metadata": { "ownerReferences": [owner_ref(&kit_a)] } });
-            match api
+            println!("Moving spring to kit-a");
+            if let Err(error) = api
                 .patch("spring", &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
-                Ok(_) => println!("Moved spring to kit-a"),
-                Err(error) => return eprintln!("could not move spring: {error}"),
+                return eprintln!("could not move spring: {error}");
             }
             wait_for(&seen, &[("kit-a", 3), ("kit-b", 1)]).await;
         }
