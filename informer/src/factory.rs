@@ -55,13 +55,11 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -73,71 +71,11 @@ use crate::lock::MutexExt;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields, SyncError};
 use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
 
-/// Where an informer looks: a namespace (or all) and selectors.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct InformerScope {
-    /// Only this namespace (ignored for cluster-scoped types); `None`: all.
-    pub namespace: Option<String>,
-    /// Only objects matching this label selector.
-    pub label_selector: Option<String>,
-    /// Only objects matching this field selector.
-    pub field_selector: Option<String>,
-}
+mod scope;
+mod sync_error;
 
-/// Scopes the factory knows how to address.
-pub trait FactoryScope {
-    /// Whether objects of this scope live in namespaces.
-    fn is_namespaced() -> bool;
-
-    /// An [`Api`](kube::Api) for `K` in `namespace` (ignored for cluster-scoped types;
-    /// `None`: every namespace), for code generic over the scope, such as a
-    /// controller writing the objects it reconciles.
-    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>;
-}
-impl FactoryScope for NamespaceResourceScope {
-    fn is_namespaced() -> bool {
-        true
-    }
-
-    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>,
-    {
-        match namespace {
-            Some(namespace) => kube::Api::namespaced(client, namespace),
-            None => kube::Api::all(client),
-        }
-    }
-}
-impl FactoryScope for ClusterResourceScope {
-    fn is_namespaced() -> bool {
-        false
-    }
-
-    fn api<K>(client: Client, _namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>,
-    {
-        kube::Api::all(client)
-    }
-}
-impl FactoryScope for DynamicResourceScope {
-    fn is_namespaced() -> bool {
-        true
-    }
-
-    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>,
-    {
-        match namespace {
-            Some(namespace) => kube::Api::namespaced_with(client, namespace, &()),
-            None => kube::Api::all(client),
-        }
-    }
-}
+pub use scope::{FactoryScope, InformerScope};
+pub use sync_error::{CacheSyncError, Unsynced};
 
 type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 type MetadataTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
@@ -296,84 +234,6 @@ where
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// Why [`SharedInformerFactory::wait_for_cache_sync`] (or
-/// [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within))
-/// did not see every informer sync. Informers are named by type and namespace
-/// (`ConfigMap in default`, `Namespace`).
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum CacheSyncError {
-    /// Informers were asked for but not started: [`start`](SharedInformerFactory::start)
-    /// was not called, or not since they were asked for. Empty when the factory was
-    /// never started and has no informer either.
-    #[error(
-        "{}: call start() after asking for informers and before waiting for them",
-        not_started(informers)
-    )]
-    NotStarted {
-        /// The informers never started, by name, sorted.
-        informers: Vec<String>,
-    },
-    /// The factory shut down before these informers synced.
-    #[error("the factory shut down before {} synced", list(unsynced))]
-    ShutDown {
-        /// The informers not synced, sorted by name.
-        unsynced: Vec<Unsynced>,
-    },
-    /// The time given to [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within)
-    /// ran out before these informers synced (they go on trying).
-    #[error("not synced after {after:?}: {}", list(unsynced))]
-    TimedOut {
-        /// How long the wait was.
-        after: Duration,
-        /// The informers not synced, sorted by name, with why their last list failed.
-        unsynced: Vec<Unsynced>,
-    },
-}
-
-impl CacheSyncError {
-    /// The informers not synced with why, for [`ShutDown`](Self::ShutDown) and
-    /// [`TimedOut`](Self::TimedOut); empty for [`NotStarted`](Self::NotStarted).
-    pub fn unsynced(&self) -> &[Unsynced] {
-        match self {
-            Self::ShutDown { unsynced } | Self::TimedOut { unsynced, .. } => unsynced,
-            Self::NotStarted { .. } => &[],
-        }
-    }
-}
-
-/// An informer that had not synced when the wait ended, and why.
-#[derive(Debug, Clone)]
-pub struct Unsynced {
-    /// The informer's name: its type, and namespace if it has one (`ConfigMap in default`).
-    pub informer: String,
-    /// Why its last list (or streaming list) failed; `None` while the first one is
-    /// still under way (or it never started).
-    pub last_error: Option<SyncError>,
-}
-
-impl fmt::Display for Unsynced {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.last_error {
-            Some(error) => write!(f, "{} ({error})", self.informer),
-            None => f.write_str(&self.informer),
-        }
-    }
-}
-
-fn not_started(informers: &[String]) -> String {
-    match informers {
-        [] => "nothing was started".to_owned(),
-        [one] => format!("{one} was never started"),
-        many => format!("{} were never started", many.join(", ")),
-    }
-}
-
-fn list(unsynced: &[Unsynced]) -> String {
-    let names: Vec<String> = unsynced.iter().map(ToString::to_string).collect();
-    names.join(", ")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

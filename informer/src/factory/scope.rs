@@ -1,0 +1,71 @@
+//! Where the factory's informers look: a namespace and selectors ([`InformerScope`]),
+//! and the resource scopes it can address generically ([`FactoryScope`]).
+
+use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
+use kube::{Client, Resource};
+
+/// Where an informer looks: a namespace (or all) and selectors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct InformerScope {
+    /// Only this namespace (ignored for cluster-scoped types); `None`: all.
+    pub namespace: Option<String>,
+    /// Only objects matching this label selector.
+    pub label_selector: Option<String>,
+    /// Only objects matching this field selector.
+    pub field_selector: Option<String>,
+}
+
+/// Scopes the factory knows how to address.
+pub trait FactoryScope {
+    /// Whether objects of this scope live in namespaces.
+    fn is_namespaced() -> bool;
+
+    /// An [`Api`](kube::Api) for `K` in `namespace` (ignored for cluster-scoped types;
+    /// `None`: every namespace), for code generic over the scope, such as a
+    /// controller writing the objects it reconciles.
+    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>;
+}
+impl FactoryScope for NamespaceResourceScope {
+    fn is_namespaced() -> bool {
+        true
+    }
+
+    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>,
+    {
+        match namespace {
+            Some(namespace) => kube::Api::namespaced(client, namespace),
+            None => kube::Api::all(client),
+        }
+    }
+}
+impl FactoryScope for ClusterResourceScope {
+    fn is_namespaced() -> bool {
+        false
+    }
+
+    fn api<K>(client: Client, _namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>,
+    {
+        kube::Api::all(client)
+    }
+}
+impl FactoryScope for DynamicResourceScope {
+    fn is_namespaced() -> bool {
+        true
+    }
+
+    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
+    where
+        K: Resource<Scope = Self, DynamicType = ()>,
+    {
+        match namespace {
+            Some(namespace) => kube::Api::namespaced_with(client, namespace, &()),
+            None => kube::Api::all(client),
+        }
+    }
+}
