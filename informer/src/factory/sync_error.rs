@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use crate::reflector::SyncError;
 
-/// Why [`SharedInformerFactory::wait_for_cache_sync`] (or
-/// [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within))
+/// Why [`SharedInformerFactory::wait_for_cache_sync`](crate::factory::SharedInformerFactory::wait_for_cache_sync) (or
+/// [`wait_for_cache_sync_within`](crate::factory::SharedInformerFactory::wait_for_cache_sync_within))
 /// did not see every informer sync. Informers are named by type and namespace
 /// (`ConfigMap in default`, `Namespace`).
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum CacheSyncError {
-    /// Informers were asked for but not started: [`start`](SharedInformerFactory::start)
+    /// Informers were asked for but not started: [`start`](crate::factory::SharedInformerFactory::start)
     /// was not called, or not since they were asked for. Empty when the factory was
     /// never started and has no informer either.
     #[error(
@@ -29,7 +29,7 @@ pub enum CacheSyncError {
         /// The informers not synced, sorted by name.
         unsynced: Vec<Unsynced>,
     },
-    /// The time given to [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within)
+    /// The time given to [`wait_for_cache_sync_within`](crate::factory::SharedInformerFactory::wait_for_cache_sync_within)
     /// ran out before these informers synced (they go on trying).
     #[error("not synced after {after:?}: {}", list(unsynced))]
     TimedOut {
