@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{eventually, eventually_async};
+use common::{eventually, eventually_async, spawn_until_stopped as spawn};
 use informer::controller::{Context, Controller, Retry, backoff};
 use informer::events::EventSpec;
 use informer::factory::{FactoryOptions, SharedInformerFactory};
@@ -19,10 +19,9 @@ use informer::workqueue::{Action, ItemExponentialFailureRateLimiter, QueueConfig
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{CustomResource, CustomResourceExt, ResourceExt};
+use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::sync::oneshot;
 
 /// A backup of a ConfigMap: the controller keeps an owned copy `{name}-copy` of the
 /// target's data.
@@ -83,7 +82,7 @@ async fn copy_target(backup: Arc<Backup>, ctx: Context<Backup>) -> Result<Action
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {
             "name": format!("{}-copy", backup.name_any()),
-            "ownerReferences": [ctx.controller_reference(&backup)],
+            "ownerReferences": [backup.controller_owner_ref(&())],
         },
         "data": wanted,
     });
@@ -95,36 +94,6 @@ async fn copy_target(backup: Arc<Backup>, ctx: Context<Backup>) -> Result<Action
         )
         .await?;
     Ok(Action::Done)
-}
-
-/// A controller run in a task; [`Running::stop`] shuts it down and waits.
-struct Running {
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), informer::controller::ControllerError>>,
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.send(()).ok();
-        tokio::time::timeout(Duration::from_secs(10), self.task)
-            .await
-            .expect("the controller stopped in time")
-            .expect("the controller did not panic")
-            .expect("the controller ran");
-    }
-}
-
-fn spawn<F>(run: impl FnOnce(oneshot::Receiver<()>) -> F) -> Running
-where
-    F: Future<Output = Result<(), informer::controller::ControllerError>> + Send + 'static,
-{
-    let (stop, stopped) = oneshot::channel();
-    let task = tokio::spawn(run(stopped));
-    Running { stop, task }
-}
-
-async fn stopped(stop: oneshot::Receiver<()>) {
-    stop.await.ok();
 }
 
 async fn wait_for_copy(cms: &Api<ConfigMap>, name: &str, value: &str) {
@@ -166,7 +135,7 @@ async fn owned_and_watched_changes_reconcile_the_primary_through_owner_refs_and_
                 .namespaced(&cm.namespace().unwrap_or_default())
                 .by_target(cm.name_any())
         });
-    let running = spawn(|stop| controller.run(copy_target, backoff, stopped(stop)));
+    let running = spawn(|stop| controller.run(copy_target, backoff, stop));
     wait_for_copy(&cms, "nightly-copy", "v1").await;
 
     // The owned copy drifts: its controller reference brings the Backup back.
@@ -213,7 +182,7 @@ async fn the_finalizer_runs_the_cleanup_even_for_a_deletion_made_while_the_contr
             controller.run(
                 |_, _| async { Ok::<_, kube::Error>(Action::Done) },
                 backoff,
-                stopped(stop),
+                stop,
             )
         })
     };
@@ -306,7 +275,7 @@ async fn a_reconcile_requeued_at_once_never_creates_a_second_child() {
                         "apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {
                             "generateName": format!("{}-", backup.name_any()),
-                            "ownerReferences": [ctx.controller_reference(&backup)],
+                            "ownerReferences": [backup.controller_owner_ref(&())],
                         },
                     });
                     let child: ConfigMap = serde_json::from_value(child).unwrap();
@@ -326,7 +295,7 @@ async fn a_reconcile_requeued_at_once_never_creates_a_second_child() {
     let controller = Controller::<Backup>::new(&factory)
         .owns::<ConfigMap>()
         .workers(4);
-    let running = spawn(|stop| controller.run(reconcile, backoff, stopped(stop)));
+    let running = spawn(|stop| controller.run(reconcile, backoff, stop));
     eventually(
         "20 reconciles of every Backup",
         Duration::from_secs(30),
@@ -397,7 +366,7 @@ async fn the_error_policy_chooses_backoff_a_fixed_delay_or_giving_up() {
         ItemExponentialFailureRateLimiter::new(Duration::from_millis(20), Duration::from_secs(10)),
     );
     let controller = Controller::<Backup>::new(&factory).queue(queue);
-    let running = spawn(|stop| controller.run(reconcile, policy, stopped(stop)));
+    let running = spawn(|stop| controller.run(reconcile, policy, stop));
     tokio::time::sleep(Duration::from_millis(1500)).await;
     running.stop().await;
 
@@ -440,7 +409,7 @@ async fn shutdown_removes_the_controllers_handlers_and_ends_its_workers() {
     let controller = Controller::<Backup>::new(&factory)
         .owns::<ConfigMap>()
         .reads::<ConfigMap>();
-    let running = spawn(|stop| controller.run(copy_target, backoff, stopped(stop)));
+    let running = spawn(|stop| controller.run(copy_target, backoff, stop));
     eventually("the controller's handlers", Duration::from_secs(20), || {
         backups_informer.handler_count() == 1 && cms_informer.handler_count() == 2
     })
@@ -507,7 +476,7 @@ async fn events_published_by_reconciles_fold_into_one_series() {
         }
     };
     let controller = Controller::<Backup>::new(&factory);
-    let running = spawn(|stop| controller.run(reconcile, backoff, stopped(stop)));
+    let running = spawn(|stop| controller.run(reconcile, backoff, stop));
     eventually("10 reconciles", Duration::from_secs(20), || {
         rounds.load(std::sync::atomic::Ordering::SeqCst) >= 10
     })

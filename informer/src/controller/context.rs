@@ -10,7 +10,6 @@ use kube::{Api, Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::mapping::controller_uid;
 use super::read_your_writes::{CacheProbe, Expectation, ReadYourWrites, Written};
 use super::registry::Registry;
 use crate::events::{EventSpec, Published, Recorder, object_reference};
@@ -160,21 +159,6 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
         self.shared
             .recorder
             .publish(&object_reference(object), event)
-    }
-
-    /// A controller owner reference to `owner`, to put in a child's
-    /// `metadata.ownerReferences` (what [`owns`](super::Controller::owns) maps back).
-    pub fn controller_reference(
-        &self,
-        owner: &K,
-    ) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
-        owner.controller_owner_ref(&())
-    }
-
-    /// Whether `child` names `owner`'s kind as its controller (and which UID).
-    pub fn is_controlled_by<C: Resource>(&self, child: &C, owner: &K) -> bool {
-        controller_uid::<K, C>(child)
-            .is_some_and(|uid| Some(uid.as_str()) == owner.meta().uid.as_deref())
     }
 }
 

@@ -39,7 +39,7 @@
 //! use k8s_openapi::api::apps::v1::Deployment;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::api::{Patch, PatchParams};
-//! use kube::ResourceExt;
+//! use kube::{Resource, ResourceExt};
 //!
 //! /// Keeps a ConfigMap `{name}-replicas` beside every Deployment, owned by it.
 //! async fn reconcile(deployment: Arc<Deployment>, ctx: Context<Deployment>) -> Result<Action, kube::Error> {
@@ -51,7 +51,7 @@
 //!     }
 //!     let child = serde_json::json!({
 //!         "apiVersion": "v1", "kind": "ConfigMap",
-//!         "metadata": { "name": name, "ownerReferences": [ctx.controller_reference(&deployment)] },
+//!         "metadata": { "name": name, "ownerReferences": [deployment.controller_owner_ref(&())] },
 //!         "data": { "replicas": replicas.to_string() },
 //!     });
 //!     ctx.api::<ConfigMap>()

@@ -2,6 +2,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::future::Future;
+
+use futures::future::BoxFuture;
 use std::time::Duration;
 
 use informer::testenv::TestEnv;
@@ -118,14 +120,15 @@ pub async fn expire_watches_on_app_watched(env: &TestEnv, api: &Api<ConfigMap>) 
     env.compact_etcd().await.unwrap();
 }
 
-/// A running informer: stop it with [`Running::stop`].
-pub struct Running {
+/// A running informer (or anything else run until stopped, such as a controller):
+/// stop it with [`Running::stop`].
+pub struct Running<E = informer::shared_informer::InformerError> {
     stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), informer::shared_informer::InformerError>>,
+    task: tokio::task::JoinHandle<Result<(), E>>,
 }
 
-impl Running {
-    /// Stops the informer and waits (at most 10 s) until `run` has returned.
+impl<E: std::fmt::Debug> Running<E> {
+    /// Stops it and waits (at most 10 s) until its run has returned `Ok`.
     pub async fn stop(self) {
         self.stop.send(()).ok();
         tokio::time::timeout(Duration::from_secs(10), self.task)
@@ -136,19 +139,24 @@ impl Running {
     }
 }
 
+/// Spawns `run(stopped)`, where `stopped` completes when [`Running::stop`] is called.
+pub fn spawn_until_stopped<F, E>(run: impl FnOnce(BoxFuture<'static, ()>) -> F) -> Running<E>
+where
+    F: Future<Output = Result<(), E>> + Send + 'static,
+    E: Send + 'static,
+{
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(Box::pin(async {
+        stopped.await.ok();
+    })));
+    Running { stop, task }
+}
+
 /// Runs `informer` in a task (client-go's `go informer.Run(stop)`).
 pub fn spawn_run<K>(informer: &informer::shared_informer::SharedIndexInformer<K>) -> Running
 where
     K: kube::Resource + Send + Sync + 'static,
 {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let informer = informer.clone();
-    let task = tokio::spawn(async move {
-        informer
-            .run(async {
-                stopped.await.ok();
-            })
-            .await
-    });
-    Running { stop, task }
+    spawn_until_stopped(|stopped| async move { informer.run(stopped).await })
 }
