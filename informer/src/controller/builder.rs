@@ -124,9 +124,11 @@ where
         }
         self.registry.register(&informer);
         self.registry.set_owner_index::<C>(index);
-        self.wires.push(mapping_wire(&informer, |child: &C| {
-            controller_key::<K>(child.meta())
-        }));
+        self.wires.push(mapping_wire(
+            &informer,
+            |child: &C| controller_key::<K>(child.meta()),
+            |_| {},
+        ));
         self
     }
 
@@ -149,11 +151,15 @@ where
         let informer = self.factory.informer::<W>();
         self.registry.register(&informer);
         let primaries = self.primary.lister();
-        self.wires.push(mapping_wire(&informer, move |watched: &W| {
-            mapper(watched, &primaries)
-                .into_iter()
-                .map(IntoPrimaryKey::into_primary_key)
-        }));
+        self.wires.push(mapping_wire(
+            &informer,
+            move |watched: &W| {
+                mapper(watched, &primaries)
+                    .into_iter()
+                    .map(IntoPrimaryKey::into_primary_key)
+            },
+            |_| {},
+        ));
         self
     }
 
@@ -167,8 +173,9 @@ where
     {
         let informer = self.factory.informer::<C>();
         self.registry.register(&informer);
+        // Maps to no key, but wakes read-your-writes waiters on every change.
         self.wires
-            .push(mapping_wire(&informer, |_: &C| None::<ObjectKey>));
+            .push(mapping_wire(&informer, |_: &C| None::<ObjectKey>, |_| {}));
         self
     }
 
@@ -282,7 +289,7 @@ where
         P: Fn(&K, &E, &Context<K>) -> Retry + Send + Sync + 'static,
         S: Future<Output = ()> + Send,
     {
-        let queue = self.queue.clone().unwrap_or_else(|| {
+        let queue = self.queue.unwrap_or_else(|| {
             WorkQueue::with_config(
                 QueueConfig::default().name(self.name.clone()),
                 default_controller_rate_limiter(),
@@ -295,8 +302,20 @@ where
         };
         let tombstones: Tombstones<K> = Arc::default();
         let mut wires = self.wires;
+        // The primary's changes queue its own key; with a cleanup to run, a deletion
+        // first leaves the last state where the worker taking the key finds it.
         let remember_deleted = self.cleanup.is_some().then(|| Arc::clone(&tombstones));
-        wires.push(primary_wire(&self.primary, remember_deleted));
+        wires.push(mapping_wire(
+            &self.primary,
+            |object: &K| Some(ObjectKey::of(object)),
+            move |gone: &Arc<K>| {
+                if let Some(tombstones) = &remember_deleted {
+                    tombstones
+                        .locked()
+                        .insert(ObjectKey::of(gone.as_ref()), Arc::clone(gone));
+                }
+            },
+        ));
         let mut unwires = Unwires(Vec::new());
         for wire in wires {
             let unwire = wire(&wiring).map_err(|(kind, _)| ControllerError::InformerStopped {
@@ -375,44 +394,14 @@ impl Drop for Unwires {
     }
 }
 
-/// The primary's handler: every change queues the object's key; a deletion first
-/// leaves the last state in `tombstones` (when there is a cleanup to run), so the
-/// worker that takes the key finds it.
-fn primary_wire<K>(informer: &SharedIndexInformer<K>, tombstones: Option<Tombstones<K>>) -> Wire
-where
-    K: Resource + Send + Sync + 'static,
-{
-    let informer = informer.clone();
-    Box::new(move |wiring: &Wiring| {
-        let (queue, changed) = (wiring.queue.clone(), Arc::clone(&wiring.cache_changed));
-        let enqueue = move |object: &K| {
-            queue.add(ObjectKey::of(object));
-            changed.notify_waiters();
-        };
-        let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
-        let registration = informer
-            .add_event_handler(
-                ResourceEventHandlerFns::new()
-                    .on_add(move |object: &Arc<K>, _| on_add(object))
-                    .on_update(move |_, new: &Arc<K>| on_update(new))
-                    .on_delete(move |gone: DeletedObject<K>| {
-                        let object = gone.object();
-                        if let Some(tombstones) = &tombstones {
-                            tombstones
-                                .locked()
-                                .insert(ObjectKey::of(object.as_ref()), Arc::clone(object));
-                        }
-                        on_delete(object);
-                    }),
-            )
-            .map_err(|error| (crate::key::short_type_name::<K>(), error))?;
-        Ok(Box::new(move || registration.remove()) as Unwire)
-    })
-}
-
 /// A handler queueing the keys `map` gives for each state an event carries (old and
-/// new on update), and telling read-your-writes waiters the cache changed.
-fn mapping_wire<C, M, I>(informer: &SharedIndexInformer<C>, map: M) -> Wire
+/// new on update), and telling read-your-writes waiters the cache changed. `on_gone`
+/// sees a deleted object before its keys are queued.
+fn mapping_wire<C, M, I>(
+    informer: &SharedIndexInformer<C>,
+    map: M,
+    on_gone: impl Fn(&Arc<C>) + Send + 'static,
+) -> Wire
 where
     C: Resource + Send + Sync + 'static,
     M: Fn(&C) -> I + Send + Sync + 'static,
@@ -440,7 +429,10 @@ where
                         on_update(old);
                         on_update(new);
                     })
-                    .on_delete(move |gone: DeletedObject<C>| on_delete(gone.object())),
+                    .on_delete(move |gone: DeletedObject<C>| {
+                        on_gone(gone.object());
+                        on_delete(gone.object());
+                    }),
             )
             .map_err(|error| (crate::key::short_type_name::<C>(), error))?;
         Ok(Box::new(move || registration.remove()) as Unwire)
