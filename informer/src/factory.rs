@@ -96,6 +96,8 @@ pub struct FactoryOptions {
     reflector: reflector::Config,
     queue: QueueKind,
     queue_per_type: HashMap<TypeId, QueueKind>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl std::fmt::Debug for FactoryOptions {
@@ -202,6 +204,16 @@ impl FactoryOptions {
         self.queue_per_type.insert(TypeId::of::<K>(), kind);
         self
     }
+
+    /// Reports every informer of the factory to `metrics`, and every
+    /// [`Controller`](crate::controller::Controller) built on the factory its queue
+    /// and reconciles (see [`crate::metrics`]).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
 }
 
 /// What the factory needs of an informer of any type.
@@ -209,6 +221,8 @@ trait ManagedInformer: HasSynced {
     fn run(&self, shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()>;
     fn last_sync_error(&self) -> Option<SyncError>;
     fn as_any(&self) -> &dyn Any;
+    #[cfg(feature = "metrics")]
+    fn sample(&self, name: &str) -> crate::metrics::InformerSample;
 }
 
 impl<K> ManagedInformer for SharedIndexInformer<K>
@@ -233,6 +247,11 @@ where
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    #[cfg(feature = "metrics")]
+    fn sample(&self, name: &str) -> crate::metrics::InformerSample {
+        crate::metrics::InformerSample::of(name.to_owned(), self)
     }
 }
 
@@ -291,18 +310,31 @@ impl SharedInformerFactory {
     /// only the socket address the connection failed at, when known;
     /// [`from_config`](Self::from_config) names the configured URL.
     pub fn new(client: Client, options: FactoryOptions) -> Self {
+        let state = Arc::new(Mutex::new(State {
+            informers: HashMap::new(),
+            tasks: Vec::new(),
+            started: false,
+            shut_down: false,
+        }));
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &options.metrics {
+            metrics.observe(Box::new(FactoryInformers(Arc::downgrade(&state))));
+        }
         Self {
             client,
             server_url: None,
             options: Arc::new(options),
-            state: Arc::new(Mutex::new(State {
-                informers: HashMap::new(),
-                tasks: Vec::new(),
-                started: false,
-                shut_down: false,
-            })),
+            state,
             shutdown: watch::Sender::new(false),
         }
+    }
+
+    /// The metrics given in [`FactoryOptions::metrics`], which the controllers built on
+    /// the factory report to.
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
+        self.options.metrics.as_ref()
     }
 
     /// The client the factory's informers use.
@@ -417,10 +449,7 @@ impl SharedInformerFactory {
             return (informer, false);
         }
         let informer = self.make::<K>(&key.scope, base());
-        let name = match &key.scope.namespace {
-            Some(ns) => format!("{} in {ns}", short_type_name::<K>()),
-            None => short_type_name::<K>().to_owned(),
-        };
+        let name = key.scope.name_for(short_type_name::<K>());
         state.informers.insert(
             key,
             Entry {
@@ -609,6 +638,28 @@ impl SharedInformerFactory {
     /// Whether the factory has made no informer yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// A factory's informers as the metrics see them, held weakly: metrics do not keep a
+/// dropped factory's informers alive.
+#[cfg(feature = "metrics")]
+struct FactoryInformers(std::sync::Weak<Mutex<State>>);
+
+#[cfg(feature = "metrics")]
+impl crate::metrics::InformerSource for FactoryInformers {
+    fn sample(&self, samples: &mut Vec<crate::metrics::InformerSample>) -> bool {
+        let Some(state) = self.0.upgrade() else {
+            return false;
+        };
+        let state = state.locked();
+        samples.extend(
+            state
+                .informers
+                .values()
+                .map(|entry| entry.informer.sample(&entry.name)),
+        );
+        true
     }
 }
 

@@ -45,6 +45,8 @@
 //!   that drives a controller's reconcile loop.
 //! - [`events`]: an `events.k8s.io/v1` event [`Recorder`](events::Recorder) with
 //!   client-go's series and spam filter, writing in the background.
+//! - `metrics` (feature `metrics`): Prometheus metrics of queues, controllers,
+//!   informers and reflectors, with client-go's and controller-runtime's names.
 //! - `testenv` (feature `testenv`): a real kube-apiserver and etcd on loopback.
 //!
 //! Cached objects leave out `metadata.managedFields`: they are skipped while decoding,
@@ -98,6 +100,9 @@ pub mod fifo;
 pub mod informable;
 pub mod key;
 pub mod lister;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod reflector;
 pub mod shared_informer;
 pub mod store;

@@ -7,6 +7,11 @@
 //! its first two syncs to show the retries (`ctx.retries()` is client-go's
 //! `NumRequeues`).
 //!
+//! The controller's Prometheus metrics (feature `metrics`: the workqueue's with
+//! client-go's names, the reconciles' with controller-runtime's, the informers') are
+//! served over HTTP at `/metrics`; at the end the demo scrapes its own endpoint and
+//! prints what it shows about the queue and the reconciles.
+//!
 //! Run: `cargo run --bin controller` (uses your kubeconfig's cluster, or starts an
 //! embedded control plane when none is configured). It creates `web` and `flaky`,
 //! deletes `web`, and exits once both are dealt with, or at Ctrl-C.
@@ -15,11 +20,15 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use informer::metrics::Metrics;
+use informer::metrics::prometheus_client::{encoding::text::encode, registry::Registry};
 use informer::prelude::*;
 use informer_examples::Cluster;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// Pods with this annotation fail that many syncs before succeeding.
 const FAIL_TIMES: &str = "example.informer.dev/fail-times";
@@ -32,10 +41,18 @@ async fn main() -> anyhow::Result<()> {
     informer_examples::init_tracing();
     let cluster = Cluster::connect().await?;
     let namespace = cluster.create_namespace("controller").await?;
+    // Every informer of the factory, and every controller built on it, reports here.
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
     let factory = SharedInformerFactory::new(
         cluster.client.clone(),
-        FactoryOptions::default().namespace(namespace.clone()),
+        FactoryOptions::default()
+            .namespace(namespace.clone())
+            .metrics(&metrics),
     );
+    let endpoint = TcpListener::bind("127.0.0.1:0").await?;
+    let metrics_address = endpoint.local_addr()?;
+    tokio::spawn(serve_metrics(endpoint, Arc::new(registry)));
     let outcomes = Outcomes::default();
 
     let reconcile = {
@@ -93,6 +110,20 @@ async fn main() -> anyhow::Result<()> {
             pods.delete("web", &DeleteParams::default().grace_period(0))
                 .await?;
             wait_until(&outcomes, |o| o.contains("gone web")).await;
+            // What Prometheus would scrape (the queue's `done` follows a reconcile
+            // by a moment: wait for the depth to settle at 0).
+            let mut scraped = String::new();
+            while !scraped.contains("workqueue_depth{name=\"pod-controller\"} 0") {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                scraped = scrape(metrics_address).await?;
+            }
+            for line in scraped.lines().filter(|l| {
+                l.starts_with("workqueue_retries_total")
+                    || l.starts_with("workqueue_depth")
+                    || l.starts_with("controller_runtime_reconcile_total")
+            }) {
+                println!("{line}");
+            }
             anyhow::Ok(())
         };
         tokio::select! {
@@ -111,6 +142,42 @@ async fn main() -> anyhow::Result<()> {
     factory.shutdown().await;
     cluster.delete_namespace(&namespace).await?;
     Ok(())
+}
+
+/// Serves the registry in Prometheus' text format to every request. A real operator
+/// mounts this as `/metrics` on the HTTP server it already runs (axum, hyper...);
+/// this one avoids a web framework for the demo.
+async fn serve_metrics(listener: TcpListener, registry: Arc<Registry>) {
+    while let Ok((mut connection, _)) = listener.accept().await {
+        let registry = Arc::clone(&registry);
+        tokio::spawn(async move {
+            let mut request = [0; 1024];
+            let _ = connection.read(&mut request).await; // any path: the one endpoint
+            let mut body = String::new();
+            encode(&mut body, &registry).expect("text encoding into a String");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; \
+                 charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = connection.write_all(head.as_bytes()).await;
+            let _ = connection.write_all(body.as_bytes()).await;
+        });
+    }
+}
+
+/// `GET /metrics` from `address`, as Prometheus would; the response body.
+async fn scrape(address: std::net::SocketAddr) -> anyhow::Result<String> {
+    let mut connection = TcpStream::connect(address).await?;
+    connection
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await?;
+    let mut response = String::new();
+    connection.read_to_string(&mut response).await?;
+    let (_head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("not an HTTP response: {response}"))?;
+    Ok(body.to_owned())
 }
 
 async fn wait_until(outcomes: &Outcomes, done: impl Fn(&HashSet<String>) -> bool) {

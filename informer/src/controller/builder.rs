@@ -61,6 +61,8 @@ pub struct Controller<K> {
     runner: RunnerConfig,
     read_your_writes_timeout: Duration,
     recorder: Option<Recorder>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl<K> fmt::Debug for Controller<K> {
@@ -101,6 +103,8 @@ where
             runner: RunnerConfig::default(),
             read_your_writes_timeout: Duration::from_secs(10),
             recorder: None,
+            #[cfg(feature = "metrics")]
+            metrics: factory.metrics().cloned(),
         }
     }
 
@@ -255,10 +259,23 @@ where
     }
 
     /// The queue to use, e.g. one with a different rate limiter or metrics (default:
-    /// client-go's controller rate limiter, named after the controller).
+    /// client-go's controller rate limiter, named after the controller, reporting to
+    /// the controller's [`metrics`](Self::metrics)).
     #[must_use]
     pub fn queue(mut self, queue: WorkQueue<ObjectKey>) -> Self {
         self.queue = Some(queue);
+        self
+    }
+
+    /// Reports the controller's reconciles and its queue (unless one was given with
+    /// [`queue`](Self::queue)) to `metrics`, labelled with the controller's
+    /// [`name`](Self::name). By default a controller reports to the metrics of its
+    /// factory ([`FactoryOptions::metrics`](crate::factory::FactoryOptions::metrics)).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 
@@ -290,10 +307,13 @@ where
         S: Future<Output = ()> + Send,
     {
         let queue = self.queue.unwrap_or_else(|| {
-            WorkQueue::with_config(
-                QueueConfig::default().name(self.name.clone()),
-                default_controller_rate_limiter(),
-            )
+            let config = QueueConfig::default().name(self.name.clone());
+            #[cfg(feature = "metrics")]
+            let config = match &self.metrics {
+                Some(metrics) => config.metrics(metrics.workqueue(&self.name)),
+                None => config,
+            };
+            WorkQueue::with_config(config, default_controller_rate_limiter())
         });
         let cache_changed = Arc::new(Notify::new());
         let wiring = Wiring {
@@ -360,6 +380,25 @@ where
             cleanup: self.cleanup,
             tombstones,
             finalized: Mutex::default(),
+            #[cfg(feature = "metrics")]
+            metrics: self.metrics.as_ref().map(|metrics| {
+                let metrics = metrics.controller(&self.name);
+                metrics.set_max_concurrent(self.runner.workers.max(1));
+                metrics
+            }),
+        });
+        // client-go refreshes the unfinished-work gauges twice a second, so that a
+        // stuck worker shows while it is stuck; the queue has no task of its own.
+        #[cfg(feature = "metrics")]
+        let _unfinished_work = self.metrics.is_some().then(|| {
+            let queue = queue.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(500));
+                loop {
+                    tick.tick().await;
+                    queue.report_unfinished_work();
+                }
+            }))
         });
         Runner::with_config(queue, self.runner)
             .run(
@@ -380,6 +419,17 @@ where
             }
         }
         Ok(())
+    }
+}
+
+/// Stops a task when dropped (`run` returned or was dropped).
+#[cfg(feature = "metrics")]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+#[cfg(feature = "metrics")]
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -62,6 +62,8 @@ pub(crate) struct Worker<K, R, P> {
     /// UIDs whose cleanup ran and whose finalizer this controller removed: their
     /// deletion event needs no second cleanup.
     pub(crate) finalized: Mutex<HashSet<String>>,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<crate::metrics::ControllerMetrics>,
 }
 
 impl<K, R, Fut, E, P> Worker<K, R, P>
@@ -76,6 +78,20 @@ where
 {
     /// Reconciles `key` once.
     pub(crate) async fn process(&self, key: ObjectKey) -> Result<Action, Failure<E>> {
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            let timer = metrics.start();
+            let mut failed = false;
+            let result = self.reconcile_key(key, &mut failed).await;
+            timer.finish(outcome(&result, failed));
+            return result;
+        }
+        self.reconcile_key(key, &mut false).await
+    }
+
+    /// Reconciles `key` once; sets `failed` when the reconcile failed but the error
+    /// policy turned the failure into a delay or into giving up.
+    async fn reconcile_key(&self, key: ObjectKey, failed: &mut bool) -> Result<Action, Failure<E>> {
         self.shared.read_your_writes.wait(&key).await;
         let context = Context::new(Arc::clone(&self.shared), key.clone());
         let Some(mut object) = self.primary.get(&key) else {
@@ -111,17 +127,20 @@ where
 
         match (self.reconcile)(Arc::clone(&object), context.clone()).await {
             Ok(action) => Ok(action),
-            Err(error) => match (self.error_policy)(&object, &error, &context) {
-                Retry::Backoff => Err(Failure::Reconcile(error)),
-                Retry::After(delay) => {
-                    tracing::warn!(%key, %error, ?delay, "reconcile failed; retrying after the error policy's delay");
-                    Ok(Action::RequeueAfter(delay))
+            Err(error) => {
+                *failed = true;
+                match (self.error_policy)(&object, &error, &context) {
+                    Retry::Backoff => Err(Failure::Reconcile(error)),
+                    Retry::After(delay) => {
+                        tracing::warn!(%key, %error, ?delay, "reconcile failed; retrying after the error policy's delay");
+                        Ok(Action::RequeueAfter(delay))
+                    }
+                    Retry::Never => {
+                        tracing::error!(%key, %error, "reconcile failed; the error policy gave up on it");
+                        Ok(Action::Done)
+                    }
                 }
-                Retry::Never => {
-                    tracing::error!(%key, %error, "reconcile failed; the error policy gave up on it");
-                    Ok(Action::Done)
-                }
-            },
+            }
         }
     }
 
@@ -155,6 +174,19 @@ where
                 Err(Failure::Cleanup(error))
             }
         }
+    }
+}
+
+/// The `result` label of a reconcile that ended with `result` (`failed`: the error
+/// policy turned a failed reconcile into a delay or into giving up).
+#[cfg(feature = "metrics")]
+fn outcome<E>(result: &Result<Action, Failure<E>>, failed: bool) -> crate::metrics::Outcome {
+    use crate::metrics::Outcome;
+    match result {
+        Err(_) => Outcome::Error,
+        Ok(_) if failed => Outcome::Error,
+        Ok(Action::RequeueAfter(_)) => Outcome::RequeueAfter,
+        Ok(Action::Done) => Outcome::Success,
     }
 }
 

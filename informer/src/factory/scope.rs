@@ -15,6 +15,27 @@ pub struct InformerScope {
     pub field_selector: Option<String>,
 }
 
+impl InformerScope {
+    /// The informer's name in logs, errors and metrics: `ConfigMap in default
+    /// (app=web)`; `ConfigMap` for every namespace and no selector.
+    pub(crate) fn name_for(&self, kind: &str) -> String {
+        let mut name = kind.to_owned();
+        if let Some(namespace) = &self.namespace {
+            name.push_str(" in ");
+            name.push_str(namespace);
+        }
+        let selectors: Vec<&str> = [&self.label_selector, &self.field_selector]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        if !selectors.is_empty() {
+            name.push_str(&format!(" ({})", selectors.join(", ")));
+        }
+        name
+    }
+}
+
 /// Scopes the factory knows how to address.
 pub trait FactoryScope {
     /// Whether objects of this scope live in namespaces.

@@ -6,7 +6,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::error::{ReflectorError, SyncError};
 
@@ -82,11 +82,19 @@ pub struct ReflectorStats {
     short_watches: AtomicU64,
     watch_events: AtomicU64,
     errors: AtomicU64,
+    expired: AtomicU64,
     streaming_list_requests: AtomicU64,
     streaming_list_refused: AtomicBool,
     sync_failures: AtomicU64,
-    last_resource_version: Mutex<String>,
+    last_resource_version: Mutex<LastResourceVersion>,
     last_sync_error: Mutex<Option<SyncError>>,
+}
+
+/// The last synced resourceVersion and when it was reached.
+#[derive(Debug, Default)]
+struct LastResourceVersion {
+    value: String,
+    reached: Option<Instant>,
 }
 
 /// A copy of a reflector's counters at one moment.
@@ -104,6 +112,9 @@ pub struct StatsSnapshot {
     pub watch_events: u64,
     /// Errors seen.
     pub errors: u64,
+    /// Watches or lists the server ended with 410 Gone (the resourceVersion had
+    /// expired), each followed by a relist.
+    pub expired: u64,
     /// Streaming lists asked for (see
     /// [`Config::streaming_list`](super::Config#structfield.streaming_list)).
     pub streaming_list_requests: u64,
@@ -115,6 +126,10 @@ pub struct StatsSnapshot {
     pub sync_failures: u64,
     /// The last synced resourceVersion.
     pub last_resource_version: String,
+    /// How long ago the last synced resourceVersion was reached (by a list, an event
+    /// or a bookmark); `None` before the first. A watch that stays quiet longer than
+    /// its bookmark interval (about a minute) is stuck or its server is.
+    pub resource_version_age: Option<Duration>,
     /// What the reflector was doing.
     pub phase: Phase,
 }
@@ -131,7 +146,7 @@ impl ReflectorStats {
 
     /// The last synced resourceVersion.
     pub fn last_resource_version(&self) -> String {
-        self.last_resource_version.locked().clone()
+        self.last_resource_version.locked().value.clone()
     }
 
     /// Why the last (re)sync (a list or streaming list) failed, as long as no sync has
@@ -157,6 +172,7 @@ impl ReflectorStats {
 
     /// Reads all counters.
     pub fn snapshot(&self) -> StatsSnapshot {
+        let last = self.last_resource_version.locked();
         StatsSnapshot {
             lists: self.lists.load(Ordering::Relaxed),
             list_items: self.list_items.load(Ordering::Relaxed),
@@ -164,10 +180,12 @@ impl ReflectorStats {
             short_watches: self.short_watches.load(Ordering::Relaxed),
             watch_events: self.watch_events.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            expired: self.expired.load(Ordering::Relaxed),
             streaming_list_requests: self.streaming_list_requests.load(Ordering::Relaxed),
             streaming_list_refused: self.streaming_list_refused.load(Ordering::Relaxed),
             sync_failures: self.sync_failures.load(Ordering::Relaxed),
-            last_resource_version: self.last_resource_version.locked().clone(),
+            last_resource_version: last.value.clone(),
+            resource_version_age: last.reached.map(|at| at.elapsed()),
             phase: self.phase(),
         }
     }
@@ -193,12 +211,16 @@ impl ReflectorMetrics for ReflectorStats {
     fn watch_event(&self) {
         self.watch_events.fetch_add(1, Ordering::Relaxed);
     }
-    fn error(&self, _error: &ReflectorError) {
+    fn error(&self, error: &ReflectorError) {
         self.errors.fetch_add(1, Ordering::Relaxed);
+        if matches!(error, ReflectorError::Expired(_)) {
+            self.expired.fetch_add(1, Ordering::Relaxed);
+        }
     }
     fn resource_version(&self, resource_version: &str) {
         let mut last = self.last_resource_version.locked();
-        last.clear();
-        last.push_str(resource_version);
+        last.value.clear();
+        last.value.push_str(resource_version);
+        last.reached = Some(Instant::now());
     }
 }

@@ -71,6 +71,8 @@ pub use options::{InformerOptions, Transform};
 pub use queue::QueueKind;
 pub use registration::{Registration, Subscription};
 pub use shared_index_informer::SharedIndexInformer;
+#[cfg(feature = "metrics")]
+pub(crate) use shared_index_informer::WeakInformer;
 pub use sync::{HasSynced, wait_for_cache_sync};
 
 use crate::store::StoreError;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::handler::{Notification, ResourceEventHandler};
-use super::listener::{Listener, Receiver};
+use super::listener::{Listener, ListenerStats, Receiver};
 use super::sync::SyncSignal;
 
 use crate::lock::{MutexExt, RwLockExt};
@@ -28,6 +28,8 @@ pub(crate) struct Processor<K> {
     listeners: RwLock<Vec<Arc<Listener<K>>>>,
     /// Taken before `listeners` when both are needed.
     lifecycle: Mutex<Lifecycle<K>>,
+    /// Panics of handlers removed since, so that the total never goes down.
+    removed_panics: AtomicU64,
 }
 
 struct Lifecycle<K> {
@@ -51,6 +53,7 @@ impl<K> Processor<K> {
                 started: false,
                 stopped: false,
             }),
+            removed_panics: AtomicU64::new(0),
         }
     }
 
@@ -106,12 +109,34 @@ impl<K> Processor<K> {
         self.listeners.read_locked().len()
     }
 
+    /// Each registered handler's buffer counters.
+    pub(crate) fn listener_stats(&self) -> Vec<ListenerStats> {
+        self.listeners
+            .read_locked()
+            .iter()
+            .map(|l| l.stats())
+            .collect()
+    }
+
+    /// Panics of every handler ever registered, removed ones included.
+    pub(crate) fn panics(&self) -> u64 {
+        let live: u64 = self
+            .listeners
+            .read_locked()
+            .iter()
+            .map(|l| l.stats().panics)
+            .sum();
+        live + self.removed_panics.load(Ordering::Relaxed)
+    }
+
     /// Removes a listener: it gets nothing more.
     pub(crate) fn remove(&self, id: u64) {
         let mut lifecycle = self.lifecycle.locked();
         self.listeners.write_locked().retain(|l| {
             if l.id == id {
                 l.close();
+                self.removed_panics
+                    .fetch_add(l.stats().panics, Ordering::Relaxed);
                 false
             } else {
                 true

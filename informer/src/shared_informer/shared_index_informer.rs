@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::InformerError;
 use super::handler::{Notification, ResourceEventHandler};
-use super::listener::Listener;
+use super::listener::{Listener, ListenerStats};
 use super::options::{InformerOptions, Transform};
 use super::processor::Processor;
 use super::queue::Queue;
@@ -55,6 +55,25 @@ impl<K> std::fmt::Debug for SharedIndexInformer<K> {
             .field("kind", &self.inner.kind)
             .field("started", &self.inner.startup().is_none())
             .finish_non_exhaustive()
+    }
+}
+
+/// A handle that does not keep the informer alive (metrics observe informers this way).
+#[cfg(feature = "metrics")]
+pub(crate) struct WeakInformer<K>(std::sync::Weak<Inner<K>>);
+
+#[cfg(feature = "metrics")]
+impl<K> WeakInformer<K> {
+    /// The informer, unless every handle to it is gone.
+    pub(crate) fn upgrade(&self) -> Option<SharedIndexInformer<K>> {
+        self.0.upgrade().map(|inner| SharedIndexInformer { inner })
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl<K> SharedIndexInformer<K> {
+    pub(crate) fn downgrade(&self) -> WeakInformer<K> {
+        WeakInformer(Arc::downgrade(&self.inner))
     }
 }
 
@@ -305,6 +324,18 @@ where
     /// How many handlers and subscriptions are registered.
     pub fn handler_count(&self) -> usize {
         self.inner.processor.listener_count()
+    }
+
+    /// The buffer counters of each registered handler and subscription (what each
+    /// [`Registration::stats`] gives), in no particular order.
+    pub fn handler_stats(&self) -> Vec<ListenerStats> {
+        self.inner.processor.listener_stats()
+    }
+
+    /// How many notifications made a handler panic, over every handler ever
+    /// registered (removed ones included, so the count never goes down).
+    pub fn handler_panics(&self) -> u64 {
+        self.inner.processor.panics()
     }
 
     /// Sets the transform applied to each object before it is stored (client-go's

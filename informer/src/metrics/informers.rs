@@ -1,0 +1,254 @@
+//! Informer and reflector metrics, read from the informers' own counters at scrape
+//! time: nothing is recorded on the hot path beyond what every informer already
+//! counts.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+use crate::lock::MutexExt;
+use crate::reflector::StatsSnapshot;
+use crate::shared_informer::{ListenerStats, SharedIndexInformer, WeakInformer};
+
+/// One informer's figures at one scrape.
+pub(crate) struct InformerSample {
+    /// The `informer` label: the factory's name for it, or the one given with it.
+    pub(crate) name: String,
+    pub(crate) cached: usize,
+    pub(crate) synced: bool,
+    pub(crate) handlers: Vec<ListenerStats>,
+    pub(crate) handler_panics: u64,
+    /// `None` until the informer runs.
+    pub(crate) reflector: Option<StatsSnapshot>,
+}
+
+impl InformerSample {
+    pub(crate) fn of<K>(name: String, informer: &SharedIndexInformer<K>) -> Self
+    where
+        K: kube::Resource + Send + Sync + 'static,
+    {
+        Self {
+            name,
+            cached: informer.indexer().len(),
+            synced: informer.has_synced(),
+            handlers: informer.handler_stats(),
+            handler_panics: informer.handler_panics(),
+            reflector: informer.reflector_stats(),
+        }
+    }
+}
+
+/// Something holding informers to sample: a factory, or one informer.
+pub(crate) trait InformerSource: Send + Sync {
+    /// Adds a sample of each informer; `false` once the source is gone (dropped), so
+    /// that the collector forgets it.
+    fn sample(&self, samples: &mut Vec<InformerSample>) -> bool;
+}
+
+/// One informer, held weakly: observing it does not keep it alive.
+pub(super) struct SingleInformer<K> {
+    pub(super) name: String,
+    pub(super) informer: WeakInformer<K>,
+}
+
+impl<K: kube::Resource + Send + Sync + 'static> InformerSource for SingleInformer<K> {
+    fn sample(&self, samples: &mut Vec<InformerSample>) -> bool {
+        match self.informer.upgrade() {
+            Some(informer) => {
+                samples.push(InformerSample::of(self.name.clone(), &informer));
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The informers being observed, shared by [`super::Metrics`] (which adds to them)
+/// and the collector in the registry (which reads them).
+pub(super) type Sources = Arc<Mutex<Vec<Box<dyn InformerSource>>>>;
+
+/// Encodes every observed informer's figures on each scrape.
+pub(super) struct InformerCollector {
+    pub(super) sources: Sources,
+}
+
+impl fmt::Debug for InformerCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InformerCollector")
+            .field("sources", &self.sources.locked().len())
+            .finish()
+    }
+}
+
+impl Collector for InformerCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
+        let mut samples = Vec::new();
+        self.sources
+            .locked()
+            .retain(|source| source.sample(&mut samples));
+        samples.sort_by(|a, b| a.name.cmp(&b.name));
+        let reflected: Vec<(&str, &StatsSnapshot)> = samples
+            .iter()
+            .filter_map(|s| Some((s.name.as_str(), s.reflector.as_ref()?)))
+            .collect();
+        let e = &mut encoder;
+        family(
+            e,
+            "informer_cached_objects",
+            "Objects in the informer's cache",
+            MetricType::Gauge,
+            samples
+                .iter()
+                .map(|s| (s.name.as_str(), Value::Int(s.cached))),
+        )?;
+        family(
+            e,
+            "informer_synced",
+            "1 once the informer's cache has synced (its first list is in the cache)",
+            MetricType::Gauge,
+            samples
+                .iter()
+                .map(|s| (s.name.as_str(), Value::Int(usize::from(s.synced)))),
+        )?;
+        family(
+            e,
+            "informer_handlers",
+            "Event handlers and subscriptions registered with the informer",
+            MetricType::Gauge,
+            samples
+                .iter()
+                .map(|s| (s.name.as_str(), Value::Int(s.handlers.len()))),
+        )?;
+        family(
+            e,
+            "informer_handler_pending",
+            "Notifications buffered for the informer's handlers and not yet handled, summed over its handlers",
+            MetricType::Gauge,
+            samples.iter().map(|s| {
+                let pending = s.handlers.iter().map(|h| h.pending).sum();
+                (s.name.as_str(), Value::Int(pending))
+            }),
+        )?;
+        family(
+            e,
+            "informer_handler_pending_peak",
+            "The most notifications ever buffered at once for one of the informer's handlers",
+            MetricType::Gauge,
+            samples.iter().map(|s| {
+                let peak = s.handlers.iter().map(|h| h.peak_pending).max();
+                (s.name.as_str(), Value::Int(peak.unwrap_or(0)))
+            }),
+        )?;
+        family(
+            e,
+            "informer_handler_panics",
+            "Notifications whose handler panicked (each panic was contained)",
+            MetricType::Counter,
+            samples
+                .iter()
+                .map(|s| (s.name.as_str(), Value::Count(s.handler_panics))),
+        )?;
+        for (name, help, value) in REFLECTOR_COUNTERS {
+            family(
+                e,
+                name,
+                help,
+                MetricType::Counter,
+                reflected.iter().map(|(n, s)| (*n, Value::Count(value(s)))),
+            )?;
+        }
+        family(
+            e,
+            "informer_reflector_sync_failures",
+            "Lists that failed in a row, up to now (0 once one succeeds)",
+            MetricType::Gauge,
+            reflected.iter().map(|(n, s)| {
+                let failures = usize::try_from(s.sync_failures).unwrap_or(usize::MAX);
+                (*n, Value::Int(failures))
+            }),
+        )?;
+        family(
+            e,
+            "informer_reflector_last_resource_version_age_seconds",
+            "Seconds since the cache last reached a new resourceVersion (by a list, an event or a bookmark)",
+            MetricType::Gauge,
+            reflected.iter().filter_map(|(n, s)| {
+                Some((*n, Value::Seconds(s.resource_version_age?.as_secs_f64())))
+            }),
+        )
+    }
+}
+
+/// The reflector's counters: name (the encoder appends `_total`), help, value.
+type ReflectorCounter = (&'static str, &'static str, fn(&StatsSnapshot) -> u64);
+
+const REFLECTOR_COUNTERS: [ReflectorCounter; 7] = [
+    (
+        "informer_reflector_lists",
+        "Completed lists, streaming lists included",
+        |s| s.lists,
+    ),
+    (
+        "informer_reflector_list_items",
+        "Objects received by lists",
+        |s| s.list_items,
+    ),
+    ("informer_reflector_watches", "Watches started", |s| {
+        s.watches
+    }),
+    (
+        "informer_reflector_short_watches",
+        "Watches that ended at once without events",
+        |s| s.short_watches,
+    ),
+    (
+        "informer_reflector_watch_events",
+        "Watch events received, bookmarks included",
+        |s| s.watch_events,
+    ),
+    (
+        "informer_reflector_errors",
+        "List and watch errors (the reflector retries each)",
+        |s| s.errors,
+    ),
+    (
+        "informer_reflector_relists_after_expired",
+        "Relists because the server answered 410 Gone (the resourceVersion had expired)",
+        |s| s.expired,
+    ),
+];
+
+/// A value of one series.
+enum Value {
+    Int(usize),
+    Count(u64),
+    Seconds(f64),
+}
+
+/// Writes one family whose series are labelled by `informer`.
+fn family<'s>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    series: impl Iterator<Item = (&'s str, Value)>,
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for (informer, value) in series {
+        let labels = [("informer", informer)];
+        let metric = family.encode_family(&labels)?;
+        match value {
+            Value::Int(v) => {
+                ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX)).encode(metric)?
+            }
+            Value::Count(v) => ConstCounter::new(v).encode(metric)?,
+            Value::Seconds(v) => ConstGauge::new(v).encode(metric)?,
+        }
+    }
+    Ok(())
+}

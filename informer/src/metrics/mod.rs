@@ -1,0 +1,160 @@
+//! Prometheus metrics (feature `metrics`), built on the
+//! [`prometheus-client`](prometheus_client) crate: what a controller's `/metrics`
+//! endpoint serves.
+//!
+//! [`Metrics::new`] registers every family below into your
+//! [`Registry`]. Hand the [`Metrics`] to a
+//! factory with [`FactoryOptions::metrics`](crate::factory::FactoryOptions::metrics)
+//! and its informers are observed, and every [`Controller`](crate::controller::Controller)
+//! built on that factory reports its queue and its reconciles. Then encode the registry
+//! on each scrape (`prometheus_client::encoding::text::encode`), from whichever HTTP
+//! server you already run.
+//!
+//! **Workqueue**, labelled `name` (a controller's queue is named after the
+//! controller), with client-go's names, meaning and buckets:
+//! `workqueue_depth`, `workqueue_adds_total`, `workqueue_queue_duration_seconds`,
+//! `workqueue_work_duration_seconds`, `workqueue_unfinished_work_seconds`,
+//! `workqueue_longest_running_processor_seconds`, `workqueue_retries_total`. A queue
+//! of your own reports them once given [`Metrics::workqueue`]'s series through
+//! [`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics).
+//!
+//! **Controller**, labelled `controller`, named as controller-runtime names them:
+//! `controller_runtime_reconcile_total` (by `result`: `success`, `requeue_after`,
+//! `error`), `controller_runtime_reconcile_errors_total`,
+//! `controller_runtime_reconcile_panics_total`,
+//! `controller_runtime_reconcile_time_seconds`, `controller_runtime_active_workers`,
+//! `controller_runtime_max_concurrent_reconciles`. A reconcile whose error the error
+//! policy answers with a delay still counts as an `error`.
+//!
+//! **Informers and their reflectors**, labelled `informer` (the factory's name for it:
+//! `ConfigMap in default`): `informer_cached_objects`, `informer_synced`,
+//! `informer_handlers`, `informer_handler_pending` (notifications buffered, summed over
+//! handlers), `informer_handler_pending_peak`, `informer_handler_panics_total`;
+//! `informer_reflector_lists_total`, `informer_reflector_list_items_total`,
+//! `informer_reflector_watches_total`, `informer_reflector_short_watches_total`,
+//! `informer_reflector_watch_events_total`, `informer_reflector_errors_total`,
+//! `informer_reflector_relists_after_expired_total` (410 Gone),
+//! `informer_reflector_sync_failures` (failed lists in a row) and
+//! `informer_reflector_last_resource_version_age_seconds`. These are read from the
+//! counters every informer keeps anyway, at scrape time: observing an informer costs
+//! nothing between scrapes, and does not keep a dropped informer alive.
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use informer::factory::{FactoryOptions, SharedInformerFactory};
+//! use informer::metrics::Metrics;
+//! use informer::metrics::prometheus_client::{encoding::text::encode, registry::Registry};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! let mut registry = Registry::default();
+//! let metrics = Metrics::new(&mut registry);
+//! let factory = SharedInformerFactory::new(client, FactoryOptions::default().metrics(&metrics));
+//! let _configmaps = factory.informer::<ConfigMap>();
+//! factory.start();
+//!
+//! // On each scrape of /metrics:
+//! let mut body = String::new();
+//! encode(&mut body, &registry)?;
+//! assert!(body.contains("informer_cached_objects{informer=\"ConfigMap\"}"));
+//! # Ok(())
+//! # }
+//! ```
+
+use std::sync::Arc;
+
+pub use prometheus_client;
+use prometheus_client::registry::Registry;
+
+mod controller;
+mod informers;
+mod workqueue;
+
+pub(crate) use controller::{ControllerMetrics, Outcome};
+pub(crate) use informers::{InformerSample, InformerSource};
+pub use workqueue::WorkqueueMetrics;
+
+use crate::lock::MutexExt;
+use crate::shared_informer::SharedIndexInformer;
+use controller::ControllerFamilies;
+use informers::{InformerCollector, SingleInformer, Sources};
+use workqueue::WorkqueueFamilies;
+
+/// The informer crate's metric families, registered in one
+/// [`Registry`]; see the
+/// [module docs](self). Cloning gives another handle to the same families.
+#[derive(Clone)]
+pub struct Metrics {
+    workqueue: WorkqueueFamilies,
+    controller: ControllerFamilies,
+    informers: Sources,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("observed", &self.informers.locked().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Registers every family into `registry`. Call it once per registry: a second
+    /// call would register the names twice. (For a prefix, pass
+    /// `registry.sub_registry_with_prefix("myapp")`.)
+    pub fn new(registry: &mut Registry) -> Self {
+        let informers = Sources::default();
+        registry.register_collector(Box::new(InformerCollector {
+            sources: Arc::clone(&informers),
+        }));
+        Self {
+            workqueue: WorkqueueFamilies::register(registry),
+            controller: ControllerFamilies::register(registry),
+            informers,
+        }
+    }
+
+    /// The workqueue series of the queue called `name`, for
+    /// [`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics).
+    ///
+    /// ```
+    /// use informer::metrics::{Metrics, prometheus_client::registry::Registry};
+    /// use informer::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let queue: WorkQueue<String> = WorkQueue::with_config(
+    ///     QueueConfig::default().name("pods").metrics(metrics.workqueue("pods")),
+    ///     default_controller_rate_limiter(),
+    /// );
+    /// queue.add("default/web".to_owned());
+    /// ```
+    pub fn workqueue(&self, name: &str) -> WorkqueueMetrics {
+        self.workqueue.queue(name)
+    }
+
+    /// Reports `informer` (one not made by an observed factory) under the label
+    /// `informer="{name}"`, for as long as it exists.
+    pub fn observe_informer<K: kube::Resource + Send + Sync + 'static>(
+        &self,
+        name: impl Into<String>,
+        informer: &SharedIndexInformer<K>,
+    ) {
+        self.observe(Box::new(SingleInformer {
+            name: name.into(),
+            informer: informer.downgrade(),
+        }));
+    }
+
+    /// Reports every informer `source` holds, on each scrape, until it is gone.
+    pub(crate) fn observe(&self, source: Box<dyn InformerSource>) {
+        self.informers.locked().push(source);
+    }
+
+    /// The reconcile series of the controller called `name`.
+    pub(crate) fn controller(&self, name: &str) -> ControllerMetrics {
+        self.controller.controller(name)
+    }
+}
+
+#[cfg(test)]
+mod tests;
