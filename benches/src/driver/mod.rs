@@ -1,0 +1,299 @@
+//! The driver: one control plane, the objects, every scenario, one table.
+//!
+//! ```text
+//! bench [--pairs N] [--only 1,2,3,4,5] [--objects N] [--large-objects N]
+//!       [--payload BYTES] [--large-payload BYTES] [--updates N]
+//!       [--pipeline-objects N] [--pipeline-events N] [--json PATH] [--serve]
+//! ```
+//!
+//! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
+//! once (32 creates in flight) in `bench-small` and `bench-large`, then runs each
+//! scenario's workers (the `bench-worker` binary next to this one) as child processes,
+//! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
+//! stdout holds medians and ratios; the progress and every single run go to stderr,
+//! and every sample to the `--json` file (default `target/bench-results.json`).
+//!
+//! `--serve` only starts the control plane and creates the objects of the chosen
+//! scenarios, prints `KUBECONFIG=<path>` and waits until killed, for running and
+//! profiling workers by hand (e.g. `bench-worker sync ours bench-small`).
+//!
+//! Run through `cargo run`, the driver first builds the worker with the same cargo
+//! (a no-op when it is fresh), so the two binaries never disagree.
+//!
+//! Fairness: in each pair the side that runs first alternates (ours first in odd
+//! pairs, the peer first in even ones), so that neither always meets a server or a
+//! page cache warmed by the other. Each scenario is a module of its own.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use informer::testenv::TestEnv;
+
+use crate::report::{
+    PipelineSample, QuerySample, RelistSample, SyncSample, WatchSample, markdown, median,
+};
+use machine::{Machine, load_average};
+use setup::create_objects;
+
+mod machine;
+mod pipeline;
+mod process;
+mod queries;
+mod relist;
+mod setup;
+mod sync;
+mod watch;
+
+/// The namespace of the first collection (scenarios 1 and 3).
+const SMALL_NAMESPACE: &str = "bench-small";
+
+/// The namespace of the large collection (scenario 2).
+const LARGE_NAMESPACE: &str = "bench-large";
+
+const MIB: f64 = 1024.0;
+
+/// The driver's settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Pairs of runs (ours, kube-runtime) per server scenario.
+    pub pairs: usize,
+    /// Which scenarios to run (1 to 6).
+    pub only: Vec<u8>,
+    /// Objects of scenarios 1, 3 and 4.
+    pub objects: usize,
+    /// Objects of scenario 2.
+    pub large_objects: usize,
+    /// Payload bytes of each object of scenarios 1, 3 and 4.
+    pub payload: usize,
+    /// Payload bytes of each object of scenario 2.
+    pub large_payload: usize,
+    /// Updates of scenario 3.
+    pub updates: usize,
+    /// Objects listed in scenario 5.
+    pub pipeline_objects: usize,
+    /// Watch events of scenario 5.
+    pub pipeline_events: usize,
+    /// Where to write every sample as JSON.
+    pub json: PathBuf,
+    /// Create the objects, print the kubeconfig's path and wait (until killed)
+    /// instead of measuring: for profiling workers by hand.
+    pub serve: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            pairs: 3,
+            only: vec![1, 2, 3, 4, 5, 6],
+            objects: 10_000,
+            large_objects: 50_000,
+            payload: 1024,
+            large_payload: 1024,
+            updates: 5_000,
+            pipeline_objects: 10_000,
+            pipeline_events: 500_000,
+            json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
+            serve: false,
+        }
+    }
+}
+
+impl Options {
+    /// Parses the command line (see the [module docs](self)).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<Self> {
+        let mut options = Self::default();
+        let mut args = args.into_iter();
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--pairs" => options.pairs = value()?.parse()?,
+                "--only" => {
+                    options.only = value()?
+                        .split(',')
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()?;
+                }
+                "--objects" => options.objects = value()?.parse()?,
+                "--large-objects" => options.large_objects = value()?.parse()?,
+                "--payload" => options.payload = value()?.parse()?,
+                "--large-payload" => options.large_payload = value()?.parse()?,
+                "--updates" => options.updates = value()?.parse()?,
+                "--pipeline-objects" => options.pipeline_objects = value()?.parse()?,
+                "--pipeline-events" => options.pipeline_events = value()?.parse()?,
+                "--json" => options.json = value()?.into(),
+                "--serve" => options.serve = true,
+                "-h" | "--help" => {
+                    println!("see the docs of informer_benches::driver for the flags");
+                    std::process::exit(0);
+                }
+                other => bail!("unknown flag {other:?}"),
+            }
+        }
+        if options.pairs == 0 {
+            bail!("--pairs must be at least 1");
+        }
+        if options.updates == 0 || options.updates > options.objects {
+            bail!("--updates must be between 1 and --objects");
+        }
+        Ok(options)
+    }
+
+    fn runs(&self, scenario: u8) -> bool {
+        self.only.contains(&scenario)
+    }
+}
+
+/// Runs the driver with the process's arguments.
+pub fn main() -> anyhow::Result<()> {
+    let options = Options::parse(std::env::args().skip(1))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(options))
+}
+
+/// What every scenario is given.
+struct Bench<'a> {
+    options: &'a Options,
+    /// The `bench-worker` binary.
+    worker: &'a Path,
+    /// The shared control plane's, when a scenario needs it.
+    kubeconfig: Option<&'a Path>,
+    client: Option<&'a kube::Client>,
+}
+
+/// Everything measured, for the JSON file.
+#[derive(Debug, Default, serde::Serialize)]
+struct Samples {
+    sync_small: Vec<SyncSample>,
+    sync_small_like_for_like: Vec<SyncSample>,
+    sync_large: Vec<SyncSample>,
+    relist: Vec<RelistSample>,
+    watch: Vec<WatchSample>,
+    watch_apply_seconds: Vec<f64>,
+    queries: Vec<QuerySample>,
+    pipeline: Vec<PipelineSample>,
+}
+
+/// The order of a pair's two runs: 0 is ours, 1 the peer's. Ours runs first in the
+/// first pair, the peer in the second, and so on.
+fn first_then_second(pair: usize) -> [usize; 2] {
+    if pair.is_multiple_of(2) {
+        [0, 1]
+    } else {
+        [1, 0]
+    }
+}
+
+/// Medians of `f` over our samples and over theirs.
+fn medians<T>(pairs: &[(T, T)], f: impl Fn(&T) -> f64) -> (f64, f64) {
+    (
+        median(pairs.iter().map(|(ours, _)| f(ours))),
+        median(pairs.iter().map(|(_, theirs)| f(theirs))),
+    )
+}
+
+async fn run(options: Options) -> anyhow::Result<()> {
+    let worker = process::worker_path()?;
+    let machine = Machine::read();
+    let load_before = load_average();
+    let started = Instant::now();
+    eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
+
+    let needs_server = options.runs(1) || options.runs(2) || options.runs(3);
+    let env = if needs_server {
+        eprintln!("[bench] starting the control plane");
+        Some(TestEnv::start().await?)
+    } else {
+        None
+    };
+    let kubeconfig = env.as_ref().map(|env| env.kubeconfig_path().to_path_buf());
+    let client = env.as_ref().map(TestEnv::client).transpose()?;
+    if let Some(client) = &client {
+        if options.runs(1) || options.runs(3) {
+            create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
+        }
+        if options.runs(2) {
+            create_objects(
+                client,
+                LARGE_NAMESPACE,
+                options.large_objects,
+                options.large_payload,
+            )
+            .await?;
+        }
+    }
+
+    if options.serve {
+        if let Some(path) = &kubeconfig {
+            println!("KUBECONFIG={}", path.display());
+        }
+        eprintln!("[bench] serving until killed");
+        return std::future::pending().await;
+    }
+
+    let bench = Bench {
+        options: &options,
+        worker: &worker,
+        kubeconfig: kubeconfig.as_deref(),
+        client: client.as_ref(),
+    };
+    let mut rows = Vec::new();
+    let mut samples = Samples::default();
+    if options.runs(1) {
+        sync::small(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(2) {
+        sync::large(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(3) {
+        watch::run(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(4) {
+        queries::run(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(5) {
+        pipeline::run(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(6) {
+        relist::run(&bench, &mut rows, &mut samples).await?;
+    }
+    drop(env);
+
+    let load_after = load_average();
+    let elapsed = started.elapsed();
+    println!(
+        "Machine: {} cores, {} RAM, {}, Linux {}",
+        machine.cores, machine.memory, machine.cpu, machine.kernel
+    );
+    println!(
+        "Load average (1, 5, 15 min): {load_before} before, {load_after} after; \
+         suite took {:.0} s; {} pair(s) per server scenario, the first side alternating; medians.",
+        elapsed.as_secs_f64(),
+        options.pairs
+    );
+    if let Some(note) = watch::note(&samples, options.updates) {
+        println!("{note}");
+    }
+    println!();
+    print!("{}", markdown(&rows));
+
+    if let Some(dir) = options.json.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let json = serde_json::json!({
+        "machine": machine,
+        "load_before": load_before,
+        "load_after": load_after,
+        "seconds": elapsed.as_secs_f64(),
+        "samples": samples,
+    });
+    std::fs::write(&options.json, serde_json::to_string_pretty(&json)?)?;
+    eprintln!("[bench] samples written to {}", options.json.display());
+    Ok(())
+}
+
+fn thousands(n: usize) -> String {
+    crate::report::human(n as f64)
+}

@@ -1,0 +1,137 @@
+//! The worker processes: finding (and building) the worker binary, running one, and
+//! reading its output.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use anyhow::{Context as _, bail};
+use tokio::io::BufReader;
+
+use crate::report::WorkerReport;
+
+/// `bench-worker` built with mimalloc as its global allocator (scenario 5's second rows).
+pub(super) const MIMALLOC_WORKER: &str = "bench-worker-mimalloc";
+
+/// Whether `name` is one of the variables `cargo run` sets for the program it runs
+/// (describing its package), as opposed to the user's settings for cargo itself.
+fn set_by_cargo_run(name: &str) -> bool {
+    matches!(
+        name,
+        "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_MANIFEST_LINKS"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_BIN_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+    ) || name.starts_with("CARGO_PKG_")
+}
+
+/// The worker binary: `bench-worker` beside this executable (with
+/// [`MIMALLOC_WORKER`] beside it), both built first when the driver runs under cargo.
+pub(super) fn worker_path() -> anyhow::Result<PathBuf> {
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut command = std::process::Command::new(cargo);
+        command.current_dir(&workspace).args([
+            "build",
+            "--quiet",
+            "-p",
+            "informer-benches",
+            "--bin",
+            "bench-worker",
+            "--bin",
+            MIMALLOC_WORKER,
+        ]);
+        if !cfg!(debug_assertions) {
+            command.arg("--release");
+        }
+        // `cargo run` gave this process the variables it sets for a package's program;
+        // passed on, they reach build scripts (ring's reruns when `CARGO_MANIFEST_DIR`
+        // changes), so the nested build and the next plain one each rebuilt ring,
+        // rustls and kube. The nested build gets the environment of a plain cargo.
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(set_by_cargo_run) {
+                command.env_remove(name);
+            }
+        }
+        let status = command.status().context("building the bench workers")?;
+        if !status.success() {
+            bail!("building the bench workers failed");
+        }
+    }
+    let worker = std::env::current_exe()?.with_file_name("bench-worker");
+    if !worker.exists() {
+        bail!(
+            "{} not found: build it with `cargo build --release -p informer-benches --bins`",
+            worker.display()
+        );
+    }
+    Ok(worker)
+}
+
+/// Runs one worker to completion and returns its report.
+pub(super) async fn run_worker(
+    worker: &Path,
+    kubeconfig: Option<&Path>,
+    args: &[&str],
+) -> anyhow::Result<WorkerReport> {
+    let mut command = tokio::process::Command::new(worker);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(kubeconfig) = kubeconfig {
+        command.env("KUBECONFIG", kubeconfig);
+    }
+    let output = command.output().await?;
+    if !output.status.success() {
+        bail!("worker {args:?} failed: {}", output.status);
+    }
+    parse_report(&String::from_utf8_lossy(&output.stdout))
+}
+
+pub(super) fn parse_report(stdout: &str) -> anyhow::Result<WorkerReport> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .context("the worker printed nothing")?;
+    serde_json::from_str(line).with_context(|| format!("reading the worker's report {line:?}"))
+}
+
+/// The lines a worker prints.
+pub(super) type WorkerLines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
+
+/// Reads the worker's output until its `synced` line.
+pub(super) async fn wait_for_sync(lines: &mut WorkerLines, mode: &str) -> anyhow::Result<()> {
+    loop {
+        let line = lines
+            .next_line()
+            .await?
+            .with_context(|| format!("the {mode} worker exited before syncing"))?;
+        if line.trim() == "synced" {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads the rest of the worker's output and waits for it; its report is the last line.
+pub(super) async fn final_report(
+    mut lines: WorkerLines,
+    mut child: tokio::process::Child,
+    mode: &str,
+) -> anyhow::Result<WorkerReport> {
+    let mut last = String::new();
+    while let Some(line) = lines.next_line().await? {
+        if !line.trim().is_empty() {
+            last = line;
+        }
+    }
+    let status = child.wait().await?;
+    if !status.success() {
+        bail!("the {mode} worker failed: {status}");
+    }
+    parse_report(&last)
+}
