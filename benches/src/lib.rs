@@ -55,11 +55,23 @@
 //!    collection. The worker reports its RSS after the sync, the peak RSS from then
 //!    until the relist was applied (`VmHWM`, reset after the sync through
 //!    `/proc/self/clear_refs`), and the CPU in that time.
+//! 7. **Controller throughput**: 10,000 `Parent`s (a CRD with a status subresource),
+//!    each owning one ConfigMap child; the reconcile reads the child from the cache and
+//!    patches the parent's status when it differs. Ours is the `Controller` builder with
+//!    `owns::<ConfigMap>()`; kube-runtime's is its `Controller` with `owns_stream` fed by
+//!    a reflector over the children (so its reconcile reads a cache too), both with 16
+//!    reconciles at once. Measured: reconciles per second to converge after start and
+//!    after the driver changes 5,000 children (32 writes in flight: that phase follows
+//!    the driver's pace), CPU, peak RSS, and p50/p99 from a child's change (stamped in
+//!    its data) to the reconcile of its owner that saw it ([`controller`]).
+//!
+//! In every pair the side that runs first alternates.
 //!
 //! The figures are printed, never asserted: there are no timed assertions in tests.
 
 #![deny(missing_docs)]
 
+pub mod controller;
 pub mod driver;
 pub mod measure;
 pub mod objects;

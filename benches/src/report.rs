@@ -142,6 +142,42 @@ pub struct PipelineSample {
     pub peak_rss_kib: u64,
 }
 
+/// One controller run (scenario 7).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ControllerSample {
+    /// Which implementation ran.
+    pub implementation: Implementation,
+    /// Parents (each owning one child).
+    pub objects: usize,
+    /// Children the driver changed after the first convergence.
+    pub updates: usize,
+    /// Reconciles run at once.
+    pub workers: usize,
+    /// Seconds from start until every parent's status was patched.
+    pub converge_seconds: f64,
+    /// CPU seconds (user + system) in that time.
+    pub converge_cpu_seconds: f64,
+    /// Reconciles run in that time (no-op ones included).
+    pub converge_reconciles: usize,
+    /// Seconds from "go" until every changed child's parent was patched.
+    pub update_seconds: f64,
+    /// CPU seconds in that time.
+    pub update_cpu_seconds: f64,
+    /// Reconciles run in that time.
+    pub update_reconciles: usize,
+    /// Median milliseconds from a child's change (its stamp) to the reconcile of its
+    /// parent that saw it.
+    pub latency_p50_ms: f64,
+    /// 99th percentile of the same.
+    pub latency_p99_ms: f64,
+    /// How many changes were timed.
+    pub latencies: usize,
+    /// RSS before starting, KiB.
+    pub baseline_rss_kib: u64,
+    /// Peak RSS (`VmHWM`) at the end, KiB.
+    pub peak_rss_kib: u64,
+}
+
 /// What a worker prints as its last stdout line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -156,6 +192,8 @@ pub enum WorkerReport {
     Pipeline(PipelineSample),
     /// See [`RelistSample`].
     Relist(RelistSample),
+    /// See [`ControllerSample`].
+    Controller(ControllerSample),
 }
 
 /// The median (the mean of the two middle values for an even count); NaN when empty.

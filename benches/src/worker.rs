@@ -6,6 +6,7 @@
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
 //! bench-worker relist   <ours|kube-runtime> <namespace>
+//! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
 //! ```
 //!
 //! A worker prints one JSON [`WorkerReport`] as its last line on stdout and exits.
@@ -87,6 +88,13 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         "relist" => Ok(WorkerReport::Relist(
             relist(implementation(1)?, arg(2)?).await?,
         )),
+        "controller" => {
+            let (implementation, namespace, objects, updates, tag) =
+                crate::controller::parse_args(args)?;
+            Ok(WorkerReport::Controller(
+                crate::controller::run(implementation, namespace, objects, updates, tag).await?,
+            ))
+        }
         other => bail!("unknown mode {other:?}"),
     }
 }

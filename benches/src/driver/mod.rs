@@ -3,7 +3,8 @@
 //! ```text
 //! bench [--pairs N] [--only 1,2,3,4,5] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
-//!       [--pipeline-objects N] [--pipeline-events N] [--json PATH] [--serve]
+//!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
+//!       [--controller-updates N] [--json PATH] [--serve]
 //! ```
 //!
 //! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
@@ -31,11 +32,13 @@ use anyhow::{Context as _, bail};
 use informer::testenv::TestEnv;
 
 use crate::report::{
-    PipelineSample, QuerySample, RelistSample, SyncSample, WatchSample, markdown, median,
+    ControllerSample, PipelineSample, QuerySample, RelistSample, SyncSample, WatchSample, markdown,
+    median,
 };
 use machine::{Machine, load_average};
 use setup::create_objects;
 
+mod controller;
 mod machine;
 mod pipeline;
 mod process;
@@ -58,7 +61,7 @@ const MIB: f64 = 1024.0;
 pub struct Options {
     /// Pairs of runs (ours, kube-runtime) per server scenario.
     pub pairs: usize,
-    /// Which scenarios to run (1 to 6).
+    /// Which scenarios to run (1 to 7).
     pub only: Vec<u8>,
     /// Objects of scenarios 1, 3 and 4.
     pub objects: usize,
@@ -74,6 +77,10 @@ pub struct Options {
     pub pipeline_objects: usize,
     /// Watch events of scenario 5.
     pub pipeline_events: usize,
+    /// Parents (each owning one child) of scenario 7.
+    pub controller_objects: usize,
+    /// Children scenario 7 changes after the first convergence.
+    pub controller_updates: usize,
     /// Where to write every sample as JSON.
     pub json: PathBuf,
     /// Create the objects, print the kubeconfig's path and wait (until killed)
@@ -85,7 +92,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             pairs: 3,
-            only: vec![1, 2, 3, 4, 5, 6],
+            only: vec![1, 2, 3, 4, 5, 6, 7],
             objects: 10_000,
             large_objects: 50_000,
             payload: 1024,
@@ -93,6 +100,8 @@ impl Default for Options {
             updates: 5_000,
             pipeline_objects: 10_000,
             pipeline_events: 500_000,
+            controller_objects: 10_000,
+            controller_updates: 5_000,
             json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
             serve: false,
         }
@@ -121,6 +130,8 @@ impl Options {
                 "--updates" => options.updates = value()?.parse()?,
                 "--pipeline-objects" => options.pipeline_objects = value()?.parse()?,
                 "--pipeline-events" => options.pipeline_events = value()?.parse()?,
+                "--controller-objects" => options.controller_objects = value()?.parse()?,
+                "--controller-updates" => options.controller_updates = value()?.parse()?,
                 "--json" => options.json = value()?.into(),
                 "--serve" => options.serve = true,
                 "-h" | "--help" => {
@@ -135,6 +146,9 @@ impl Options {
         }
         if options.updates == 0 || options.updates > options.objects {
             bail!("--updates must be between 1 and --objects");
+        }
+        if options.controller_updates > options.controller_objects {
+            bail!("--controller-updates must be at most --controller-objects");
         }
         Ok(options)
     }
@@ -156,6 +170,8 @@ pub fn main() -> anyhow::Result<()> {
 /// What every scenario is given.
 struct Bench<'a> {
     options: &'a Options,
+    /// The shared control plane, when a scenario needs it.
+    env: Option<&'a TestEnv>,
     /// The `bench-worker` binary.
     worker: &'a Path,
     /// The shared control plane's, when a scenario needs it.
@@ -174,6 +190,7 @@ struct Samples {
     watch_apply_seconds: Vec<f64>,
     queries: Vec<QuerySample>,
     pipeline: Vec<PipelineSample>,
+    controller: Vec<ControllerSample>,
 }
 
 /// The order of a pair's two runs: 0 is ours, 1 the peer's. Ours runs first in the
@@ -201,7 +218,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = options.runs(1) || options.runs(2) || options.runs(3);
+    let needs_server = [1, 2, 3, 7].iter().any(|&scenario| options.runs(scenario));
     let env = if needs_server {
         eprintln!("[bench] starting the control plane");
         Some(TestEnv::start().await?)
@@ -235,6 +252,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
     let bench = Bench {
         options: &options,
+        env: env.as_ref(),
         worker: &worker,
         kubeconfig: kubeconfig.as_deref(),
         client: client.as_ref(),
@@ -258,6 +276,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     if options.runs(6) {
         relist::run(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(7) {
+        controller::run(&bench, &mut rows, &mut samples).await?;
     }
     drop(env);
 
