@@ -18,6 +18,10 @@ pub enum Implementation {
     /// kube-runtime clearing `managedFields` before its store (`.modify(..)`, as its
     /// optimisation guide advises), like our default.
     KubeRuntimeStripManagedFields,
+    /// kube-runtime listing from the API server's watch cache in one request, as ours
+    /// does by default (`any_semantic()`, no page size) instead of its default paged
+    /// consistent reads from etcd.
+    KubeRuntimeWatchCache,
 }
 
 impl Implementation {
@@ -28,6 +32,7 @@ impl Implementation {
             Implementation::KubeRuntime => "kube-runtime",
             Implementation::OursKeepManagedFields => "ours-keep-mf",
             Implementation::KubeRuntimeStripManagedFields => "kube-runtime-strip-mf",
+            Implementation::KubeRuntimeWatchCache => "kube-runtime-watch-cache",
         }
     }
 
@@ -38,6 +43,7 @@ impl Implementation {
             "kube-runtime" => Some(Implementation::KubeRuntime),
             "ours-keep-mf" => Some(Implementation::OursKeepManagedFields),
             "kube-runtime-strip-mf" => Some(Implementation::KubeRuntimeStripManagedFields),
+            "kube-runtime-watch-cache" => Some(Implementation::KubeRuntimeWatchCache),
             _ => None,
         }
     }

@@ -1,7 +1,7 @@
 //! The measured side of every scenario: one child process per run.
 //!
 //! ```text
-//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf> <namespace>
+//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf|kube-runtime-watch-cache> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
@@ -148,6 +148,15 @@ async fn start_and_sync(
             let (reader, writer) = reflector::store::<ConfigMap>();
             let stream =
                 reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()));
+            tokio::spawn(stream.for_each(|_| futures::future::ready(())));
+            reader.wait_until_ready().await?;
+            Ok(Cache::KubeRuntime(reader))
+        }
+        Implementation::KubeRuntimeWatchCache => {
+            let (reader, writer) = reflector::store::<ConfigMap>();
+            let mut config = watcher::Config::default().any_semantic();
+            config.page_size = None;
+            let stream = reflector::reflector(writer, watcher::watcher(api, config));
             tokio::spawn(stream.for_each(|_| futures::future::ready(())));
             reader.wait_until_ready().await?;
             Ok(Cache::KubeRuntime(reader))
