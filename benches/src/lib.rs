@@ -40,7 +40,9 @@
 //!    index, a label index on `app`, a custom index on the `owner` data field);
 //!    kube-runtime's `Store` answers with `get` and its filters (`state_filter`,
 //!    `state_filter_selector`: the cheapest way it offers, cheaper than
-//!    `state().into_iter().filter(..)`).
+//!    `state().into_iter().filter(..)`). The label query also runs on an informer of
+//!    ours without the label index, a scan like kube-runtime's, to show what the index
+//!    buys and what our scan costs.
 //! 5. **In-process pipeline**, no server: synthetic deltas through our reflector ->
 //!    DeltaFIFO -> indexer -> 1 and 8 handlers, in deltas per second, to find our own
 //!    ceiling ([`synthetic`] serves the list and the watch events from memory). Each

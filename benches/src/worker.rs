@@ -371,7 +371,16 @@ async fn queries(count: usize) -> anyhow::Result<QuerySample> {
         let informer = informer.clone();
         async move { informer.run(std::future::pending()).await }
     });
-    wait_for_cache_sync(&[&informer]).await;
+    // Ours again without the label index, to show what a scan of ours costs.
+    let unindexed = SharedIndexInformer::with_options(
+        SyntheticListerWatcher::new(list.clone(), Vec::new(), 1),
+        InformerOptions::default(),
+    )?;
+    tokio::spawn({
+        let informer = unindexed.clone();
+        async move { informer.run(std::future::pending()).await }
+    });
+    wait_for_cache_sync(&[&informer, &unindexed]).await;
 
     // kube-runtime: its reflector fed the same objects as one initial list.
     let (store, writer) = reflector::store::<ConfigMap>();
@@ -393,6 +402,7 @@ async fn queries(count: usize) -> anyhow::Result<QuerySample> {
 
     let names: Vec<String> = (0..count).map(objects::name).collect();
     let lister = informer.lister();
+    let scanning_lister = unindexed.lister();
     let indexer = informer.indexer();
     let ns_listers: Vec<_> = namespaces.iter().map(|ns| lister.namespaced(ns)).collect();
     let apps: Vec<String> = (0..objects::APPS).map(objects::app).collect();
@@ -440,6 +450,22 @@ async fn queries(count: usize) -> anyhow::Result<QuerySample> {
                 count / objects::APPS
             ),
             Box::new(|call| lister.list(&our_selectors[pick(call, objects::APPS)]).len()),
+            Box::new(|call| {
+                store
+                    .state_filter_selector(&their_selectors[pick(call, objects::APPS)])
+                    .len()
+            }),
+        ),
+        (
+            format!(
+                "scan by label selector app=.. ({} objects), ours without a label index",
+                count / objects::APPS
+            ),
+            Box::new(|call| {
+                scanning_lister
+                    .list(&our_selectors[pick(call, objects::APPS)])
+                    .len()
+            }),
             Box::new(|call| {
                 store
                     .state_filter_selector(&their_selectors[pick(call, objects::APPS)])
