@@ -66,6 +66,8 @@
 //!    after the driver changes 5,000 children (32 writes in flight: that phase follows
 //!    the driver's pace), CPU, peak RSS, and p50/p99 from a child's change (stamped in
 //!    its data) to the reconcile of its owner that saw it ([`controller`]).
+//! 8. **Initial sync, 100,000 ConfigMaps**: scenario 2 at twice the size, so that
+//!    the per-object rows of scenarios 1, 2 and 8 show whether the cost stays flat.
 //!
 //! In every pair the side that runs first alternates.
 //!

@@ -7,7 +7,8 @@ use anyhow::bail;
 
 use super::process::run_worker;
 use super::{
-    Bench, LARGE_NAMESPACE, MIB, SMALL_NAMESPACE, Samples, first_then_second, medians, thousands,
+    Bench, LARGE_NAMESPACE, MIB, SCALE_NAMESPACE, SMALL_NAMESPACE, Samples, first_then_second,
+    medians, thousands,
 };
 use crate::report::{Implementation, Row, SyncSample, Target, WorkerReport};
 
@@ -57,6 +58,28 @@ pub(super) async fn small(
             .sync_small_like_for_like
             .extend(pairs.into_iter().flat_map(|(a, b)| [a, b]));
     }
+    Ok(())
+}
+
+/// Scenario 8: the initial sync of the scale collection (100,000 by default), with
+/// defaults: with scenarios 1 and 2, whether the cost per object stays flat.
+pub(super) async fn scale(
+    bench: &Bench<'_>,
+    rows: &mut Vec<Row>,
+    samples: &mut Samples,
+) -> anyhow::Result<()> {
+    let options = bench.options;
+    let label = format!("8. sync {}", thousands(options.scale_objects));
+    let target = (SCALE_NAMESPACE, options.scale_objects);
+    samples.sync_scale = default_sync(
+        bench.worker,
+        bench.kubeconfig,
+        target,
+        options.pairs,
+        &label,
+        rows,
+    )
+    .await?;
     Ok(())
 }
 
