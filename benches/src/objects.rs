@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// How many distinct values the `app` label takes.
@@ -70,6 +70,101 @@ pub fn config_map(i: usize, payload_bytes: usize, namespace: Option<&str>) -> Co
     }
 }
 
+/// Pod `i` as a real cluster holds it: a Deployment's replica with two containers
+/// (env, ports, probes, resources, mounts), four volumes, tolerations, and (for
+/// [`pod_status`]) conditions and container statuses; about 5 KiB of JSON.
+pub fn pod(i: usize) -> Pod {
+    let app = app(i);
+    let env: Vec<serde_json::Value> = (0..15)
+        .map(|e| serde_json::json!({ "name": format!("SETTING_{e}"), "value": format!("value-{e}-{}", payload(i + e, 24)) }))
+        .collect();
+    let container = |name: &str, port: u16| {
+        serde_json::json!({
+            "name": name,
+            "image": format!("registry.example.com/team/{name}:1.{}.{}", i % 7, i % 13),
+            "command": ["/bin/server"],
+            "args": ["--port", port.to_string(), "--log-level=info", "--config=/etc/app/config.yaml"],
+            "env": env,
+            "ports": [{ "name": "http", "containerPort": port, "protocol": "TCP" }],
+            "resources": {
+                "requests": { "cpu": "100m", "memory": "128Mi" },
+                "limits": { "cpu": "500m", "memory": "512Mi" },
+            },
+            "volumeMounts": [
+                { "name": "config", "mountPath": "/etc/app" },
+                { "name": "secrets", "mountPath": "/etc/secrets", "readOnly": true },
+                { "name": "cache", "mountPath": "/var/cache/app" },
+            ],
+            "livenessProbe": { "httpGet": { "path": "/healthz", "port": port }, "periodSeconds": 10 },
+            "readinessProbe": { "httpGet": { "path": "/ready", "port": port }, "periodSeconds": 5 },
+            "imagePullPolicy": "IfNotPresent",
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "securityContext": { "runAsNonRoot": true, "allowPrivilegeEscalation": false },
+        })
+    };
+    serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": format!("pod-{i}"),
+            "labels": { "app": app, "shard": format!("shard-{}", i % 10), "pod-template-hash": "5d4f8c7b9", "tier": "backend" },
+            "annotations": {
+                "prometheus.io/scrape": "true",
+                "kubectl.kubernetes.io/restartedAt": "2026-11-01T10:00:00Z",
+            },
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-5d4f8c7b9"),
+                "uid": format!("00000000-0000-0000-0000-{:012}", i % APPS), "controller": true, "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {
+            "containers": [container("server", 8080), container("sidecar", 9090)],
+            "volumes": [
+                { "name": "config", "configMap": { "name": format!("{app}-config") } },
+                { "name": "secrets", "secret": { "secretName": format!("{app}-secrets") } },
+                { "name": "cache", "emptyDir": {} },
+                { "name": "token", "projected": { "sources": [{ "serviceAccountToken": { "path": "token", "expirationSeconds": 3607 } }] } },
+            ],
+            "nodeName": format!("node-{}", i % 50),
+            "serviceAccountName": format!("{app}-sa"),
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                { "key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300 },
+                { "key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300 },
+            ],
+        },
+    }))
+    .expect("a valid Pod")
+}
+
+/// The status of [`pod`] `i` once running, as a status patch body.
+pub fn pod_status(i: usize) -> serde_json::Value {
+    let at = "2026-11-01T10:00:00Z";
+    let status = |name: &str| {
+        serde_json::json!({
+            "name": name, "ready": true, "restartCount": i % 3, "started": true,
+            "image": format!("registry.example.com/team/{name}:1.{}.{}", i % 7, i % 13),
+            "imageID": format!("registry.example.com/team/{name}@sha256:{}", payload(i, 64)),
+            "containerID": format!("containerd://{}", payload(i + 1, 64)),
+            "state": { "running": { "startedAt": at } },
+        })
+    };
+    let conditions = ["Initialized", "Ready", "ContainersReady", "PodScheduled"]
+        .map(|t| serde_json::json!({ "type": t, "status": "True", "lastTransitionTime": at }));
+    serde_json::json!({ "status": {
+        "phase": "Running",
+        "conditions": conditions,
+        "hostIP": format!("10.0.{}.{}", i % 50 / 250, i % 50 + 1),
+        "podIP": format!("10.1.{}.{}", (i / 250) % 250, i % 250 + 1),
+        "podIPs": [{ "ip": format!("10.1.{}.{}", (i / 250) % 250, i % 250 + 1) }],
+        "startTime": at,
+        "qosClass": "Burstable",
+        "containerStatuses": [status("server"), status("sidecar")],
+    }})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +176,15 @@ mod tests {
         assert_eq!(a.data.as_ref().unwrap()["payload"].len(), 1024);
         assert_ne!(payload(1, 64), payload(2, 64));
         assert_eq!(a.metadata.labels.as_ref().unwrap()["app"], "app-7");
+    }
+
+    #[test]
+    fn pods_weigh_several_kib_with_their_status() {
+        let mut pod = serde_json::to_value(pod(3)).unwrap();
+        pod.as_object_mut()
+            .unwrap()
+            .extend(pod_status(3).as_object().unwrap().clone());
+        let bytes = serde_json::to_vec(&pod).unwrap().len();
+        assert!((4_000..12_000).contains(&bytes), "{bytes} bytes");
     }
 }

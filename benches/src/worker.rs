@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf|kube-runtime-watch-cache> <namespace>
+//! bench-worker sync-pods <ours|kube-runtime|...> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
@@ -29,7 +30,7 @@ use informer::shared_informer::{
     InformerOptions, QueueKind, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
 use informer::store::{Indexers, Selector};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::{Api, ResourceExt as _};
 use kube_runtime::reflector::{self, ObjectRef, Store};
 use kube_runtime::{WatchStreamExt as _, watcher};
@@ -71,7 +72,12 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         Implementation::parse(s).with_context(|| format!("unknown implementation {s:?}"))
     };
     match arg(0)? {
-        "sync" => Ok(WorkerReport::Sync(sync(implementation(1)?, arg(2)?).await?)),
+        "sync" => Ok(WorkerReport::Sync(
+            sync::<ConfigMap>(implementation(1)?, arg(2)?).await?,
+        )),
+        "sync-pods" => Ok(WorkerReport::Sync(
+            sync::<Pod>(implementation(1)?, arg(2)?).await?,
+        )),
         "watch" => Ok(WorkerReport::Watch(
             watch(implementation(1)?, arg(2)?).await?,
         )),
@@ -100,12 +106,35 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
 }
 
 /// A synced cache of either implementation, readable by key.
-enum Cache {
-    Ours(SharedIndexInformer<ConfigMap>),
-    KubeRuntime(Store<ConfigMap>),
+enum Cache<K: Synced = ConfigMap> {
+    Ours(SharedIndexInformer<K>),
+    KubeRuntime(Store<K>),
 }
 
-impl Cache {
+/// What the sync scenarios need of an object type.
+trait Synced:
+    kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Synced for K where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+impl<K: Synced> Cache<K> {
     fn len(&self) -> usize {
         match self {
             Cache::Ours(informer) => informer.indexer().len(),
@@ -113,7 +142,7 @@ impl Cache {
         }
     }
 
-    fn get(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
+    fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
         match self {
             Cache::Ours(informer) => informer.lister().namespaced(namespace).get(name).ok(),
             Cache::KubeRuntime(store) => store.get(&ObjectRef::new(name).within(namespace)),
@@ -122,10 +151,10 @@ impl Cache {
 }
 
 /// Starts `implementation` on `namespace` and returns once it has synced.
-async fn start_and_sync(
+async fn start_and_sync<K: Synced>(
     implementation: Implementation,
-    api: Api<ConfigMap>,
-) -> anyhow::Result<Cache> {
+    api: Api<K>,
+) -> anyhow::Result<Cache<K>> {
     match implementation {
         Implementation::Ours | Implementation::OursKeepManagedFields => {
             let managed_fields = if implementation == Implementation::Ours {
@@ -145,7 +174,7 @@ async fn start_and_sync(
             Ok(Cache::Ours(informer))
         }
         Implementation::KubeRuntime => {
-            let (reader, writer) = reflector::store::<ConfigMap>();
+            let (reader, writer) = reflector::store::<K>();
             let stream =
                 reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()));
             tokio::spawn(stream.for_each(|_| futures::future::ready(())));
@@ -153,7 +182,7 @@ async fn start_and_sync(
             Ok(Cache::KubeRuntime(reader))
         }
         Implementation::KubeRuntimeWatchCache => {
-            let (reader, writer) = reflector::store::<ConfigMap>();
+            let (reader, writer) = reflector::store::<K>();
             let mut config = watcher::Config::default().any_semantic();
             config.page_size = None;
             let stream = reflector::reflector(writer, watcher::watcher(api, config));
@@ -162,9 +191,9 @@ async fn start_and_sync(
             Ok(Cache::KubeRuntime(reader))
         }
         Implementation::KubeRuntimeStripManagedFields => {
-            let (reader, writer) = reflector::store::<ConfigMap>();
+            let (reader, writer) = reflector::store::<K>();
             let watcher = watcher::watcher(api, watcher::Config::default())
-                .modify(|cm| cm.managed_fields_mut().clear());
+                .modify(|object| object.managed_fields_mut().clear());
             let stream = reflector::reflector(writer, watcher);
             tokio::spawn(stream.for_each(|_| futures::future::ready(())));
             reader.wait_until_ready().await?;
@@ -173,10 +202,13 @@ async fn start_and_sync(
     }
 }
 
-/// Scenarios 1 and 2: one initial sync.
-async fn sync(implementation: Implementation, namespace: &str) -> anyhow::Result<SyncSample> {
+/// Scenarios 1, 2, 8 and 9: one initial sync of the `K`s of `namespace`.
+async fn sync<K: Synced>(
+    implementation: Implementation,
+    namespace: &str,
+) -> anyhow::Result<SyncSample> {
     let client = kube::Client::try_default().await?;
-    let api = Api::<ConfigMap>::namespaced(client, namespace);
+    let api = Api::<K>::namespaced(client, namespace);
     let baseline = memory();
     let mark = Mark::now();
     let cache = start_and_sync(implementation, api).await?;

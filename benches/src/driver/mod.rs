@@ -4,7 +4,7 @@
 //! bench [--pairs N] [--only 1,2,3,4,5] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
-//!       [--controller-updates N] [--scale-objects N] [--json PATH] [--serve]
+//!       [--controller-updates N] [--scale-objects N] [--pods N] [--json PATH] [--serve]
 //! ```
 //!
 //! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
@@ -54,6 +54,9 @@ const SMALL_NAMESPACE: &str = "bench-small";
 /// The namespace of the large collection (scenario 2).
 const LARGE_NAMESPACE: &str = "bench-large";
 
+/// The namespace of the Pods (scenario 9).
+const POD_NAMESPACE: &str = "bench-pods";
+
 /// The namespace of the scale collection (scenario 8).
 const SCALE_NAMESPACE: &str = "bench-scale";
 
@@ -64,7 +67,7 @@ const MIB: f64 = 1024.0;
 pub struct Options {
     /// Pairs of runs (ours, kube-runtime) per server scenario.
     pub pairs: usize,
-    /// Which scenarios to run (1 to 8).
+    /// Which scenarios to run (1 to 9).
     pub only: Vec<u8>,
     /// Objects of scenarios 1, 3 and 4.
     pub objects: usize,
@@ -82,6 +85,8 @@ pub struct Options {
     pub pipeline_events: usize,
     /// Objects of scenario 8.
     pub scale_objects: usize,
+    /// Pods of scenario 9.
+    pub pods: usize,
     /// Parents (each owning one child) of scenario 7.
     pub controller_objects: usize,
     /// Children scenario 7 changes after the first convergence.
@@ -97,7 +102,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             pairs: 3,
-            only: vec![1, 2, 3, 4, 5, 6, 7, 8],
+            only: vec![1, 2, 3, 4, 5, 6, 7, 8, 9],
             objects: 10_000,
             large_objects: 50_000,
             payload: 1024,
@@ -106,6 +111,7 @@ impl Default for Options {
             pipeline_objects: 10_000,
             pipeline_events: 500_000,
             scale_objects: 100_000,
+            pods: 10_000,
             controller_objects: 10_000,
             controller_updates: 5_000,
             json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
@@ -137,6 +143,7 @@ impl Options {
                 "--pipeline-objects" => options.pipeline_objects = value()?.parse()?,
                 "--pipeline-events" => options.pipeline_events = value()?.parse()?,
                 "--scale-objects" => options.scale_objects = value()?.parse()?,
+                "--pods" => options.pods = value()?.parse()?,
                 "--controller-objects" => options.controller_objects = value()?.parse()?,
                 "--controller-updates" => options.controller_updates = value()?.parse()?,
                 "--json" => options.json = value()?.into(),
@@ -193,6 +200,7 @@ struct Samples {
     sync_small_like_for_like: Vec<SyncSample>,
     sync_large: Vec<SyncSample>,
     sync_scale: Vec<SyncSample>,
+    sync_pods: Vec<SyncSample>,
     relist: Vec<RelistSample>,
     watch: Vec<WatchSample>,
     watch_apply_seconds: Vec<f64>,
@@ -226,7 +234,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8]
+    let needs_server = [1, 2, 3, 7, 8, 9]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -249,6 +257,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 options.large_payload,
             )
             .await?;
+        }
+        if options.runs(9) {
+            setup::create_pods(client, POD_NAMESPACE, options.pods).await?;
         }
         if options.runs(8) {
             create_objects(
@@ -302,6 +313,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(8) {
         sync::scale(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(9) {
+        sync::pods(&bench, &mut rows, &mut samples).await?;
+    }
     drop(env);
 
     let load_after = load_average();
@@ -316,7 +330,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         elapsed.as_secs_f64(),
         options.pairs
     );
-    if options.runs(1) || options.runs(2) || options.runs(8) {
+    if [1, 2, 8, 9].iter().any(|&scenario| options.runs(scenario)) {
         println!(
             "Defaults differ in what they ask of the server: ours lists at resourceVersion 0, \
              answered from the API server's watch cache in one request; kube-runtime's default \

@@ -4,22 +4,50 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 
 use crate::objects;
 
 /// Creates in flight while filling the server.
 pub(super) const CREATE_CONCURRENCY: usize = 32;
 
-/// Creates `namespace` and `count` ConfigMaps in it.
-pub(super) async fn create_objects(
+/// Creates `namespace` and `count` running-looking Pods in it ([`objects::pod`], then
+/// its status).
+pub(super) async fn create_pods(
     client: &kube::Client,
     namespace: &str,
     count: usize,
-    payload: usize,
 ) -> anyhow::Result<()> {
+    create_namespace(client, namespace).await?;
+    let api = Api::<Pod>::namespaced(client.clone(), namespace);
+    let started = Instant::now();
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let pod = api.create(&PostParams::default(), &objects::pod(i)).await?;
+                let name = pod.metadata.name.unwrap_or_default();
+                let status = Patch::Merge(objects::pod_status(i));
+                api.patch_status(&name, &PatchParams::default(), &status)
+                    .await
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .map(|result| result.with_context(|| format!("creating Pods in {namespace}")))
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<Vec<Pod>>>()?;
+    eprintln!(
+        "[bench] {namespace}: {count} Pods created in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn create_namespace(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
     let namespaces = Api::<Namespace>::all(client.clone());
     let ns = Namespace {
         metadata: ObjectMeta {
@@ -29,6 +57,17 @@ pub(super) async fn create_objects(
         ..Namespace::default()
     };
     namespaces.create(&PostParams::default(), &ns).await?;
+    Ok(())
+}
+
+/// Creates `namespace` and `count` ConfigMaps in it.
+pub(super) async fn create_objects(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+    payload: usize,
+) -> anyhow::Result<()> {
+    create_namespace(client, namespace).await?;
     let api = Api::<ConfigMap>::namespaced(client.clone(), namespace);
     let started = Instant::now();
     let mut created = 0usize;

@@ -7,8 +7,8 @@ use anyhow::bail;
 
 use super::process::run_worker;
 use super::{
-    Bench, LARGE_NAMESPACE, MIB, SCALE_NAMESPACE, SMALL_NAMESPACE, Samples, first_then_second,
-    medians, thousands,
+    Bench, LARGE_NAMESPACE, MIB, POD_NAMESPACE, SCALE_NAMESPACE, SMALL_NAMESPACE, Samples,
+    first_then_second, medians, thousands,
 };
 use crate::report::{Implementation, Row, SyncSample, Target, WorkerReport};
 
@@ -21,7 +21,7 @@ pub(super) async fn small(
 ) -> anyhow::Result<()> {
     let options = bench.options;
     let label = format!("1. sync {}", thousands(options.objects));
-    let target = (SMALL_NAMESPACE, options.objects);
+    let target = ("sync", SMALL_NAMESPACE, options.objects);
     samples.sync_small = default_sync(
         bench.worker,
         bench.kubeconfig,
@@ -70,8 +70,30 @@ pub(super) async fn scale(
 ) -> anyhow::Result<()> {
     let options = bench.options;
     let label = format!("8. sync {}", thousands(options.scale_objects));
-    let target = (SCALE_NAMESPACE, options.scale_objects);
+    let target = ("sync", SCALE_NAMESPACE, options.scale_objects);
     samples.sync_scale = default_sync(
+        bench.worker,
+        bench.kubeconfig,
+        target,
+        options.pairs,
+        &label,
+        rows,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Scenario 9: the initial sync of Pods as a cluster holds them (several KiB each,
+/// deeper than the ConfigMaps), with defaults.
+pub(super) async fn pods(
+    bench: &Bench<'_>,
+    rows: &mut Vec<Row>,
+    samples: &mut Samples,
+) -> anyhow::Result<()> {
+    let options = bench.options;
+    let label = format!("9. sync {} Pods", thousands(options.pods));
+    let target = ("sync-pods", POD_NAMESPACE, options.pods);
+    samples.sync_pods = default_sync(
         bench.worker,
         bench.kubeconfig,
         target,
@@ -91,7 +113,7 @@ pub(super) async fn large(
 ) -> anyhow::Result<()> {
     let options = bench.options;
     let label = format!("2. sync {}", thousands(options.large_objects));
-    let target = (LARGE_NAMESPACE, options.large_objects);
+    let target = ("sync", LARGE_NAMESPACE, options.large_objects);
     samples.sync_large = default_sync(
         bench.worker,
         bench.kubeconfig,
@@ -126,7 +148,7 @@ const STRIP_BOTH: [Implementation; 2] = [
 async fn default_sync(
     worker: &Path,
     kubeconfig: Option<&Path>,
-    target: (&str, usize),
+    target: (&str, &str, usize),
     pairs: usize,
     label: &str,
     rows: &mut Vec<Row>,
@@ -142,7 +164,7 @@ async fn default_sync(
 async fn sync_pairs(
     worker: &Path,
     kubeconfig: Option<&Path>,
-    (namespace, objects): (&str, usize),
+    (mode, namespace, objects): (&str, &str, usize),
     implementations: [Implementation; 2],
     pairs: usize,
     label: &str,
@@ -155,7 +177,7 @@ async fn sync_pairs(
             let report = run_worker(
                 worker,
                 kubeconfig,
-                &["sync", implementation.as_str(), namespace],
+                &[mode, implementation.as_str(), namespace],
             )
             .await?;
             let WorkerReport::Sync(sample) = report else {
