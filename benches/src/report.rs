@@ -22,6 +22,11 @@ pub enum Implementation {
     /// does by default (`any_semantic()`, no page size) instead of its default paged
     /// consistent reads from etcd.
     KubeRuntimeWatchCache,
+    /// client-go 1.20's `SharedInformerFactory` informer (the peer in
+    /// `benches/client-go`), speaking JSON.
+    ClientGoJson,
+    /// The same, speaking protobuf (`application/vnd.kubernetes.protobuf`).
+    ClientGoProtobuf,
 }
 
 impl Implementation {
@@ -33,7 +38,17 @@ impl Implementation {
             Implementation::OursKeepManagedFields => "ours-keep-mf",
             Implementation::KubeRuntimeStripManagedFields => "kube-runtime-strip-mf",
             Implementation::KubeRuntimeWatchCache => "kube-runtime-watch-cache",
+            Implementation::ClientGoJson => "client-go-json",
+            Implementation::ClientGoProtobuf => "client-go-protobuf",
         }
+    }
+
+    /// Whether this is client-go (the Go peer binary), not the Rust worker.
+    pub fn is_client_go(self) -> bool {
+        matches!(
+            self,
+            Implementation::ClientGoJson | Implementation::ClientGoProtobuf
+        )
     }
 
     /// Parses [`Implementation::as_str`].
@@ -44,6 +59,8 @@ impl Implementation {
             "ours-keep-mf" => Some(Implementation::OursKeepManagedFields),
             "kube-runtime-strip-mf" => Some(Implementation::KubeRuntimeStripManagedFields),
             "kube-runtime-watch-cache" => Some(Implementation::KubeRuntimeWatchCache),
+            "client-go-json" => Some(Implementation::ClientGoJson),
+            "client-go-protobuf" => Some(Implementation::ClientGoProtobuf),
             _ => None,
         }
     }
@@ -247,8 +264,19 @@ impl Target {
     }
 }
 
+/// client-go's medians on a row (JSON and protobuf), and the target against them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClientGo {
+    /// client-go speaking JSON.
+    pub json: f64,
+    /// client-go speaking protobuf.
+    pub protobuf: f64,
+    /// The target on ours/client-go, met when both ratios meet it.
+    pub target: Option<Target>,
+}
+
 /// One row of the result table.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Row {
     /// The scenario, e.g. `1. sync 10k`.
     pub scenario: String,
@@ -258,8 +286,10 @@ pub struct Row {
     pub ours: f64,
     /// kube-runtime's median, when compared.
     pub theirs: Option<f64>,
-    /// The target, if the issue sets one.
+    /// The target on ours/kube-runtime (or on ours alone), if the issue sets one.
     pub target: Option<Target>,
+    /// client-go's medians, when it ran.
+    pub client_go: Option<ClientGo>,
 }
 
 impl Row {
@@ -268,9 +298,24 @@ impl Row {
         self.theirs.map(|t| self.ours / t)
     }
 
-    /// Whether the target is met (`None` without a target).
+    /// ours / client-go, JSON then protobuf.
+    pub fn client_go_ratios(&self) -> Option<(f64, f64)> {
+        self.client_go
+            .map(|c| (self.ours / c.json, self.ours / c.protobuf))
+    }
+
+    /// Whether every target is met (`None` without a target).
     pub fn met(&self) -> Option<bool> {
-        self.target.map(|t| t.met(self.ours, self.ratio()))
+        let peer = self.target.map(|t| t.met(self.ours, self.ratio()));
+        let client_go = self.client_go.and_then(|c| {
+            let (json, protobuf) = self.client_go_ratios()?;
+            let target = c.target?;
+            Some(target.met(self.ours, Some(json)) && target.met(self.ours, Some(protobuf)))
+        });
+        match (peer, client_go) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
+        }
     }
 }
 
@@ -313,25 +358,73 @@ fn ratio_text(ratio: f64) -> String {
     }
 }
 
-/// The rows as a Markdown table.
+/// The rows as a Markdown table; client-go's columns appear when any row has them.
 pub fn markdown(rows: &[Row]) -> String {
+    let with_client_go = rows.iter().any(|r| r.client_go.is_some());
     let mut out = String::new();
-    out.push_str(
-        "| scenario | metric | ours | kube-runtime | ours/kube-runtime | target | met |\n",
-    );
-    out.push_str("|---|---|---:|---:|---:|---|---|\n");
+    if with_client_go {
+        out.push_str(
+            "| scenario | metric | ours | kube-runtime | client-go JSON | client-go protobuf \
+             | ours/kube-runtime | ours/client-go JSON | ours/client-go protobuf | target | met |\n",
+        );
+        out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+    } else {
+        out.push_str(
+            "| scenario | metric | ours | kube-runtime | ours/kube-runtime | target | met |\n",
+        );
+        out.push_str("|---|---|---:|---:|---:|---|---|\n");
+    }
+    let dash = || "-".to_owned();
     for row in rows {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             row.scenario,
             row.metric,
             human(row.ours),
-            row.theirs.map(human).unwrap_or_else(|| "-".to_owned()),
-            row.ratio()
-                .map(ratio_text)
-                .unwrap_or_else(|| "-".to_owned()),
-            row.target.map(Target::describe).unwrap_or_default(),
+            row.theirs.map(human).unwrap_or_else(dash),
+        );
+        if with_client_go {
+            let _ = write!(
+                out,
+                " {} | {} |",
+                row.client_go.map(|c| human(c.json)).unwrap_or_else(dash),
+                row.client_go
+                    .map(|c| human(c.protobuf))
+                    .unwrap_or_else(dash),
+            );
+        }
+        let _ = write!(
+            out,
+            " {} |",
+            row.ratio().map(ratio_text).unwrap_or_else(dash)
+        );
+        if with_client_go {
+            let ratios = row.client_go_ratios();
+            let _ = write!(
+                out,
+                " {} | {} |",
+                ratios.map(|r| ratio_text(r.0)).unwrap_or_else(dash),
+                ratios.map(|r| ratio_text(r.1)).unwrap_or_else(dash),
+            );
+        }
+        let targets: Vec<String> = [
+            row.target.map(|t| format!("{} kube-runtime", t.describe())),
+            row.client_go
+                .and_then(|c| c.target)
+                .map(|t| format!("{} client-go", t.describe())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let targets = if row.client_go.is_none() && row.theirs.is_none() {
+            row.target.map(Target::describe).unwrap_or_default()
+        } else {
+            targets.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            " {targets} | {} |",
             match row.met() {
                 Some(true) => "yes",
                 Some(false) => "**no**",
@@ -359,8 +452,21 @@ mod tests {
             ours: 1.0,
             theirs: Some(2.0),
             target: Some(Target::RatioAtMost(0.6)),
+            ..Row::default()
         };
         assert_eq!(row.met(), Some(true));
-        assert!(markdown(&[row]).contains("| 0.50x |"));
+        assert!(markdown(std::slice::from_ref(&row)).contains("| 0.50x |"));
+        let with_client_go = Row {
+            client_go: Some(ClientGo {
+                json: 4.0,
+                protobuf: 2.5,
+                target: Some(Target::RatioAtMost(0.3)),
+            }),
+            ..row
+        };
+        // 1/4 meets <= 0.3x, 1/2.5 does not.
+        assert_eq!(with_client_go.met(), Some(false));
+        let table = markdown(&[with_client_go]);
+        assert!(table.contains("| 0.25x | 0.40x |"), "{table}");
     }
 }

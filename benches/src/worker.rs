@@ -199,6 +199,9 @@ async fn start_and_sync<K: Synced>(
             reader.wait_until_ready().await?;
             Ok(Cache::KubeRuntime(reader))
         }
+        Implementation::ClientGoJson | Implementation::ClientGoProtobuf => {
+            bail!("client-go runs as its own binary (benches/client-go), not in this worker")
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::process::{final_report, wait_for_sync};
 use super::setup::CREATE_CONCURRENCY;
-use super::{Bench, MIB, Samples, first_then_second, medians, thousands};
+use super::{Bench, MIB, Samples, medians, rotated, thousands};
 use crate::controller::{Parent, ParentSpec, child_name, parent_name, stamp_now};
 use crate::report::{ControllerSample, Implementation, Row, Target, WorkerReport};
 
@@ -43,7 +43,7 @@ pub(super) async fn run(
     let mut pairs = Vec::new();
     for pair in 0..options.pairs {
         let mut both: [Option<ControllerSample>; 2] = [None, None];
-        for side in first_then_second(pair) {
+        for side in rotated(pair, 2) {
             let implementation = [Implementation::Ours, Implementation::KubeRuntime][side];
             let tag = format!("r{}", pair * 2 + side);
             let sample = controller_run(
@@ -200,6 +200,7 @@ fn controller_rows(label: &str, pairs: &[(ControllerSample, ControllerSample)]) 
             ours,
             theirs: Some(theirs),
             target,
+            ..Row::default()
         }
     };
     vec![

@@ -190,6 +190,8 @@ struct Bench<'a> {
     worker: &'a Path,
     /// The shared control plane's, when a scenario needs it.
     kubeconfig: Option<&'a Path>,
+    /// client-go's peer (`benches/client-go`), when built.
+    client_go: Option<&'a Path>,
     client: Option<&'a kube::Client>,
 }
 
@@ -209,14 +211,11 @@ struct Samples {
     controller: Vec<ControllerSample>,
 }
 
-/// The order of a pair's two runs: 0 is ours, 1 the peer's. Ours runs first in the
-/// first pair, the peer in the second, and so on.
-fn first_then_second(pair: usize) -> [usize; 2] {
-    if pair.is_multiple_of(2) {
-        [0, 1]
-    } else {
-        [1, 0]
-    }
+/// The order of round `round`'s runs of `sides` sides (0 is ours): each round starts
+/// one side later than the one before (0 1, then 1 0; or 0 1 2 3, then 1 2 3 0...),
+/// so that no side always runs first or always follows the same one.
+fn rotated(round: usize, sides: usize) -> impl Iterator<Item = usize> {
+    (0..sides).map(move |i| (round + i) % sides)
 }
 
 /// Medians of `f` over our samples and over theirs.
@@ -280,7 +279,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
         return std::future::pending().await;
     }
 
+    let client_go = process::client_go_peer();
+    match &client_go {
+        Some(path) => eprintln!("[bench] client-go peer: {}", path.display()),
+        None => eprintln!(
+            "[bench] no client-go peer (build it with `scripts/install-control-plane.sh \
+             --client-go-peer`, as scripts/bench.sh does): its columns are left out"
+        ),
+    }
     let bench = Bench {
+        client_go: client_go.as_deref(),
         options: &options,
         env: env.as_ref(),
         worker: &worker,

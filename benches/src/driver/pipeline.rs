@@ -67,6 +67,7 @@ pub(super) async fn run(
                     theirs: None,
                     target: (handlers == 1 && glibc && default_queue)
                         .then_some(Target::AtLeast(1_000_000.0)),
+                    ..Row::default()
                 });
                 rows.push(Row {
                     scenario: label.clone(),
@@ -74,6 +75,7 @@ pub(super) async fn run(
                     ours: median(runs.iter().map(|s| s.cpu_seconds * 1e6 / s.deltas as f64)),
                     theirs: None,
                     target: None,
+                    ..Row::default()
                 });
                 samples.pipeline.extend(runs);
             }

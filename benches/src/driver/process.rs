@@ -7,7 +7,8 @@ use std::process::Stdio;
 use anyhow::{Context as _, bail};
 use tokio::io::BufReader;
 
-use crate::report::WorkerReport;
+use super::Bench;
+use crate::report::{Implementation, WorkerReport};
 
 /// `bench-worker` built with mimalloc as its global allocator (scenario 5's second rows).
 pub(super) const MIMALLOC_WORKER: &str = "bench-worker-mimalloc";
@@ -67,6 +68,57 @@ pub(super) fn worker_path() -> anyhow::Result<PathBuf> {
         );
     }
     Ok(worker)
+}
+
+/// Where the install script puts client-go's peer (`--client-go-peer`): beside the
+/// control plane's binaries; `None` when it is not built.
+pub(super) fn client_go_peer() -> Option<PathBuf> {
+    let cache = match std::env::var_os("INFORMER_CACHE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/informer-testenv"),
+    };
+    let peer = cache.join("bin/client-go-bench-peer");
+    peer.exists().then_some(peer)
+}
+
+/// The program and arguments that run `implementation` in worker mode `mode` on
+/// `namespace`: the Rust worker, or client-go's peer (which takes the encoding where
+/// the worker takes the implementation).
+pub(super) fn side_command(
+    bench: &Bench<'_>,
+    implementation: Implementation,
+    mode: &str,
+    namespace: &str,
+) -> anyhow::Result<(PathBuf, [String; 3])> {
+    let (program, selector) = match implementation {
+        Implementation::ClientGoJson | Implementation::ClientGoProtobuf => {
+            let peer = bench.client_go.context("the client-go peer is not built")?;
+            let encoding = if implementation == Implementation::ClientGoJson {
+                "json"
+            } else {
+                "protobuf"
+            };
+            (peer, encoding)
+        }
+        _ => (bench.worker, implementation.as_str()),
+    };
+    Ok((
+        program.to_path_buf(),
+        [mode.to_owned(), selector.to_owned(), namespace.to_owned()],
+    ))
+}
+
+/// Runs `implementation` in worker mode `mode` on `namespace` to completion, against
+/// the shared control plane; returns its report.
+pub(super) async fn run_side(
+    bench: &Bench<'_>,
+    implementation: Implementation,
+    mode: &str,
+    namespace: &str,
+) -> anyhow::Result<WorkerReport> {
+    let (program, args) = side_command(bench, implementation, mode, namespace)?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_worker(&program, bench.kubeconfig, &args).await
 }
 
 /// Runs one worker to completion and returns its report.

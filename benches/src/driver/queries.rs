@@ -56,6 +56,7 @@ fn query_rows(label: &str, samples: &[QuerySample]) -> Vec<Row> {
                 ours,
                 theirs: Some(theirs),
                 target: indexed.then_some(Target::RatioAtLeast(100.0)),
+                ..Row::default()
             }
         })
         .collect()

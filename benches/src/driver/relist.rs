@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::process::{final_report, wait_for_sync};
 use super::setup::create_objects;
 use super::sync::DEFAULTS;
-use super::{Bench, MIB, Samples, first_then_second, medians, thousands};
+use super::{Bench, MIB, Samples, medians, rotated, thousands};
 use crate::objects;
 use crate::report::{Implementation, RelistSample, Row, WorkerReport};
 
@@ -39,7 +39,7 @@ pub(super) async fn run(
     let mut pairs = Vec::new();
     for pair in 0..options.pairs {
         let mut both: [Option<RelistSample>; 2] = [None, None];
-        for side in first_then_second(pair) {
+        for side in rotated(pair, 2) {
             let implementation = DEFAULTS[side];
             let sample = relist_run(worker, &uncached, &client, implementation).await?;
             eprintln!(
@@ -116,6 +116,7 @@ fn relist_rows(label: &str, pairs: &[(RelistSample, RelistSample)]) -> Vec<Row> 
             ours,
             theirs: Some(theirs),
             target: None,
+            ..Row::default()
         }
     };
     let mib = |kib: u64| kib as f64 / MIB;

@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::process::{final_report, wait_for_sync};
 use super::setup::CREATE_CONCURRENCY;
-use super::{Bench, MIB, SMALL_NAMESPACE, Samples, first_then_second, medians, thousands};
+use super::{Bench, MIB, SMALL_NAMESPACE, Samples, medians, rotated, thousands};
 use crate::objects;
 use crate::report::{Implementation, Row, WatchSample, WorkerReport, median};
 
@@ -30,7 +30,7 @@ pub(super) async fn run(
     let mut pairs = Vec::new();
     for pair in 0..options.pairs {
         let mut both: [Option<WatchSample>; 2] = [None, None];
-        for side in first_then_second(pair) {
+        for side in rotated(pair, 2) {
             let implementation = [Implementation::Ours, Implementation::KubeRuntime][side];
             let (sample, applied) = watch_run(
                 bench.worker,
@@ -167,6 +167,7 @@ fn watch_rows(label: &str, pairs: &[(WatchSample, WatchSample)], updates: usize)
             ours,
             theirs: Some(theirs),
             target: None,
+            ..Row::default()
         }
     };
     vec![
