@@ -32,8 +32,8 @@ use anyhow::{Context as _, bail};
 use informer::testenv::TestEnv;
 
 use crate::report::{
-    ControllerSample, PipelineSample, QuerySample, RelistSample, SyncSample, WatchSample, markdown,
-    median,
+    ClientGo, ControllerSample, Implementation, PipelineSample, QuerySample, RelistSample, Row,
+    SyncSample, Target, WatchSample, markdown, median,
 };
 use machine::{Machine, load_average};
 use setup::create_objects;
@@ -209,6 +209,45 @@ struct Samples {
     queries: Vec<QuerySample>,
     pipeline: Vec<PipelineSample>,
     controller: Vec<ControllerSample>,
+}
+
+/// The sides of a comparison with defaults: ours, kube-runtime, and client-go (JSON,
+/// protobuf) when its peer is built.
+fn default_sides(bench: &Bench<'_>) -> Vec<Implementation> {
+    let mut sides = vec![Implementation::Ours, Implementation::KubeRuntime];
+    if bench.client_go.is_some() {
+        sides.extend([
+            Implementation::ClientGoJson,
+            Implementation::ClientGoProtobuf,
+        ]);
+    }
+    sides
+}
+
+/// A row over rounds of runs whose column 0 is ours, 1 kube-runtime, and 2 and 3
+/// (when present) client-go JSON and protobuf: the median of `f` in each column.
+fn row_of<T>(
+    label: &str,
+    metric: &str,
+    runs: &[Vec<T>],
+    f: &dyn Fn(&T) -> f64,
+    target: Option<Target>,
+    client_go_target: Option<Target>,
+) -> Row {
+    let column = |i: usize| median(runs.iter().filter_map(|round| round.get(i)).map(f));
+    let with_client_go = runs.first().is_some_and(|round| round.len() >= 4);
+    Row {
+        scenario: label.to_owned(),
+        metric: metric.to_owned(),
+        ours: column(0),
+        theirs: Some(column(1)),
+        target,
+        client_go: with_client_go.then(|| ClientGo {
+            json: column(2),
+            protobuf: column(3),
+            target: client_go_target,
+        }),
+    }
 }
 
 /// The order of round `round`'s runs of `sides` sides (0 is ours): each round starts

@@ -1,6 +1,5 @@
 //! Scenario 6: the relist after 410 Gone, on a control plane without watch cache.
 
-use std::path::Path;
 use std::process::Stdio;
 
 use anyhow::{Context as _, bail};
@@ -10,10 +9,9 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::process::{final_report, wait_for_sync};
+use super::process::{final_report, side_command, wait_for_sync};
 use super::setup::create_objects;
-use super::sync::DEFAULTS;
-use super::{Bench, MIB, Samples, medians, rotated, thousands};
+use super::{Bench, MIB, Samples, default_sides, rotated, row_of, thousands};
 use crate::objects;
 use crate::report::{Implementation, RelistSample, Row, WorkerReport};
 
@@ -23,29 +21,31 @@ const RELIST_NAMESPACE: &str = "bench-relist";
 /// The namespace of the object scenario 6 writes to move etcd's revision on.
 const NOISE_NAMESPACE: &str = "bench-noise";
 
-/// Scenario 6: its own control plane, `--pairs` pairs (the first side alternating).
+/// Scenario 6: its own control plane, `--pairs` rounds of every side (the first
+/// rotating).
 pub(super) async fn run(
     bench: &Bench<'_>,
     rows: &mut Vec<Row>,
     samples: &mut Samples,
 ) -> anyhow::Result<()> {
-    let (options, worker) = (bench.options, bench.worker);
+    let options = bench.options;
     let label = format!("6. relist {} after 410 Gone", thousands(options.objects));
     eprintln!("[bench] starting a control plane without watch cache (scenario 6)");
     let uncached = TestEnv::builder().watch_cache(false).start().await?;
     let client = uncached.client()?;
     create_objects(&client, RELIST_NAMESPACE, options.objects, options.payload).await?;
     create_objects(&client, NOISE_NAMESPACE, 1, 0).await?;
-    let mut pairs = Vec::new();
-    for pair in 0..options.pairs {
-        let mut both: [Option<RelistSample>; 2] = [None, None];
-        for side in rotated(pair, 2) {
-            let implementation = DEFAULTS[side];
-            let sample = relist_run(worker, &uncached, &client, implementation).await?;
+    let sides = default_sides(bench);
+    let mut runs = Vec::new();
+    for round in 0..options.pairs {
+        let mut round_samples: Vec<Option<RelistSample>> = vec![None; sides.len()];
+        for side in rotated(round, sides.len()) {
+            let implementation = sides[side];
+            let sample = relist_run(bench, &uncached, &client, implementation).await?;
             eprintln!(
-                "[{label}] pair {}: {:<12} RSS after sync {:.1} MiB, peak until the relist \
+                "[{label}] round {}: {:<18} RSS after sync {:.1} MiB, peak until the relist \
                  was applied {:.1} MiB, CPU {:.3} s, {} objects",
-                pair + 1,
+                round + 1,
                 implementation.as_str(),
                 sample.rss_after_sync_kib as f64 / MIB,
                 sample.peak_rss_kib as f64 / MIB,
@@ -59,15 +59,12 @@ pub(super) async fn run(
                     sample.objects
                 );
             }
-            both[side] = Some(sample);
+            round_samples[side] = Some(sample);
         }
-        let [Some(ours), Some(theirs)] = both else {
-            bail!("a pair lacks a side");
-        };
-        pairs.push((ours, theirs));
+        runs.push(round_samples.into_iter().flatten().collect::<Vec<_>>());
     }
-    rows.extend(relist_rows(&label, &pairs));
-    samples.relist = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+    rows.extend(relist_rows(&label, &runs));
+    samples.relist = runs.into_iter().flatten().collect();
     Ok(())
 }
 
@@ -75,13 +72,14 @@ pub(super) async fn run(
 /// for its sync, moves etcd's revision on (writes it does not watch) and compacts, so
 /// that its next watch gets 410 Gone and it relists; returns its report.
 async fn relist_run(
-    worker: &Path,
+    bench: &Bench<'_>,
     env: &TestEnv,
     client: &kube::Client,
     implementation: Implementation,
 ) -> anyhow::Result<RelistSample> {
-    let mut child = tokio::process::Command::new(worker)
-        .args(["relist", implementation.as_str(), RELIST_NAMESPACE])
+    let (program, args) = side_command(bench, implementation, "relist", RELIST_NAMESPACE)?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
         .env("KUBECONFIG", env.kubeconfig_path())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -107,18 +105,9 @@ async fn relist_run(
     }
 }
 
-fn relist_rows(label: &str, pairs: &[(RelistSample, RelistSample)]) -> Vec<Row> {
-    let row = |metric: &str, f: &dyn Fn(&RelistSample) -> f64| {
-        let (ours, theirs) = medians(pairs, f);
-        Row {
-            scenario: label.to_owned(),
-            metric: metric.to_owned(),
-            ours,
-            theirs: Some(theirs),
-            target: None,
-            ..Row::default()
-        }
-    };
+fn relist_rows(label: &str, runs: &[Vec<RelistSample>]) -> Vec<Row> {
+    let row =
+        |metric: &str, f: &dyn Fn(&RelistSample) -> f64| row_of(label, metric, runs, f, None, None);
     let mib = |kib: u64| kib as f64 / MIB;
     vec![
         row("RSS after the initial sync (MiB)", &|s| {

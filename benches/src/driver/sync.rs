@@ -6,10 +6,10 @@ use anyhow::bail;
 
 use super::process::run_side;
 use super::{
-    Bench, LARGE_NAMESPACE, MIB, POD_NAMESPACE, SCALE_NAMESPACE, SMALL_NAMESPACE, Samples, rotated,
-    thousands,
+    Bench, LARGE_NAMESPACE, MIB, POD_NAMESPACE, SCALE_NAMESPACE, SMALL_NAMESPACE, Samples,
+    default_sides, rotated, row_of, thousands,
 };
-use crate::report::{ClientGo, Implementation, Row, SyncSample, Target, WorkerReport, median};
+use crate::report::{Implementation, Row, SyncSample, Target, WorkerReport};
 
 /// One collection to sync: the worker mode, its namespace and how many objects.
 #[derive(Debug, Clone, Copy)]
@@ -113,11 +113,6 @@ pub(super) async fn pods(
 /// Both sides with default options: the comparison the targets are about.
 pub(super) const DEFAULTS: [Implementation; 2] =
     [Implementation::Ours, Implementation::KubeRuntime];
-/// client-go's two encodings, after [`DEFAULTS`] when its peer is built.
-pub(super) const CLIENT_GO: [Implementation; 2] = [
-    Implementation::ClientGoJson,
-    Implementation::ClientGoProtobuf,
-];
 /// Both sides keeping `managedFields`.
 const KEEP_BOTH: [Implementation; 2] = [
     Implementation::OursKeepManagedFields,
@@ -141,10 +136,11 @@ async fn default_sync(
     rows: &mut Vec<Row>,
     with_client_go: bool,
 ) -> anyhow::Result<Vec<SyncSample>> {
-    let mut implementations = DEFAULTS.to_vec();
-    if with_client_go && bench.client_go.is_some() {
-        implementations.extend(CLIENT_GO);
-    }
+    let implementations = if with_client_go {
+        default_sides(bench)
+    } else {
+        DEFAULTS.to_vec()
+    };
     let runs = sync_runs(bench, collection, &implementations, label).await?;
     rows.extend(sync_rows(label, &runs, true));
     Ok(runs.into_iter().flatten().collect())
@@ -202,24 +198,18 @@ async fn sync_runs(
 /// when `targets` (the default-options comparison). Column 0 of `runs` is ours,
 /// column 1 kube-runtime, columns 2 and 3 (when present) client-go JSON and protobuf.
 fn sync_rows(label: &str, runs: &[Vec<SyncSample>], targets: bool) -> Vec<Row> {
-    let column = |i: usize, f: &dyn Fn(&SyncSample) -> f64| {
-        median(runs.iter().filter_map(|round| round.get(i)).map(f))
-    };
-    let with_client_go = runs.first().is_some_and(|round| round.len() >= 4);
     let row = |metric: &str,
                f: &dyn Fn(&SyncSample) -> f64,
                target: Option<Target>,
-               client_go_target: Option<Target>| Row {
-        scenario: label.to_owned(),
-        metric: metric.to_owned(),
-        ours: column(0, f),
-        theirs: Some(column(1, f)),
-        target: target.filter(|_| targets),
-        client_go: with_client_go.then(|| ClientGo {
-            json: column(2, f),
-            protobuf: column(3, f),
-            target: client_go_target.filter(|_| targets),
-        }),
+               client_go_target: Option<Target>| {
+        row_of(
+            label,
+            metric,
+            runs,
+            f,
+            target.filter(|_| targets),
+            client_go_target.filter(|_| targets),
+        )
     };
     let mib = |kib: u64| kib as f64 / MIB;
     vec![

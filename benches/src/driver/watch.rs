@@ -1,6 +1,5 @@
 //! Scenario 3: watch throughput, 5,000 updates after the initial sync.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -11,13 +10,13 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::process::{final_report, wait_for_sync};
+use super::process::{final_report, side_command, wait_for_sync};
 use super::setup::CREATE_CONCURRENCY;
-use super::{Bench, MIB, SMALL_NAMESPACE, Samples, medians, rotated, thousands};
+use super::{Bench, MIB, SMALL_NAMESPACE, Samples, default_sides, rotated, row_of, thousands};
 use crate::objects;
 use crate::report::{Implementation, Row, WatchSample, WorkerReport, median};
 
-/// Scenario 3: each pair runs both sides (the first alternating) through the same
+/// Scenario 3: each round runs every side (the first rotating) through the same
 /// updates.
 pub(super) async fn run(
     bench: &Bench<'_>,
@@ -27,31 +26,27 @@ pub(super) async fn run(
     let options = bench.options;
     let client = bench.client.context("no client")?;
     let label = format!("3. watch {} updates", thousands(options.updates));
-    let mut pairs = Vec::new();
-    for pair in 0..options.pairs {
-        let mut both: [Option<WatchSample>; 2] = [None, None];
-        for side in rotated(pair, 2) {
-            let implementation = [Implementation::Ours, Implementation::KubeRuntime][side];
+    let sides = default_sides(bench);
+    let mut runs = Vec::new();
+    for round in 0..options.pairs {
+        let mut round_samples: Vec<Option<WatchSample>> = vec![None; sides.len()];
+        for side in rotated(round, sides.len()) {
             let (sample, applied) = watch_run(
-                bench.worker,
-                bench.kubeconfig,
+                bench,
                 client,
-                implementation,
-                pair * 2 + side,
+                sides[side],
+                round * sides.len() + side,
                 options.updates,
             )
             .await?;
-            log_watch(&label, pair, &sample, applied);
+            log_watch(&label, round, &sample, applied);
             samples.watch_apply_seconds.push(applied);
             samples.watch.push(sample.clone());
-            both[side] = Some(sample);
+            round_samples[side] = Some(sample);
         }
-        let [Some(ours), Some(theirs)] = both else {
-            bail!("a pair lacks a side");
-        };
-        pairs.push((ours, theirs));
+        runs.push(round_samples.into_iter().flatten().collect());
     }
-    rows.extend(watch_rows(&label, &pairs, options.updates));
+    rows.extend(watch_rows(&label, &runs, options.updates));
     Ok(())
 }
 
@@ -73,35 +68,43 @@ pub(super) fn note(samples: &Samples, updates: usize) -> Option<String> {
                 .map(|(sample, applied)| (sample.seconds - applied) * 1e3),
         )
     };
+    let mut seen: Vec<Implementation> = Vec::new();
+    for sample in &samples.watch {
+        if !seen.contains(&sample.implementation) {
+            seen.push(sample.implementation);
+        }
+    }
+    let lags: Vec<String> = seen
+        .into_iter()
+        .map(|side| format!("{:.1} ms ({})", lag_ms(side), side.as_str()))
+        .collect();
     Some(format!(
         "Scenario 3: the driver applied the {} updates in {:.2} s (median), 32 in flight; \
-         the last one was cached {:.1} ms (ours) and {:.1} ms (kube-runtime) after its \
-         patch returned (medians; negative: before).",
+         the last one was cached {} after its patch returned (medians; negative: before).",
         thousands(updates),
         median(samples.watch_apply_seconds.iter().copied()),
-        lag_ms(Implementation::Ours),
-        lag_ms(Implementation::KubeRuntime),
+        lags.join(", "),
     ))
 }
 
 /// One watch-throughput run: starts the worker, waits for its sync, applies the
 /// updates and the marker, and returns its report and the seconds the updates took.
 async fn watch_run(
-    worker: &Path,
-    kubeconfig: Option<&Path>,
+    bench: &Bench<'_>,
     client: &kube::Client,
     implementation: Implementation,
     round: usize,
     updates: usize,
 ) -> anyhow::Result<(WatchSample, f64)> {
-    let mut command = tokio::process::Command::new(worker);
+    let (program, args) = side_command(bench, implementation, "watch", SMALL_NAMESPACE)?;
+    let mut command = tokio::process::Command::new(program);
     command
-        .args(["watch", implementation.as_str(), SMALL_NAMESPACE])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
-    if let Some(kubeconfig) = kubeconfig {
+    if let Some(kubeconfig) = bench.kubeconfig {
         command.env("KUBECONFIG", kubeconfig);
     }
     let mut child = command.spawn()?;
@@ -145,11 +148,11 @@ async fn watch_run(
     }
 }
 
-fn log_watch(label: &str, pair: usize, sample: &WatchSample, applied: f64) {
+fn log_watch(label: &str, round: usize, sample: &WatchSample, applied: f64) {
     eprintln!(
-        "[{label}] pair {}: {:<12} last update cached after {:.3} s (driver applied in {:.3} s), \
+        "[{label}] round {}: {:<18} last update cached after {:.3} s (driver applied in {:.3} s), \
          CPU {:.3} s, peak RSS {:.1} MiB",
-        pair + 1,
+        round + 1,
         sample.implementation.as_str(),
         sample.seconds,
         applied,
@@ -158,18 +161,9 @@ fn log_watch(label: &str, pair: usize, sample: &WatchSample, applied: f64) {
     );
 }
 
-fn watch_rows(label: &str, pairs: &[(WatchSample, WatchSample)], updates: usize) -> Vec<Row> {
-    let row = |metric: &str, f: &dyn Fn(&WatchSample) -> f64| {
-        let (ours, theirs) = medians(pairs, f);
-        Row {
-            scenario: label.to_owned(),
-            metric: metric.to_owned(),
-            ours,
-            theirs: Some(theirs),
-            target: None,
-            ..Row::default()
-        }
-    };
+fn watch_rows(label: &str, runs: &[Vec<WatchSample>], updates: usize) -> Vec<Row> {
+    let row =
+        |metric: &str, f: &dyn Fn(&WatchSample) -> f64| row_of(label, metric, runs, f, None, None);
     vec![
         row("time until the last update is cached (s)", &|s| s.seconds),
         row("client CPU, user+sys (s)", &|s| s.cpu_seconds),
