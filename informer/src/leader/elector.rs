@@ -182,8 +182,8 @@ impl LeaderElector {
         sent: Instant,
         mut shutdown: Pin<&mut impl Future<Output = ()>>,
     ) -> TermEnd {
-        self.renewed(sent, true);
         tracing::info!(lease = self.lock.describe(), identity = %self.identity, "became leader");
+        self.renewed(sent, true);
         let mut stepping_down: Option<Instant> = None;
         let mut renewed_at = sent;
         loop {
@@ -237,7 +237,13 @@ impl LeaderElector {
                 return Err(None);
             }
             let limit = self.request_limit().min(deadline - now);
-            match self.try_acquire_or_renew(tries, limit).await {
+            // A try may take several requests: the deadline bounds them all.
+            let Ok(tried) =
+                tokio::time::timeout_at(deadline, self.try_acquire_or_renew(tries, limit)).await
+            else {
+                return Err(None);
+            };
+            match tried {
                 Ok(Outcome::Holding { sent }) => return Ok(sent),
                 // Someone else holds it: never lead beside them.
                 Ok(Outcome::HeldBy(holder)) => return Err(Some(holder)),

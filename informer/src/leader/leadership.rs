@@ -81,13 +81,17 @@ pub(crate) type Holds = Arc<Mutex<Option<mpsc::Sender<()>>>>;
 #[derive(Debug, Clone)]
 pub struct LeadershipHandle {
     state: watch::Receiver<State>,
+    /// What [`changed`](Self::changed) last reported.
+    reported: Leadership,
     holds: Holds,
     identity: Arc<str>,
 }
 
 impl LeadershipHandle {
     pub(crate) fn new(state: watch::Receiver<State>, holds: Holds, identity: Arc<str>) -> Self {
+        let reported = state.borrow().leadership.clone();
         Self {
+            reported,
             state,
             holds,
             identity,
@@ -120,17 +124,18 @@ impl LeadershipHandle {
         }
     }
 
-    /// Waits for the next change of [`Leadership`] and returns it; `None` once the
-    /// elector is gone. Changes are not queued: a quick succession may show only the
-    /// last state.
+    /// Waits until [`Leadership`] differs from what this handle last reported (or
+    /// saw when it was made) and returns it; `None` once the elector is gone and
+    /// nothing new is left to report. Changes are not queued: a quick succession may
+    /// show only the last state.
     pub async fn changed(&mut self) -> Option<Leadership> {
         loop {
-            let before = self.state.borrow_and_update().leadership.clone();
-            self.state.changed().await.ok()?;
             let now = self.state.borrow_and_update().leadership.clone();
-            if now != before {
+            if now != self.reported {
+                self.reported = now.clone();
                 return Some(now);
             }
+            self.state.changed().await.ok()?;
         }
     }
 
@@ -220,5 +225,135 @@ impl Term {
     pub fn time_to_expiry(&self) -> Duration {
         self.lease_expiry()
             .saturating_duration_since(Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// A handle on a state the test drives, as the elector would.
+    fn handle() -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
+        let state = watch::Sender::new(State::new());
+        let (hold, released) = mpsc::channel(1);
+        let handle = LeadershipHandle::new(
+            state.subscribe(),
+            Arc::new(Mutex::new(Some(hold))),
+            Arc::from("me"),
+        );
+        (state, handle, released)
+    }
+
+    fn lead(state: &watch::Sender<State>) {
+        let now = Instant::now();
+        state.send_modify(|s| {
+            s.term += 1;
+            s.leadership = Leadership::Leading;
+            s.renew_deadline = now + 3 * SECOND;
+            s.lease_expiry = now + 4 * SECOND;
+        });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_term_ends_at_the_renew_deadline_even_if_the_elector_says_nothing() {
+        let (state, handle, _released) = handle();
+        let waiting = tokio::spawn({
+            let handle = handle.clone();
+            async move { handle.leading().await.is_some() }
+        });
+        tokio::task::yield_now().await;
+        lead(&state);
+        assert!(waiting.await.unwrap());
+        let start = Instant::now();
+        let term = handle.leading().await.unwrap();
+        assert!(term.is_leading() && handle.is_leading());
+        // The elector is stuck (a paused process, a starved task): the clock decides.
+        let expiry = term.lost().await;
+        assert_eq!(start.elapsed(), 3 * SECOND);
+        assert_eq!(expiry, start + 4 * SECOND);
+        assert!(!term.is_leading() && !handle.is_leading());
+        assert_eq!(term.time_to_expiry(), SECOND);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_moves_the_deadline_and_a_new_term_ends_the_old_one() {
+        let (state, handle, _released) = handle();
+        lead(&state);
+        let term = handle.leading().await.unwrap();
+        tokio::time::advance(2 * SECOND).await;
+        let renewed = Instant::now();
+        state.send_modify(|s| {
+            s.renew_deadline = renewed + 3 * SECOND;
+            s.lease_expiry = renewed + 4 * SECOND;
+        });
+        tokio::time::advance(2 * SECOND).await;
+        assert!(
+            term.is_leading(),
+            "renewed: the old deadline no longer counts"
+        );
+        assert_eq!(term.lease_expiry(), renewed + 4 * SECOND);
+        // Lost and won again before anyone looked: still a different term.
+        lead(&state);
+        assert!(!term.is_leading());
+        let _ = term.lost().await;
+        assert!(handle.leading().await.unwrap().is_leading());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stepping_down_ends_terms_and_waits_for_them_to_be_dropped() {
+        let (state, handle, mut released) = handle();
+        let holds = Arc::clone(&handle.holds);
+        lead(&state);
+        let term = handle.leading().await.unwrap();
+        // The elector steps down: no new terms, the current one is over.
+        holds.locked().take();
+        state.send_modify(|s| s.stepping_down = true);
+        let _ = term.lost().await;
+        assert!(handle.leading().await.is_none());
+        assert_eq!(
+            handle.leadership(),
+            Leadership::Leading,
+            "it still holds the lease"
+        );
+        assert!(
+            tokio::time::timeout(SECOND, released.recv()).await.is_err(),
+            "the term still holds the release back"
+        );
+        drop(term);
+        assert_eq!(released.recv().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changes_report_new_leaders_only() {
+        let (state, mut handle, _released) = handle();
+        let follow = |leader: &str| {
+            let leadership = Leadership::Following {
+                leader: Some(leader.to_owned()),
+            };
+            state.send_modify(|s| s.leadership = leadership);
+        };
+        follow("a");
+        assert_eq!(
+            handle.changed().await,
+            Some(Leadership::Following {
+                leader: Some("a".into())
+            })
+        );
+        assert_eq!(handle.leader().as_deref(), Some("a"));
+        follow("a"); // the same leader again: no news
+        follow("b");
+        assert_eq!(
+            handle.changed().await,
+            Some(Leadership::Following {
+                leader: Some("b".into())
+            })
+        );
+        state.send_modify(|s| s.leadership = Leadership::Stopped);
+        drop(state);
+        assert_eq!(handle.changed().await, Some(Leadership::Stopped));
+        assert_eq!(handle.changed().await, None);
+        assert!(handle.leading().await.is_none());
     }
 }
