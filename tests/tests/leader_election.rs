@@ -66,7 +66,7 @@ async fn two_then_three_replicas_elect_exactly_one_leader() {
     tokio::time::sleep(LEASE).await;
     assert_eq!(
         replicas.leaders(),
-        [first.identity.clone()],
+        [first.identity.as_str()],
         "{}",
         replicas.describe()
     );
@@ -121,7 +121,7 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry() {
     tokio::time::sleep(RETRY * 4).await;
     assert_eq!(
         replicas.leaders(),
-        [next.identity.clone()],
+        [next.identity.as_str()],
         "{}",
         replicas.describe()
     );

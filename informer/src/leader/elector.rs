@@ -163,10 +163,12 @@ impl LeaderElector {
             // Wake at the observed expiry if it comes before the jittered retry:
             // a standby then takes over as soon as the rules allow.
             let mut wake = Instant::now() + jittered(self.config.retry_period);
-            if let Some(expiry) = tries.observer.expiry() {
-                if expiry > Instant::now() && expiry < wake && !tries.observer.is_leader() {
-                    wake = expiry + Duration::from_millis(1);
-                }
+            if let Some(expiry) = tries.observer.expiry()
+                && expiry > Instant::now()
+                && expiry < wake
+                && !tries.observer.is_leader()
+            {
+                wake = expiry + Duration::from_millis(1);
             }
             tokio::select! {
                 () = sleep_until(wake) => {}

@@ -93,10 +93,10 @@ where
         );
         workers.abort_all();
         while let Some(joined) = workers.join_next().await {
-            if let Err(error) = &joined {
-                if error.is_cancelled() {
-                    continue;
-                }
+            if let Err(error) = &joined
+                && error.is_cancelled()
+            {
+                continue;
             }
             self.report_exit(joined);
         }
@@ -117,9 +117,12 @@ mod tests {
 
     const SECOND: Duration = Duration::from_secs(1);
 
+    /// One log entry: item, "start" or "end", time since the test began.
+    type Entry = (&'static str, &'static str, Duration);
+
     /// Reconciles that take `hold` and log (item, start, end-or-dropped).
     #[derive(Clone, Default)]
-    struct Log(Arc<Mutex<Vec<(&'static str, &'static str, Duration)>>>);
+    struct Log(Arc<Mutex<Vec<Entry>>>);
 
     impl Log {
         fn reconcile(
@@ -146,7 +149,7 @@ mod tests {
             }
         }
 
-        fn entries(&self) -> Vec<(&'static str, &'static str, Duration)> {
+        fn entries(&self) -> Vec<Entry> {
             self.0.lock().unwrap().clone()
         }
     }
