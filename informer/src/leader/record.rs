@@ -217,7 +217,8 @@ mod tests {
         }
     }
 
-    /// "acquire from no object": the creating record starts the transitions at 0.
+    /// client-go's TestTryAcquireOrRenew "acquire from no object": the creating
+    /// record starts the transitions at 0.
     #[test]
     fn creating_starts_a_fresh_record() {
         let me = Observer::new("me");
@@ -228,7 +229,8 @@ mod tests {
         assert_eq!(record.lease_duration_seconds, 10);
     }
 
-    /// "acquire from unled object" and "acquire from empty led, acked object": no
+    /// client-go's TestTryAcquireOrRenew "acquire from unled object", "acquire from
+    /// empty led, acked object" and "acquire from object without annotations": no
     /// holder means take it at once, even if the record was seen just now (a
     /// released lease), counting one more transition.
     #[tokio::test(start_paused = true)]
@@ -243,11 +245,19 @@ mod tests {
         assert_eq!(record.holder, "me");
         assert_eq!(record.transitions, 5);
         assert_eq!(record.acquire_time, Some(at(5)));
+
+        // "acquire from object without annotations": a Lease with an empty spec.
+        let mut fresh_eyes = Observer::new("me");
+        let Plan::Write(record) = fresh_eyes.plan(Record::from_spec(None), now, at(5), 10) else {
+            panic!("a Lease without a record is taken");
+        };
+        assert_eq!((record.holder.as_str(), record.transitions), ("me", 1));
     }
 
-    /// "don't acquire from led, acked object", and "acquire from led, unacked
-    /// object": a held record is valid until its holder's duration has passed
-    /// since *we* first saw it, whatever its timestamps say.
+    /// client-go's TestTryAcquireOrRenew "don't acquire from led, acked object",
+    /// "acquire from led, unacked object" and "acquire from led object with the
+    /// lease duration seconds": a held record is valid until its holder's duration
+    /// (not ours) has passed since *we* first saw it, whatever its timestamps say.
     #[tokio::test(start_paused = true)]
     async fn a_held_lease_expires_by_observed_time_only() {
         let mut me = Observer::new("me");
@@ -290,8 +300,10 @@ mod tests {
         }
     }
 
-    /// "renew already acquired object": our own record is renewed, keeping its
-    /// acquire time and transitions, even when read after it expired for us.
+    /// client-go's TestTryAcquireOrRenew "renew already acquired object" and
+    /// TestFastPathLeaderElection "Exercise fast path after lock acquired": our own
+    /// record is renewed without a read while valid, and after a read once it
+    /// expired for us, keeping its acquire time and transitions either way.
     #[tokio::test(start_paused = true)]
     async fn renewing_keeps_acquire_time_and_transitions() {
         let mut me = Observer::new("me");
