@@ -283,5 +283,9 @@ impl Drop for Replicas {
             let _ = child.kill();
             let _ = child.wait();
         }
+        // The replicas' logs stay for a failed test to be read.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.logs_dir);
+        }
     }
 }
