@@ -32,6 +32,11 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		// What the install script checks a cached binary with.
+		fmt.Println("client-go-bench-peer (the Kubernetes tree's vendored client-go)")
+		return
+	}
 	if len(os.Args) != 4 {
 		fail("usage: client-go-bench-peer <sync|watch|relist> <json|protobuf> <namespace>")
 	}

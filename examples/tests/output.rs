@@ -161,3 +161,17 @@ async fn backup_operator_copies_follows_and_cleans_up() {
 async fn backup_operator_on_kube_runtime_does_the_same() {
     backup_operator_story(env!("CARGO_BIN_EXE_backup_operator_kube_runtime")).await;
 }
+
+#[tokio::test]
+async fn leader_controller_hands_over_from_one_replica_to_the_other() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_leader_controller")).await;
+    assert_eq!(
+        stdout,
+        "replica-1 leads\n\
+         replica-1 stamped settings\n\
+         replica-2 follows replica-1\n\
+         replica-1 stopped and released the lease\n\
+         replica-2 leads\n\
+         replica-2 stamped settings\n"
+    );
+}

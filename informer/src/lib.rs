@@ -36,6 +36,8 @@
 //! - [`controller`]: [`Controller`](controller::Controller), a primary type with what it owns
 //!   and watches mapped to one queue of keys, typed reconciles, finalizers and
 //!   read-your-writes, on the factory's shared informers.
+//! - [`leader`]: leader election on a Lease ([`LeaderElector`](leader::LeaderElector)),
+//!   so a controller runs as several replicas of which one works.
 //! - [`lister`]: [`Lister`](lister::Lister), typed reads of the cache, scope checked by
 //!   the compiler.
 //! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the
@@ -99,6 +101,7 @@ pub mod factory;
 pub mod fifo;
 pub mod informable;
 pub mod key;
+pub mod leader;
 pub mod lister;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]

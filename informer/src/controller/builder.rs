@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
 use super::context::{Context, Shared, primary_name};
+use super::leading::run_while_leading;
 use super::mapping::{IntoPrimaryKey, controller_key, controller_uid, owner_index_name};
 use super::read_your_writes::ReadYourWrites;
 use super::registry::Registry;
@@ -24,6 +25,7 @@ use crate::events::{Recorder, Reporter};
 use crate::factory::{FactoryScope, SharedInformerFactory};
 use crate::fifo::DeletedObject;
 use crate::key::ObjectKey;
+use crate::leader::LeadershipHandle;
 use crate::lister::Lister;
 use crate::lock::MutexExt;
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
@@ -63,6 +65,7 @@ pub struct Controller<K> {
     recorder: Option<Recorder>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
+    leadership: Option<LeadershipHandle>,
 }
 
 impl<K> fmt::Debug for Controller<K> {
@@ -105,6 +108,7 @@ where
             recorder: None,
             #[cfg(feature = "metrics")]
             metrics: factory.metrics().cloned(),
+            leadership: None,
         }
     }
 
@@ -279,12 +283,33 @@ where
         self
     }
 
+    /// Reconciles only while this replica leads the election `leadership` belongs to
+    /// (see [`leader`](crate::leader)); run its
+    /// [`LeaderElector`](crate::leader::LeaderElector) beside the controller.
+    ///
+    /// The informers run and the queue fills on every replica, so a standby's caches
+    /// are warm when it takes over. When a term starts, every cached `K` is queued
+    /// and the workers start; when it is lost, workers take no more keys, the
+    /// reconciles in hand may finish until the lease could expire for the other
+    /// replicas and are dropped then, and the controller waits to lead again. `run`
+    /// returns on its `shutdown` (while leading: once the reconciles in hand have
+    /// finished, after which the elector releases the lease) or when the elector
+    /// stops.
+    #[must_use]
+    pub fn leader_election(mut self, leadership: LeadershipHandle) -> Self {
+        self.leadership = Some(leadership);
+        self
+    }
+
     /// Starts the factory's informers (the controller's and any others not started
     /// yet), waits until the controller's caches have synced, then reconciles until
     /// `shutdown` completes: workers finish the key in hand, the controller's
     /// handlers are removed, and no task of the controller is left running. The
     /// informers keep running for whoever else shares them; stop them with
     /// [`SharedInformerFactory::shutdown`].
+    ///
+    /// With [`leader_election`](Self::leader_election), the workers run only while
+    /// this replica leads.
     ///
     /// `reconcile` gets the object from the cache and a [`Context`]. A failed
     /// reconcile goes to `error_policy`, which chooses the [`Retry`]
@@ -361,6 +386,7 @@ where
                 Reporter::new(self.name.clone()),
             )
         });
+        let primaries = self.primary.indexer();
         let worker = Arc::new(Worker {
             shared: Arc::new(Shared {
                 client: self.factory.client().clone(),
@@ -400,15 +426,20 @@ where
                 }
             }))
         });
-        Runner::with_config(queue, self.runner)
-            .run(
-                move |key: ObjectKey| {
-                    let worker = Arc::clone(&worker);
-                    async move { worker.process(key).await }
-                },
-                shutdown,
-            )
-            .await;
+        let runner = Runner::with_config(queue, self.runner);
+        let reconcile = move |key: ObjectKey| {
+            let worker = Arc::clone(&worker);
+            async move { worker.process(key).await }
+        };
+        match &self.leadership {
+            None => runner.run(reconcile, shutdown).await,
+            Some(leadership) => {
+                run_while_leading(
+                    runner, reconcile, leadership, &primaries, &self.name, shutdown,
+                )
+                .await;
+            }
+        }
         drop(unwires);
         if own_recorder {
             // Writes the series counts still pending; a server that stopped answering

@@ -27,6 +27,9 @@
 //! - **Deletions.** [`cleanup`](Controller::cleanup) runs for a deleted object's last
 //!   state; with a [`finalizer`](Controller::finalizer) it also covers deletions made
 //!   while the controller was down (see [`finalizer`]).
+//! - **Several replicas.** With [`leader_election`](Controller::leader_election) the
+//!   controller runs on every replica with warm caches and reconciles only on the one
+//!   that leads (see [`leader`](crate::leader)).
 //! - **Read-your-writes.** Writes made through [`Context::api`] are remembered, and the
 //!   next reconcile of the same key waits (bounded) until the cache shows them, so a
 //!   quick requeue never creates a second child (see [`read_your_writes`]).
@@ -75,6 +78,7 @@
 mod builder;
 mod context;
 pub mod finalizer;
+mod leading;
 mod mapping;
 pub mod read_your_writes;
 mod registry;

@@ -24,6 +24,11 @@
 //! ended: no task is left running. Dropping the `run` future instead aborts the
 //! workers.
 //!
+//! [`Runner::run_until`] runs the workers for a while and leaves the queue open, for
+//! work that runs in turns, such as only while this replica leads (see
+//! [`leader`](crate::leader)): workers stop taking items when told, the reconciles in
+//! hand get a deadline to finish, and are dropped if they have not.
+//!
 //! Reconcile functions read state from the informer's cache (its lister), not from
 //! the API server; the item is usually an `ObjectKey`, but any
 //! `Hash + Eq + Clone + Debug` type works.
@@ -71,6 +76,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use tokio::sync::watch;
 use tokio::task::{JoinError, JoinSet};
 
 use super::queue::WorkQueue;
@@ -181,16 +187,9 @@ where
         E: fmt::Display + Send + 'static,
         S: Future<Output = ()> + Send,
     {
-        let reconcile = Arc::new(reconcile);
-        let mut workers = JoinSet::new();
-        for _ in 0..self.config.workers.max(1) {
-            workers.spawn(work(
-                self.queue.clone(),
-                Arc::clone(&reconcile),
-                self.config.clone(),
-            ));
-        }
-        drop(reconcile);
+        // Never set: these workers stop when the queue shuts down.
+        let (_never_stop, stop) = watch::channel(false);
+        let mut workers = self.spawn_workers(reconcile, &stop);
 
         let mut shutdown = pin!(shutdown);
         loop {
@@ -210,6 +209,26 @@ where
         }
     }
 
+    /// Spawns the worker tasks; they stop taking items once `stop` is set.
+    fn spawn_workers<F, Fut, E>(&self, reconcile: F, stop: &watch::Receiver<bool>) -> JoinSet<()>
+    where
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        let reconcile = Arc::new(reconcile);
+        let mut workers = JoinSet::new();
+        for _ in 0..self.config.workers.max(1) {
+            workers.spawn(work(
+                self.queue.clone(),
+                Arc::clone(&reconcile),
+                self.config.clone(),
+                stop.clone(),
+            ));
+        }
+        workers
+    }
+
     fn report_exit(&self, joined: Result<(), JoinError>) {
         if let Err(error) = joined {
             // Reconcile panics are caught in the worker; this is a panic elsewhere,
@@ -220,18 +239,29 @@ where
 }
 
 /// One worker: get, reconcile, settle, done; until the queue says stop.
-async fn work<T, F, Fut, E>(queue: WorkQueue<T>, reconcile: Arc<F>, config: RunnerConfig)
-where
+/// Also stops, without waiting for an item, once `stop` is set.
+async fn work<T, F, Fut, E>(
+    queue: WorkQueue<T>,
+    reconcile: Arc<F>,
+    config: RunnerConfig,
+    mut stop: watch::Receiver<bool>,
+) where
     T: Hash + Eq + Clone + fmt::Debug + Send + Sync + 'static,
     F: Fn(T) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
 {
     loop {
-        if !config.drain_queue && queue.is_shutting_down() {
+        if *stop.borrow() || (!config.drain_queue && queue.is_shutting_down()) {
             return;
         }
-        let Some(item) = queue.get().await else {
+        // `get` is cancel-safe: a worker told to stop while waiting takes nothing.
+        let next = tokio::select! {
+            biased;
+            _ = stop.wait_for(|stop| *stop) => return,
+            next = queue.get() => next,
+        };
+        let Some(item) = next else {
             return;
         };
         // `done` must come whatever happens below, even if this task is aborted.
@@ -310,6 +340,8 @@ impl fmt::Display for PanicMessage {
         )
     }
 }
+
+mod until;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,249 @@
+//! [`LeaderElectionConfig`]: which Lease, who we are, and the three timings.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::LeaderError;
+
+/// client-go's `JitterFactor`: a candidate waits between one and `1 + JITTER_FACTOR`
+/// retry periods between two tries to acquire, so candidates started together do not
+/// hit the API server in step.
+pub const JITTER_FACTOR: f64 = 1.2;
+
+/// Which Lease to compete for, under which identity, with which timings.
+///
+/// The defaults are those of Kubernetes' own components (kube-controller-manager,
+/// kube-scheduler): a 15 s lease, a 10 s renew deadline and a 2 s retry period. The
+/// Lease's namespace and name have no default: [`lease`](Self::lease) sets them.
+/// [`LeaderElector::new`](super::LeaderElector::new) checks the timings as client-go
+/// does: `lease_duration > renew_deadline > retry_period * 1.2`, all above zero.
+///
+/// ```
+/// use std::time::Duration;
+/// use informer::leader::LeaderElectionConfig;
+///
+/// let config = LeaderElectionConfig::default()
+///     .lease("kube-system", "backup-operator")
+///     .lease_duration(Duration::from_secs(30))
+///     .renew_deadline(Duration::from_secs(20));
+/// assert!(config.identity.contains('_')); // hostname_suffix
+/// assert_eq!(config.retry_period, Duration::from_secs(2));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LeaderElectionConfig {
+    /// The Lease's namespace.
+    pub namespace: String,
+    /// The Lease's name: every replica of one controller uses the same.
+    pub name: String,
+    /// This replica's identity, written as the Lease's `holderIdentity`. It must be
+    /// unique among the replicas; the default is the host name (the Pod name in a
+    /// Pod) and a random suffix, so a restarted replica is a new candidate.
+    pub identity: String,
+    /// How long the lease is valid after the last change a candidate *observed*
+    /// (client-go's `LeaseDuration`, 15 s): a standby takes over only after seeing
+    /// no renewal for this long. Written to the Lease in whole seconds.
+    pub lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it gives up leading
+    /// (client-go's `RenewDeadline`, 10 s), measured from the moment it sent its last
+    /// successful renewal. Shorter than the lease duration, so the leader stops
+    /// before anyone else can take over.
+    pub renew_deadline: Duration,
+    /// How long to wait between tries (client-go's `RetryPeriod`, 2 s); candidates
+    /// add up to [`JITTER_FACTOR`] times as much again.
+    pub retry_period: Duration,
+    /// Release the lease when [`LeaderElector::run`](super::LeaderElector::run)
+    /// is shut down while leading (client-go's `ReleaseOnCancel`, on by default): the
+    /// holder is cleared, so a standby takes over at its next try instead of waiting
+    /// for the lease to expire.
+    pub release_on_shutdown: bool,
+}
+
+impl Default for LeaderElectionConfig {
+    fn default() -> Self {
+        Self {
+            namespace: String::new(),
+            name: String::new(),
+            identity: default_identity(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            release_on_shutdown: true,
+        }
+    }
+}
+
+impl LeaderElectionConfig {
+    /// The Lease to compete for (it is created on first use).
+    #[must_use]
+    pub fn lease(mut self, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self.name = name.into();
+        self
+    }
+
+    /// This replica's identity (default: host name and a random suffix).
+    #[must_use]
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = identity.into();
+        self
+    }
+
+    /// How long the lease lasts after its last observed renewal (default 15 s).
+    #[must_use]
+    pub fn lease_duration(mut self, duration: Duration) -> Self {
+        self.lease_duration = duration;
+        self
+    }
+
+    /// How long the leader tries to renew before it stops leading (default 10 s).
+    #[must_use]
+    pub fn renew_deadline(mut self, deadline: Duration) -> Self {
+        self.renew_deadline = deadline;
+        self
+    }
+
+    /// The wait between tries (default 2 s, plus jitter for candidates).
+    #[must_use]
+    pub fn retry_period(mut self, period: Duration) -> Self {
+        self.retry_period = period;
+        self
+    }
+
+    /// Whether a clean shutdown releases the lease (default `true`).
+    #[must_use]
+    pub fn release_on_shutdown(mut self, release: bool) -> Self {
+        self.release_on_shutdown = release;
+        self
+    }
+
+    /// Checks the config as client-go's `NewLeaderElector` does, and that the Lease
+    /// and identity are named.
+    pub(crate) fn validate(&self) -> Result<(), LeaderError> {
+        if self.namespace.is_empty() || self.name.is_empty() {
+            return Err(LeaderError::LeaseUnnamed);
+        }
+        if self.identity.is_empty() {
+            return Err(LeaderError::EmptyIdentity);
+        }
+        for (which, duration) in [
+            ("lease_duration", self.lease_duration),
+            ("renew_deadline", self.renew_deadline),
+            ("retry_period", self.retry_period),
+        ] {
+            if duration.is_zero() {
+                return Err(LeaderError::ZeroDuration { which });
+            }
+        }
+        if self.lease_duration < Duration::from_secs(1) {
+            return Err(LeaderError::LeaseUnderOneSecond {
+                lease_duration: self.lease_duration,
+            });
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(LeaderError::LeaseNotLongerThanRenewDeadline {
+                lease_duration: self.lease_duration,
+                renew_deadline: self.renew_deadline,
+            });
+        }
+        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
+            return Err(LeaderError::RenewDeadlineTooShort {
+                renew_deadline: self.renew_deadline,
+                retry_period: self.retry_period,
+            });
+        }
+        Ok(())
+    }
+
+    /// The lease duration as written to the Lease: whole seconds, as client-go does.
+    pub(crate) fn lease_duration_seconds(&self) -> i32 {
+        i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX)
+    }
+}
+
+/// The host name (the Pod's name in a Pod) and a random suffix, as client-go's
+/// callers build it (`hostname + "_" + uuid`).
+fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+        })
+        .unwrap_or_else(|| "replica".to_owned());
+    let suffix: u64 = rand::rng().random();
+    format!("{host}_{suffix:016x}")
+}
+
+/// A wait of `period` plus up to `JITTER_FACTOR` times as much again (client-go's
+/// `wait.Jitter(period, JitterFactor)`).
+pub(crate) fn jittered(period: Duration) -> Duration {
+    period + period.mul_f64(rand::rng().random::<f64>() * JITTER_FACTOR)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid() -> LeaderElectionConfig {
+        LeaderElectionConfig::default().lease("default", "lock")
+    }
+
+    /// client-go's TestLeaderElectionConfigValidation, and the names.
+    #[test]
+    fn validation_follows_client_go() {
+        assert!(valid().validate().is_ok());
+        let check = |config: LeaderElectionConfig| config.validate().unwrap_err();
+        assert!(matches!(
+            check(LeaderElectionConfig::default()),
+            LeaderError::LeaseUnnamed
+        ));
+        assert!(matches!(
+            check(valid().identity("")),
+            LeaderError::EmptyIdentity
+        ));
+        assert!(matches!(
+            check(valid().retry_period(Duration::ZERO)),
+            LeaderError::ZeroDuration {
+                which: "retry_period"
+            }
+        ));
+        assert!(matches!(
+            check(valid().renew_deadline(Duration::from_secs(15))),
+            LeaderError::LeaseNotLongerThanRenewDeadline { .. }
+        ));
+        // renew > retry * 1.2: 2.4 s is not enough for a 2 s retry period.
+        let error = check(valid().renew_deadline(Duration::from_millis(2400)));
+        assert!(matches!(error, LeaderError::RenewDeadlineTooShort { .. }));
+        assert!(error.to_string().contains("1.2"), "{error}");
+        assert!(
+            valid()
+                .renew_deadline(Duration::from_millis(2401))
+                .validate()
+                .is_ok()
+        );
+        assert!(matches!(
+            check(
+                valid()
+                    .lease_duration(Duration::from_millis(900))
+                    .renew_deadline(Duration::from_millis(500))
+                    .retry_period(Duration::from_millis(100))
+            ),
+            LeaderError::LeaseUnderOneSecond { .. }
+        ));
+    }
+
+    #[test]
+    fn default_identities_differ_and_jitter_stays_in_range() {
+        assert_ne!(default_identity(), default_identity());
+        let period = Duration::from_secs(2);
+        for _ in 0..100 {
+            let wait = jittered(period);
+            assert!(wait >= period && wait <= period.mul_f64(1.0 + JITTER_FACTOR));
+        }
+    }
+}

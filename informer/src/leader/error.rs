@@ -1,0 +1,76 @@
+//! Why an elector could not be built, or why one try on the Lease failed.
+
+use std::time::Duration;
+
+/// A [`LeaderElectionConfig`](super::LeaderElectionConfig) that breaks a rule, or a
+/// failed request about the Lease.
+///
+/// The config errors come from [`LeaderElector::new`](super::LeaderElector::new). The
+/// request errors are what the elector logs when a try fails; it keeps trying, as
+/// client-go does, so they never end [`run`](super::LeaderElector::run).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LeaderError {
+    /// The Lease's namespace or name is empty.
+    #[error("the leader election Lease needs a namespace and a name (LeaderElectionConfig::lease)")]
+    LeaseUnnamed,
+    /// The identity is empty: nobody could tell the holder apart.
+    #[error("the leader election identity is empty")]
+    EmptyIdentity,
+    /// One of the three timings is zero.
+    #[error("leader election {which} must be greater than zero")]
+    ZeroDuration {
+        /// Which one: `lease_duration`, `renew_deadline` or `retry_period`.
+        which: &'static str,
+    },
+    /// The lease duration is under a second: the Lease holds it in whole seconds.
+    #[error(
+        "leader election lease_duration {lease_duration:?} is under one second (the Lease holds whole seconds)"
+    )]
+    LeaseUnderOneSecond {
+        /// The configured lease duration.
+        lease_duration: Duration,
+    },
+    /// The lease would expire before the leader gives up renewing: two leaders.
+    #[error(
+        "leader election lease_duration {lease_duration:?} must be greater than renew_deadline {renew_deadline:?}"
+    )]
+    LeaseNotLongerThanRenewDeadline {
+        /// The configured lease duration.
+        lease_duration: Duration,
+        /// The configured renew deadline.
+        renew_deadline: Duration,
+    },
+    /// The leader would give up before its first retry could run.
+    #[error(
+        "leader election renew_deadline {renew_deadline:?} must be greater than retry_period {retry_period:?} * 1.2 (the jitter factor)"
+    )]
+    RenewDeadlineTooShort {
+        /// The configured renew deadline.
+        renew_deadline: Duration,
+        /// The configured retry period.
+        retry_period: Duration,
+    },
+    /// A request about the Lease failed (the API server refused it or could not be
+    /// reached); a conflict means another replica wrote the Lease first.
+    #[error("{action} Lease {lease} failed")]
+    Api {
+        /// What was asked: `reading`, `creating` or `updating`.
+        action: &'static str,
+        /// The Lease, as `namespace/name`.
+        lease: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// A request about the Lease got no answer in time.
+    #[error("{action} Lease {lease}: no answer within {after:?}")]
+    Timeout {
+        /// What was asked: `reading`, `creating` or `updating`.
+        action: &'static str,
+        /// The Lease, as `namespace/name`.
+        lease: String,
+        /// How long the elector waited.
+        after: Duration,
+    },
+}

@@ -1,0 +1,359 @@
+//! What the rest of the process sees of the election: [`Leadership`], the
+//! [`LeadershipHandle`] to watch it, and the [`Term`] a leader works under.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::lock::MutexExt;
+
+/// Where this replica stands in the election.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leadership {
+    /// This replica is a candidate. `leader` is the holder it last observed, or
+    /// `None` when nobody holds the lease (or it has not been read yet). It changes
+    /// only when the holder does (client-go's `OnNewLeader`).
+    Following {
+        /// The observed leader's identity.
+        leader: Option<String>,
+    },
+    /// This replica holds the lease.
+    Leading,
+    /// The elector has stopped (shut down, or its task dropped): this replica will
+    /// not lead again.
+    Stopped,
+}
+
+/// The elector's state, shared with handles and terms.
+#[derive(Debug, Clone)]
+pub(crate) struct State {
+    pub(crate) leadership: Leadership,
+    /// Counts terms: a new one starts with every acquisition.
+    pub(crate) term: u64,
+    /// The elector was shut down and waits for the terms to end before releasing.
+    pub(crate) stepping_down: bool,
+    /// When the current (or last) term stops, unless renewed: the last successful
+    /// renewal's send time + renew deadline.
+    pub(crate) renew_deadline: Instant,
+    /// When the lease could expire as another replica observes it: the last
+    /// successful renewal's send time + lease duration.
+    pub(crate) lease_expiry: Instant,
+}
+
+impl State {
+    pub(crate) fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            leadership: Leadership::Following { leader: None },
+            term: 0,
+            stepping_down: false,
+            renew_deadline: now,
+            lease_expiry: now,
+        }
+    }
+
+    fn term_is_on(&self, term: u64) -> bool {
+        self.term == term && self.leadership == Leadership::Leading && !self.stepping_down
+    }
+}
+
+/// Every [`Term`] holds a clone of the sender; the elector waits until all are
+/// dropped before it releases the lease.
+pub(crate) type Holds = Arc<Mutex<Option<mpsc::Sender<()>>>>;
+
+/// A view of one [`LeaderElector`](super::LeaderElector): where this replica stands,
+/// and a [`Term`] to work under while it leads. Cheap to clone; each clone watches on
+/// its own.
+///
+/// ```no_run
+/// # async fn demo(handle: informer::leader::LeadershipHandle) {
+/// while let Some(term) = handle.leading().await {
+///     // Leader-only work goes here, until:
+///     let expiry = term.lost().await;
+///     // Stop it now; nothing may run past `expiry`.
+///     # let _ = expiry;
+///     drop(term); // lets a clean shutdown release the lease
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct LeadershipHandle {
+    state: watch::Receiver<State>,
+    /// What [`changed`](Self::changed) last reported.
+    reported: Leadership,
+    holds: Holds,
+    identity: Arc<str>,
+}
+
+impl LeadershipHandle {
+    pub(crate) fn new(state: watch::Receiver<State>, holds: Holds, identity: Arc<str>) -> Self {
+        let reported = state.borrow().leadership.clone();
+        Self {
+            reported,
+            state,
+            holds,
+            identity,
+        }
+    }
+
+    /// This replica's identity in the election.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Where this replica stands now.
+    pub fn leadership(&self) -> Leadership {
+        self.state.borrow().leadership.clone()
+    }
+
+    /// Whether this replica leads now (and is not stepping down).
+    pub fn is_leading(&self) -> bool {
+        let state = self.state.borrow();
+        state.term_is_on(state.term) && Instant::now() < state.renew_deadline
+    }
+
+    /// The leader's identity as last observed: this replica's while it leads,
+    /// `None` if nobody is known to lead.
+    pub fn leader(&self) -> Option<String> {
+        match &self.state.borrow().leadership {
+            Leadership::Leading => Some(self.identity.to_string()),
+            Leadership::Following { leader } => leader.clone(),
+            Leadership::Stopped => None,
+        }
+    }
+
+    /// Waits until [`Leadership`] differs from what this handle last reported (or
+    /// saw when it was made) and returns it; `None` once the elector is gone and
+    /// nothing new is left to report. Changes are not queued: a quick succession may
+    /// show only the last state.
+    pub async fn changed(&mut self) -> Option<Leadership> {
+        loop {
+            let now = self.state.borrow_and_update().leadership.clone();
+            if now != self.reported {
+                self.reported = now.clone();
+                return Some(now);
+            }
+            self.state.changed().await.ok()?;
+        }
+    }
+
+    /// Waits until this replica leads and returns the [`Term`] to work under; `None`
+    /// if the elector stops (or is stopping) first.
+    pub async fn leading(&self) -> Option<Term> {
+        let mut state = self.state.clone();
+        let current = state
+            .wait_for(|s| {
+                s.term_is_on(s.term) || s.stepping_down || s.leadership == Leadership::Stopped
+            })
+            .await
+            .ok()?
+            .clone();
+        if !current.term_is_on(current.term) {
+            return None;
+        }
+        let hold = self.holds.locked().clone()?;
+        Some(Term {
+            term: current.term,
+            state,
+            _hold: hold,
+        })
+    }
+}
+
+/// One stretch of leadership. Leader-only work runs while [`is_leading`](Self::is_leading)
+/// and stops when [`lost`](Self::lost) resolves; nothing may run past the instant it
+/// returns, when another replica may take over.
+///
+/// A clean shutdown of the elector waits (up to its renew deadline) until every term
+/// is dropped before it releases the lease: drop the term once the work under it has
+/// stopped.
+#[derive(Debug)]
+pub struct Term {
+    term: u64,
+    state: watch::Receiver<State>,
+    _hold: mpsc::Sender<()>,
+}
+
+impl Term {
+    /// Whether this term is still on: the elector has neither lost the lease nor
+    /// begun to step down, and the renew deadline has not passed (checked against
+    /// the clock, so a process resuming from a pause sees it at once).
+    pub fn is_leading(&self) -> bool {
+        let state = self.state.borrow();
+        state.term_is_on(self.term) && Instant::now() < state.renew_deadline
+    }
+
+    /// The instant the lease could expire as another replica observes it, as of the
+    /// last successful renewal (it moves forward with each one).
+    pub fn lease_expiry(&self) -> Instant {
+        self.state.borrow().lease_expiry
+    }
+
+    /// Resolves when this term ends: the renew deadline passed without a successful
+    /// renewal, another replica took the lease, or the elector is stepping down or
+    /// gone. Returns the instant the lease could expire for the others: work still
+    /// running must be stopped (or abandoned) by then.
+    pub async fn lost(&self) -> Instant {
+        let mut state = self.state.clone();
+        loop {
+            let (on, deadline, expiry) = {
+                let s = state.borrow_and_update();
+                (s.term_is_on(self.term), s.renew_deadline, s.lease_expiry)
+            };
+            if !on {
+                return expiry;
+            }
+            // The deadline counts even if the elector's task is late to say so.
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {
+                    if Instant::now() >= state.borrow().renew_deadline {
+                        return state.borrow().lease_expiry;
+                    }
+                }
+                changed = state.changed() => {
+                    if changed.is_err() {
+                        return state.borrow().lease_expiry;
+                    }
+                }
+            }
+        }
+    }
+
+    /// How long until [`lease_expiry`](Self::lease_expiry).
+    pub fn time_to_expiry(&self) -> Duration {
+        self.lease_expiry()
+            .saturating_duration_since(Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// A handle on a state the test drives, as the elector would.
+    fn handle() -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
+        let state = watch::Sender::new(State::new());
+        let (hold, released) = mpsc::channel(1);
+        let handle = LeadershipHandle::new(
+            state.subscribe(),
+            Arc::new(Mutex::new(Some(hold))),
+            Arc::from("me"),
+        );
+        (state, handle, released)
+    }
+
+    fn lead(state: &watch::Sender<State>) {
+        let now = Instant::now();
+        state.send_modify(|s| {
+            s.term += 1;
+            s.leadership = Leadership::Leading;
+            s.renew_deadline = now + 3 * SECOND;
+            s.lease_expiry = now + 4 * SECOND;
+        });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_term_ends_at_the_renew_deadline_even_if_the_elector_says_nothing() {
+        let (state, handle, _released) = handle();
+        let waiting = tokio::spawn({
+            let handle = handle.clone();
+            async move { handle.leading().await.is_some() }
+        });
+        tokio::task::yield_now().await;
+        lead(&state);
+        assert!(waiting.await.unwrap());
+        let start = Instant::now();
+        let term = handle.leading().await.unwrap();
+        assert!(term.is_leading() && handle.is_leading());
+        // The elector is stuck (a paused process, a starved task): the clock decides.
+        let expiry = term.lost().await;
+        assert_eq!(start.elapsed(), 3 * SECOND);
+        assert_eq!(expiry, start + 4 * SECOND);
+        assert!(!term.is_leading() && !handle.is_leading());
+        assert_eq!(term.time_to_expiry(), SECOND);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_moves_the_deadline_and_a_new_term_ends_the_old_one() {
+        let (state, handle, _released) = handle();
+        lead(&state);
+        let term = handle.leading().await.unwrap();
+        tokio::time::advance(2 * SECOND).await;
+        let renewed = Instant::now();
+        state.send_modify(|s| {
+            s.renew_deadline = renewed + 3 * SECOND;
+            s.lease_expiry = renewed + 4 * SECOND;
+        });
+        tokio::time::advance(2 * SECOND).await;
+        assert!(
+            term.is_leading(),
+            "renewed: the old deadline no longer counts"
+        );
+        assert_eq!(term.lease_expiry(), renewed + 4 * SECOND);
+        // Lost and won again before anyone looked: still a different term.
+        lead(&state);
+        assert!(!term.is_leading());
+        let _ = term.lost().await;
+        assert!(handle.leading().await.unwrap().is_leading());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stepping_down_ends_terms_and_waits_for_them_to_be_dropped() {
+        let (state, handle, mut released) = handle();
+        let holds = Arc::clone(&handle.holds);
+        lead(&state);
+        let term = handle.leading().await.unwrap();
+        // The elector steps down: no new terms, the current one is over.
+        holds.locked().take();
+        state.send_modify(|s| s.stepping_down = true);
+        let _ = term.lost().await;
+        assert!(handle.leading().await.is_none());
+        assert_eq!(
+            handle.leadership(),
+            Leadership::Leading,
+            "it still holds the lease"
+        );
+        assert!(
+            tokio::time::timeout(SECOND, released.recv()).await.is_err(),
+            "the term still holds the release back"
+        );
+        drop(term);
+        assert_eq!(released.recv().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changes_report_new_leaders_only() {
+        let (state, mut handle, _released) = handle();
+        let follow = |leader: &str| {
+            let leadership = Leadership::Following {
+                leader: Some(leader.to_owned()),
+            };
+            state.send_modify(|s| s.leadership = leadership);
+        };
+        follow("a");
+        assert_eq!(
+            handle.changed().await,
+            Some(Leadership::Following {
+                leader: Some("a".into())
+            })
+        );
+        assert_eq!(handle.leader().as_deref(), Some("a"));
+        follow("a"); // the same leader again: no news
+        follow("b");
+        assert_eq!(
+            handle.changed().await,
+            Some(Leadership::Following {
+                leader: Some("b".into())
+            })
+        );
+        state.send_modify(|s| s.leadership = Leadership::Stopped);
+        drop(state);
+        assert_eq!(handle.changed().await, Some(Leadership::Stopped));
+        assert_eq!(handle.changed().await, None);
+        assert!(handle.leading().await.is_none());
+    }
+}

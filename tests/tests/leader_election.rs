@@ -1,0 +1,330 @@
+//! Leader election against the real API server: replicas are separate OS processes
+//! (`elector_replica`, a controller of ConfigMaps run with
+//! `Controller::leader_election`), coordinating through one Lease.
+//!
+//! The bounds asserted come from the configured timings (see `replicas.rs`), not
+//! from measurements: a killed leader is replaced once a standby has seen no renewal
+//! for the lease duration, and a standby looks every retry period plus jitter; a
+//! released lease is taken at a standby's next look.
+
+mod common;
+#[path = "leader_election/replicas.rs"]
+mod replicas;
+
+use std::time::Duration;
+
+use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
+use informer::testenv::TestEnv;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use replicas::{JITTER, LEASE, RECONCILE, RENEW, RETRY, Replicas, SLACK, micros, now_micros};
+
+/// A namespace with a few ConfigMaps for the replicas to reconcile.
+async fn namespace_with_work(env: &TestEnv, prefix: &str) -> String {
+    let namespace = env.create_namespace(prefix).await.unwrap();
+    let api = Api::namespaced(env.client().unwrap(), &namespace);
+    common::create_config_maps(&api, "work", 3, &[]).await;
+    namespace
+}
+
+/// How long the first election may take: processes start, caches sync.
+const FIRST_ELECTION: Duration = Duration::from_secs(30);
+
+/// The longest a standby needs to notice a dead leader and take over: it saw the
+/// last renewal at most one jittered retry after it was made, takes over a lease
+/// duration after that, and the last renewal was no later than the kill.
+fn takeover_bound() -> Duration {
+    LEASE + RETRY.mul_f64(1.0 + JITTER) + SLACK
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_then_three_replicas_elect_exactly_one_leader() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = namespace_with_work(env, "two-three").await;
+    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    replicas.spawn("a", None);
+    replicas.spawn("b", None);
+    let first = replicas
+        .wait_for("a leader", 0, FIRST_ELECTION, |l| l.event == "leading")
+        .await;
+    // The other one sees it as the leader.
+    let other = if first.identity == "a" { "b" } else { "a" };
+    replicas
+        .wait_for("the standby to follow the leader", 0, FIRST_ELECTION, |l| {
+            l.identity == other && l.event == "following" && l.detail == first.identity
+        })
+        .await;
+
+    replicas.spawn("c", None);
+    replicas
+        .wait_for("the third to follow the leader", 0, FIRST_ELECTION, |l| {
+            l.identity == "c" && l.event == "following" && l.detail == first.identity
+        })
+        .await;
+    // Several renewals later, still one leader, and only it reconciles.
+    let watched_from = now_micros();
+    tokio::time::sleep(LEASE).await;
+    assert_eq!(
+        replicas.leaders(),
+        [first.identity.as_str()],
+        "{}",
+        replicas.describe()
+    );
+    assert!(replicas.reconciles_of(&first.identity, watched_from) > 0);
+    for standby in ["a", "b", "c"].into_iter().filter(|r| *r != first.identity) {
+        assert_eq!(
+            replicas.reconciles_of(standby, 0),
+            0,
+            "{standby} reconciled"
+        );
+    }
+    let lease = Api::<Lease>::namespaced(env.client().unwrap(), &namespace)
+        .get("replicas")
+        .await
+        .unwrap();
+    let spec = lease.spec.unwrap();
+    assert_eq!(
+        spec.holder_identity.as_deref(),
+        Some(first.identity.as_str())
+    );
+    assert_eq!(spec.lease_duration_seconds, Some(LEASE.as_secs() as i32));
+    replicas.assert_no_overlapping_reconciles();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = namespace_with_work(env, "kill").await;
+    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    for identity in ["a", "b", "c"] {
+        replicas.spawn(identity, None);
+    }
+    let first = replicas
+        .wait_for("a leader", 0, FIRST_ELECTION, |l| l.event == "leading")
+        .await;
+    // Let the standbys see a few renewals, and the leader get to work.
+    tokio::time::sleep(RETRY * 4).await;
+    let killed_at = replicas.kill(&first.identity);
+
+    let next = replicas
+        .wait_for("a new leader", killed_at, takeover_bound() * 2, |l| {
+            l.event == "leading"
+        })
+        .await;
+    let took = Duration::from_micros((next.at - killed_at) as u64);
+    assert!(
+        took <= takeover_bound(),
+        "the new leader took over {took:?} after the kill; the timings allow {:?}\n{}",
+        takeover_bound(),
+        replicas.describe()
+    );
+    tokio::time::sleep(RETRY * 4).await;
+    assert_eq!(
+        replicas.leaders(),
+        [next.identity.as_str()],
+        "{}",
+        replicas.describe()
+    );
+    replicas.assert_no_overlapping_reconciles();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_hands_over_at_once() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = namespace_with_work(env, "handover").await;
+    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    replicas.spawn("a", None);
+    replicas.spawn("b", None);
+    let first = replicas
+        .wait_for("a leader", 0, FIRST_ELECTION, |l| l.event == "leading")
+        .await;
+    tokio::time::sleep(RETRY * 4).await;
+    let terminated_at = replicas.terminate(&first.identity);
+    let status = replicas.wait_exit(&first.identity, LEASE).await;
+    assert!(status.success(), "{status}; {}", replicas.describe());
+    assert!(
+        replicas
+            .find(terminated_at, |l| l.identity == first.identity
+                && l.event == "exit")
+            .is_some()
+    );
+
+    // Released once its reconciles ended: the standby takes it at its next look,
+    // not a lease duration later.
+    let handover_bound = RECONCILE + RETRY.mul_f64(1.0 + JITTER) + SLACK;
+    assert!(handover_bound < LEASE);
+    let next = replicas
+        .wait_for("the standby to lead", terminated_at, LEASE * 2, |l| {
+            l.event == "leading"
+        })
+        .await;
+    let took = Duration::from_micros((next.at - terminated_at) as u64);
+    assert!(
+        took <= handover_bound,
+        "the standby led {took:?} after SIGTERM; a released lease allows {handover_bound:?}\n{}",
+        replicas.describe()
+    );
+    let lease = Api::<Lease>::namespaced(env.client().unwrap(), &namespace)
+        .get("replicas")
+        .await
+        .unwrap();
+    // Created by the first leader (no transition yet), taken by the standby after
+    // the release (one): the release kept the count.
+    assert_eq!(lease.spec.unwrap().lease_transitions, Some(1));
+    replicas.assert_no_overlapping_reconciles();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_from_the_api_server_stops_before_its_lease_expires() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = namespace_with_work(env, "partition").await;
+    let proxy = env.fault_proxy().await.unwrap();
+    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    // "a" goes through the proxy and leads first; the others come afterwards.
+    replicas.spawn("a", Some(&proxy.config().cluster_url.to_string()));
+    replicas
+        .wait_for("a to lead", 0, FIRST_ELECTION, |l| {
+            l.identity == "a" && l.event == "leading"
+        })
+        .await;
+    replicas.spawn("b", None);
+    replicas.spawn("c", None);
+    for standby in ["b", "c"] {
+        replicas
+            .wait_for("the standbys to follow a", 0, FIRST_ELECTION, |l| {
+                l.identity == standby && l.event == "following" && l.detail == "a"
+            })
+            .await;
+    }
+    tokio::time::sleep(RETRY * 2).await;
+
+    // Packets stop passing, connections stay open: a's requests hang.
+    let cut_at = now_micros();
+    proxy.silence();
+    let lost = replicas
+        .wait_for("a to stop leading", cut_at, RENEW * 2, |l| {
+            l.identity == "a" && l.event == "following"
+        })
+        .await;
+    let next = replicas
+        .wait_for("another leader", cut_at, takeover_bound() * 2, |l| {
+            l.event == "leading"
+        })
+        .await;
+    assert_ne!(next.identity, "a");
+    // a stopped at its renew deadline, counted from its last renewal before the
+    // cut; the others took over only a lease duration after they saw that renewal.
+    assert!(
+        lost.at <= cut_at + micros(RENEW + SLACK),
+        "a stopped leading {} µs after the cut; renew deadline {RENEW:?}\n{}",
+        lost.at - cut_at,
+        replicas.describe()
+    );
+    assert!(lost.at < next.at, "{}", replicas.describe());
+    let last_of_a = replicas
+        .lines()
+        .into_iter()
+        .filter(|l| l.identity == "a" && l.event == "reconcile-end")
+        .map(|l| l.at)
+        .max()
+        .expect("a reconciled while leading");
+    let first_of_next = replicas
+        .wait_for(
+            "the new leader to reconcile",
+            next.at,
+            FIRST_ELECTION,
+            |l| l.identity == next.identity && l.event == "reconcile-start",
+        )
+        .await;
+    assert!(
+        last_of_a < first_of_next.at,
+        "a's last reconcile ended at {last_of_a}, {}'s first began at {}\n{}",
+        next.identity,
+        first_of_next.at,
+        replicas.describe()
+    );
+    assert_eq!(
+        replicas.reconciles_of("a", lost.at + micros(LEASE)),
+        0,
+        "a reconciled after it lost the lease"
+    );
+    replicas.assert_no_overlapping_reconciles();
+}
+
+/// Two electors in one process: the Lease's record as client-go writes it (holder,
+/// transitions, release keeping the transitions), and the handle's view.
+#[tokio::test]
+async fn electors_write_client_go_records_and_release_on_shutdown() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("record").await.unwrap();
+    let config = |identity: &str| {
+        LeaderElectionConfig::default()
+            .lease(namespace.clone(), "record")
+            .identity(identity)
+            .lease_duration(LEASE)
+            .renew_deadline(RENEW)
+            .retry_period(RETRY)
+    };
+    let leases = Api::<Lease>::namespaced(env.client().unwrap(), &namespace);
+
+    let first = LeaderElector::new(env.client().unwrap(), config("first")).unwrap();
+    let first_handle = first.handle();
+    let (stop_first, first_stopped) = tokio::sync::oneshot::channel::<()>();
+    let first_run = tokio::spawn(first.run(async {
+        first_stopped.await.ok();
+    }));
+    let term = tokio::time::timeout(FIRST_ELECTION, first_handle.leading())
+        .await
+        .unwrap()
+        .expect("first leads");
+    assert!(term.is_leading());
+    assert_eq!(first_handle.leader().as_deref(), Some("first"));
+
+    let second = LeaderElector::new(env.client().unwrap(), config("second")).unwrap();
+    let mut second_handle = second.handle();
+    let second_run = tokio::spawn(second.run(std::future::pending()));
+    assert_eq!(
+        tokio::time::timeout(FIRST_ELECTION, second_handle.changed())
+            .await
+            .unwrap(),
+        Some(Leadership::Following {
+            leader: Some("first".into())
+        })
+    );
+    let spec = leases.get("record").await.unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some("first"));
+    assert_eq!(spec.lease_transitions, Some(0));
+
+    // Shutting down: the term ends at once, the release waits for it to be dropped.
+    stop_first.send(()).unwrap();
+    let expiry = tokio::time::timeout(RENEW, term.lost()).await.unwrap();
+    assert!(!term.is_leading());
+    assert!(
+        expiry > tokio::time::Instant::now(),
+        "the lease has not expired yet"
+    );
+    tokio::time::sleep(RETRY).await;
+    let spec = leases.get("record").await.unwrap().spec.unwrap();
+    assert_eq!(
+        spec.holder_identity.as_deref(),
+        Some("first"),
+        "not released while the term is held"
+    );
+    drop(term);
+    tokio::time::timeout(RENEW, first_run)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first_handle.leadership(), Leadership::Stopped);
+    assert!(first_handle.leading().await.is_none());
+
+    let second_term = tokio::time::timeout(LEASE, second_handle.leading())
+        .await
+        .unwrap()
+        .expect("second leads after the release");
+    let spec = leases.get("record").await.unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some("second"));
+    assert_eq!(spec.lease_transitions, Some(1));
+    drop(second_term);
+    second_run.abort();
+}
