@@ -91,8 +91,9 @@ ensure_packages() {
 
 # Unpacks Debian's Kubernetes source into $build/k8s, patched so that this Go builds a
 # working binary, and sets k8s_src to the tree. Anything built from it goes through
-# make_in_kubernetes_source; a program that is not part of Kubernetes can be built too
-# by copying it under "$k8s_src/cmd/<name>" first.
+# make_in_kubernetes_source; a program of one's own (say, one linking the tree's
+# client-go) can be copied under "$k8s_src/cmd/<name>" and built the same way, since
+# make WHAT= takes any package of the tree.
 unpack_kubernetes_source() {
   build="$cache/build"
   rm -rf "$build"

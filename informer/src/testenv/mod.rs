@@ -30,11 +30,12 @@
 //! # }
 //! ```
 //!
-//! Environment variables: `INFORMER_KUBE_APISERVER`, `INFORMER_KUBE_CONTROLLER_MANAGER`,
-//! `INFORMER_ETCD` and `INFORMER_ETCDCTL` point at already-installed binaries; `INFORMER_CACHE_DIR` moves
-//! the install cache (default `~/.cache/informer-testenv`);
-//! `INFORMER_TESTENV_NO_INSTALL` forbids installing; `INFORMER_TESTENV_KEEP` keeps the
-//! servers' directory (logs, data, certificates) after they stop, for debugging.
+//! Environment variables: `INFORMER_KUBE_APISERVER`,
+//! `INFORMER_KUBE_CONTROLLER_MANAGER`, `INFORMER_ETCD` and `INFORMER_ETCDCTL` point at
+//! already-installed binaries; `INFORMER_CACHE_DIR` moves the install cache (default
+//! `~/.cache/informer-testenv`); `INFORMER_TESTENV_NO_INSTALL` forbids installing;
+//! `INFORMER_TESTENV_KEEP` keeps the servers' directory (logs, data, certificates)
+//! after they stop, for debugging.
 
 mod controller_manager;
 mod credentials;

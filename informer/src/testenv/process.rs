@@ -22,8 +22,9 @@ use super::TestEnvError;
 
 /// `$1` log file, `$2` directory to remove once the server has exited (or empty), `$3`
 /// tenths of a second the server may take to exit after SIGTERM (a second SIGTERM
-/// follows after two seconds), the rest is the server's command line. The server counts as exited once it is a zombie: it is only
-/// reaped by the final `wait`, so its pid cannot be reused before the `kill -KILL`.
+/// follows after two seconds), the rest is the server's command line. The server
+/// counts as exited once it is a zombie: it is only reaped by the final `wait`, so its
+/// pid cannot be reused before the `kill -KILL`.
 const SUPERVISOR: &str = r#"
 log=$1; cleanup=$2; grace=$3; shift 3
 exec 2>>"$log"

@@ -4,8 +4,8 @@
 //! once `/readyz` answers `ok` to the admin client (the same TLS and token a test
 //! will use); the controller manager, when there is one, once its own `/healthz`
 //! answers `ok`. Each is polled until [`READY_TIMEOUT`] runs out, and gives up at
-//! once if the server process has exited. A failure carries the end of the server's log,
-//! since that is where the reason is, and is logged once.
+//! once if the server process has exited. A failure carries the end of the server's
+//! log, since that is where the reason is, and is logged once.
 //!
 //! Polling is quiet: the kube client logs every refused connection and every 500 from
 //! a `/readyz` still starting as an `ERROR`, which is how a starting server is
