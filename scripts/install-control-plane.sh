@@ -5,10 +5,10 @@
 # exits; when only one is missing, only that one is built. Prints the cache
 # directory's bin/ path last.
 #
-# Time on 2 cores: both binaries in one build (a fresh machine) about 12 minutes plus
-# the package downloads; kube-apiserver alone about 7, kube-controller-manager alone
-# (kube-apiserver already cached) about 6. They share most of their dependencies, so
-# one build of both is much cheaper than two.
+# Time on 2 idle cores: both binaries in one build (a fresh machine) about 8 minutes
+# (14 CPU-minutes) after the package downloads and installs; kube-controller-manager
+# alone, when kube-apiserver is cached, about 6-7 (12 CPU-minutes). They share most of
+# their dependencies, so one build of both costs little more than either alone.
 #
 # Env:
 #   INFORMER_CACHE_DIR   where the built binaries are cached (default ~/.cache/informer-testenv)
@@ -123,7 +123,7 @@ unpack_kubernetes_source() {
 make_in_kubernetes_source() {
   local names=("$@") what=() name
   for name in "${names[@]}"; do what+=("cmd/$name"); done
-  log "building ${names[*]} (about 6-7 minutes for one, 12 for two, on 2 cores)"
+  log "building ${names[*]} (about 6-8 minutes on 2 idle cores)"
   (
     cd "$k8s_src/.go/src/k8s.io/kubernetes"
     # GOPATH mode: the tree's vendor/ directory supplies every dependency.

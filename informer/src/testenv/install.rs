@@ -129,9 +129,8 @@ fn is_executable(path: &Path) -> bool {
 async fn run_install_script() -> Result<(), TestEnvError> {
     eprintln!(
         "informer-testenv: a control-plane binary (etcd, kube-apiserver or \
-         kube-controller-manager) is missing; installing it (the first build of both \
-         Kubernetes binaries takes about 15 minutes on 2 cores, one alone about half \
-         that, later runs reuse the cache)"
+         kube-controller-manager) is missing; installing it (the first install takes \
+         about 10-15 minutes on 2 cores, later runs reuse the cache)"
     );
     let script = tempfile::Builder::new()
         .prefix("install-control-plane")
