@@ -4,9 +4,11 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use informer::testenv::TestEnv;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::{Client, Config};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::{Client, Config, Resource, ResourceExt};
 
 fn config_map(name: &str, value: &str) -> ConfigMap {
     serde_json::from_value(serde_json::json!({
@@ -90,9 +92,35 @@ async fn restricted_user_is_denied_until_rbac_allows_it() {
     assert!(allowed, "the role binding never took effect");
 }
 
+/// The programs (by file name) running with `dir` on their command line: the servers
+/// of a control plane and their supervisors all name its directory.
+fn processes_naming(dir: &std::path::Path) -> Vec<String> {
+    let dir = dir.to_string_lossy();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.iter().any(|a| a.contains(dir.as_ref())) {
+            found.push(args[0].rsplit('/').next().unwrap_or_default().to_owned());
+        }
+    }
+    found
+}
+
 #[tokio::test]
 async fn restart_keeps_data_and_drop_stops_everything() {
-    let env = TestEnv::start().await.unwrap();
+    // With a controller manager too, to see it outlive the API server's restart and
+    // stop with the rest.
+    let env = TestEnv::builder()
+        .controller_manager(true)
+        .start()
+        .await
+        .unwrap();
     let ns = env.create_namespace("testenv-restart").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
     let created = api
@@ -119,6 +147,13 @@ async fn restart_keeps_data_and_drop_stops_everything() {
     );
 
     let dir = env.dir().to_owned();
+    let running = processes_naming(&dir);
+    for server in ["etcd", "kube-apiserver", "kube-controller-manager"] {
+        assert!(
+            running.iter().any(|p| p == server),
+            "{server} in {running:?}"
+        );
+    }
     let url = env.apiserver_url();
     let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
     drop(env);
@@ -127,6 +162,57 @@ async fn restart_keeps_data_and_drop_stops_everything() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "the API server still listens on {url}"
     );
+    let left = processes_naming(&dir);
+    assert!(left.is_empty(), "still running: {left:?}");
+}
+
+/// Without `controller_manager(true)` nothing acts on deletions: a foreground
+/// deletion waits on its finalizer, a background one leaves the dependents, and a
+/// deleted namespace keeps its objects. (With one, the dependents go within a fraction
+/// of a second and the namespace after the namespace controller's 5 s grace period:
+/// `testenv_controller_manager.rs`.)
+#[tokio::test]
+async fn a_plain_control_plane_runs_no_garbage_collector_or_namespace_controller() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("testenv-plain").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let owned_by = |name: &str, owner: &ConfigMap| {
+        let mut owned = config_map(name, "owned");
+        owned.metadata.owner_references = Some(vec![owner.controller_owner_ref(&()).unwrap()]);
+        owned
+    };
+    let post = PostParams::default();
+    for (owner, dependent) in [("background", "left-behind"), ("foreground", "blocking")] {
+        let owner = api.create(&post, &config_map(owner, "1")).await.unwrap();
+        api.create(&post, &owned_by(dependent, &owner))
+            .await
+            .unwrap();
+    }
+    api.delete("background", &DeleteParams::background())
+        .await
+        .unwrap();
+    api.delete("foreground", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    env.delete_namespace(&ns).await.unwrap();
+
+    // Past the namespace controller's grace period, many times the collector's delay.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert!(api.get_opt("background").await.unwrap().is_none());
+    assert!(api.get_opt("left-behind").await.unwrap().is_some());
+    let waiting = api.get("foreground").await.unwrap();
+    assert!(
+        waiting
+            .finalizers()
+            .iter()
+            .any(|f| f == "foregroundDeletion")
+    );
+    assert!(api.get_opt("blocking").await.unwrap().is_some());
+    let namespace = Api::<Namespace>::all(env.client().unwrap())
+        .get(&ns)
+        .await
+        .unwrap();
+    assert!(namespace.metadata.deletion_timestamp.is_some());
 }
 
 #[tokio::test]
@@ -194,15 +280,20 @@ impl tracing::Subscriber for ErrorCounter {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-/// A starting server refuses connections and answers `/readyz` with 500 for a while:
-/// that is expected, and polling it must not log errors.
+/// A starting server refuses connections and answers `/readyz` (or the controller
+/// manager's `/healthz`) with 500 for a while: that is expected, and polling it must
+/// not log errors.
 #[tokio::test]
 async fn starting_and_restarting_the_control_plane_logs_no_error() {
     use tracing::instrument::WithSubscriber;
     let errors = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = ErrorCounter(std::sync::Arc::clone(&errors));
     async {
-        let env = TestEnv::start().await.unwrap();
+        let env = TestEnv::builder()
+            .controller_manager(true)
+            .start()
+            .await
+            .unwrap();
         env.restart_apiserver().await.unwrap();
         let api = Api::<ConfigMap>::all(env.client().unwrap());
         api.list(&ListParams::default().limit(1)).await.unwrap();

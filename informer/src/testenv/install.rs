@@ -1,11 +1,13 @@
 //! Finding the control plane's binaries, and installing them when they are missing.
 //!
 //! Lookup order for each binary: its environment variable (`INFORMER_KUBE_APISERVER`,
-//! `INFORMER_ETCD`, `INFORMER_ETCDCTL`) when set; else the install cache
-//! (`$INFORMER_CACHE_DIR`, default `~/.cache/informer-testenv`) for kube-apiserver and
-//! `PATH` for etcd and etcdctl. When something is still missing, the project's install
-//! script (`scripts/install-control-plane.sh`, embedded here) builds and caches it,
-//! unless `INFORMER_TESTENV_NO_INSTALL` is set.
+//! `INFORMER_KUBE_CONTROLLER_MANAGER`, `INFORMER_ETCD`, `INFORMER_ETCDCTL`) when set;
+//! else the install cache (`$INFORMER_CACHE_DIR`, default `~/.cache/informer-testenv`)
+//! for kube-apiserver and kube-controller-manager, and `PATH` for etcd and etcdctl.
+//! kube-controller-manager is only looked for when a control plane asks for it, so a
+//! plain one never waits for it to be built. When something needed is still missing,
+//! the project's install script (`scripts/install-control-plane.sh`, embedded here)
+//! builds and caches it, unless `INFORMER_TESTENV_NO_INSTALL` is set.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,11 +24,14 @@ pub(crate) struct Binaries {
     pub(crate) kube_apiserver: PathBuf,
     pub(crate) etcd: PathBuf,
     pub(crate) etcdctl: PathBuf,
+    /// Found only when asked for ([`ensure_installed`] with `controller_manager`).
+    pub(crate) kube_controller_manager: Option<PathBuf>,
 }
 
-/// Finds the binaries, running the install script first if any is missing.
-pub(crate) async fn ensure_installed() -> Result<Binaries, TestEnvError> {
-    if let Some(found) = find()? {
+/// Finds the binaries, running the install script first if any is missing;
+/// kube-controller-manager only counts when `controller_manager` is set.
+pub(crate) async fn ensure_installed(controller_manager: bool) -> Result<Binaries, TestEnvError> {
+    if let Some(found) = find(controller_manager)? {
         return Ok(found);
     }
     if std::env::var_os("INFORMER_TESTENV_NO_INSTALL").is_some() {
@@ -35,7 +40,7 @@ pub(crate) async fn ensure_installed() -> Result<Binaries, TestEnvError> {
         ));
     }
     run_install_script().await?;
-    find()?.ok_or_else(|| {
+    find(controller_manager)?.ok_or_else(|| {
         TestEnvError::NotInstalled("the install script ran but a binary is still missing".into())
     })
 }
@@ -48,12 +53,19 @@ fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/informer-testenv"))
 }
 
-fn find() -> Result<Option<Binaries>, TestEnvError> {
-    let kube_apiserver = from_env("INFORMER_KUBE_APISERVER")?.or_else(|| {
-        cache_dir()
-            .map(|dir| dir.join("bin/kube-apiserver"))
-            .filter(|p| is_executable(p))
-    });
+fn find(controller_manager: bool) -> Result<Option<Binaries>, TestEnvError> {
+    let kube_apiserver =
+        from_env("INFORMER_KUBE_APISERVER")?.or_else(|| in_cache("kube-apiserver"));
+    let kube_controller_manager = if controller_manager {
+        let found = from_env("INFORMER_KUBE_CONTROLLER_MANAGER")?
+            .or_else(|| in_cache("kube-controller-manager"));
+        if found.is_none() {
+            return Ok(None);
+        }
+        found
+    } else {
+        None
+    };
     let etcd = from_env("INFORMER_ETCD")?.or_else(|| on_path("etcd"));
     let etcdctl = from_env("INFORMER_ETCDCTL")?
         .or_else(|| {
@@ -69,9 +81,17 @@ fn find() -> Result<Option<Binaries>, TestEnvError> {
             kube_apiserver,
             etcd,
             etcdctl,
+            kube_controller_manager,
         }),
         _ => None,
     })
+}
+
+/// The program `name` in the install cache's `bin/`, if it is there.
+fn in_cache(name: &str) -> Option<PathBuf> {
+    cache_dir()
+        .map(|dir| dir.join("bin").join(name))
+        .filter(|p| is_executable(p))
 }
 
 /// A binary named by an environment variable; it is an error for the variable to name
@@ -108,8 +128,9 @@ fn is_executable(path: &Path) -> bool {
 
 async fn run_install_script() -> Result<(), TestEnvError> {
     eprintln!(
-        "informer-testenv: etcd or kube-apiserver is missing; installing them \
-         (the first build takes about 10-15 minutes on 2 cores, later runs reuse the cache)"
+        "informer-testenv: a control-plane binary (etcd, kube-apiserver or \
+         kube-controller-manager) is missing; installing it (the first install takes \
+         about 10-15 minutes on 2 cores, later runs reuse the cache)"
     );
     let script = tempfile::Builder::new()
         .prefix("install-control-plane")
@@ -142,7 +163,8 @@ async fn run_install_script() -> Result<(), TestEnvError> {
             "scripts/install-control-plane.sh failed ({status}; its output is above). It \
              needs Debian's apt; to use binaries you already have, set \
              INFORMER_KUBE_APISERVER, INFORMER_ETCD and INFORMER_ETCDCTL (or put etcd and \
-             etcdctl on PATH) and INFORMER_TESTENV_NO_INSTALL=1"
+             etcdctl on PATH), INFORMER_KUBE_CONTROLLER_MANAGER if the control plane runs \
+             one, and INFORMER_TESTENV_NO_INSTALL=1"
         )))
     }
 }

@@ -4,9 +4,13 @@
 //! dropped, so `Drop` alone cannot promise that etcd and kube-apiserver stop. Each
 //! server therefore runs under a tiny `sh` supervisor whose stdin is a pipe from us:
 //! when the pipe closes (an explicit stop, or our process ending for any reason, even
-//! a crash) the supervisor terminates the server, waits for it, and exits. A server
-//! that ignores SIGTERM (kube-apiserver can hang in its shutdown once etcd is gone,
-//! as when both lose their parent at once) is killed after a grace period.
+//! a crash) the supervisor terminates the server, waits for it, and exits.
+//!
+//! A graceful kube-apiserver waits for its open watches to end (a controller
+//! manager's stay open for minutes) before it exits; a second SIGTERM makes a
+//! Kubernetes server exit at once, so the supervisor sends one after a moment. A
+//! server that ignores SIGTERM (kube-apiserver can hang in its shutdown once etcd is
+//! gone, as when both lose their parent at once) is killed after a grace period.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -17,9 +21,10 @@ use std::time::{Duration, Instant};
 use super::TestEnvError;
 
 /// `$1` log file, `$2` directory to remove once the server has exited (or empty), `$3`
-/// tenths of a second the server may take to exit after SIGTERM, the rest is the
-/// server's command line. The server counts as exited once it is a zombie: it is only
-/// reaped by the final `wait`, so its pid cannot be reused before the `kill -KILL`.
+/// tenths of a second the server may take to exit after SIGTERM (a second SIGTERM
+/// follows after two seconds), the rest is the server's command line. The server
+/// counts as exited once it is a zombie: it is only reaped by the final `wait`, so its
+/// pid cannot be reused before the `kill -KILL`.
 const SUPERVISOR: &str = r#"
 log=$1; cleanup=$2; grace=$3; shift 3
 exec 2>>"$log"
@@ -30,7 +35,11 @@ while read -r _; do :; done
 kill -TERM "$child" 2>/dev/null
 alive() { [ -r "/proc/$1/stat" ] && ! grep -q ') Z' "/proc/$1/stat" 2>/dev/null; }
 ticks=0
-while alive "$child" && [ "$ticks" -lt "$grace" ]; do sleep 0.1; ticks=$((ticks + 1)); done
+while alive "$child" && [ "$ticks" -lt "$grace" ]; do
+  sleep 0.1
+  ticks=$((ticks + 1))
+  [ "$ticks" -eq 20 ] && kill -TERM "$child" 2>/dev/null
+done
 kill -KILL "$child" 2>/dev/null
 wait "$child"
 [ -n "$cleanup" ] && rm -rf "$cleanup"
@@ -222,6 +231,37 @@ mod tests {
             "the supervisor killed it after the grace period"
         );
         assert!(server.supervisor.wait().unwrap().success());
+    }
+
+    #[test]
+    fn a_server_that_exits_on_a_second_sigterm_gets_one() {
+        // As a Kubernetes server: the first SIGTERM starts a graceful shutdown that
+        // would wait on long requests, the second one exits at once.
+        let dir = tempfile::tempdir().unwrap();
+        let script = "terms=0; trap 'terms=$((terms + 1)); \
+                      if [ $terms -ge 2 ]; then echo second-term; exit 0; fi' TERM; \
+                      echo ready; while :; do sleep 0.1; done"
+            .to_owned();
+        // A grace period far beyond the second SIGTERM, so that only it ends the server.
+        let mut server = Supervised::spawn_with_grace(
+            "graceful",
+            Path::new("sh"),
+            &["-c".to_owned(), script],
+            &dir.path().join("log"),
+            None,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert!(within(Duration::from_secs(5), || server
+            .log_tail()
+            .contains("ready")));
+        server.stop();
+        assert!(!server.is_running());
+        assert!(
+            server.log_tail().contains("second-term"),
+            "{}",
+            server.log_tail()
+        );
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //!
 //! etcd counts as ready once its client port accepts connections; the API server
 //! once `/readyz` answers `ok` to the admin client (the same TLS and token a test
-//! will use). Both are polled until [`READY_TIMEOUT`] runs out, and give up at once
-//! if the server process has exited. A failure carries the end of the server's log,
-//! since that is where the reason is, and is logged once.
+//! will use); the controller manager, when there is one, once its own `/healthz`
+//! answers `ok`. Each is polled until [`READY_TIMEOUT`] runs out, and gives up at
+//! once if the server process has exited. A failure carries the end of the server's
+//! log, since that is where the reason is, and is logged once.
 //!
 //! Polling is quiet: the kube client logs every refused connection and every 500 from
 //! a `/readyz` still starting as an `ERROR`, which is how a starting server is
@@ -12,6 +13,7 @@
 
 use std::time::{Duration, Instant};
 
+use kube::Client;
 use tracing::instrument::WithSubscriber;
 use tracing::subscriber::NoSubscriber;
 
@@ -21,33 +23,47 @@ use super::{READY_TIMEOUT, TestEnv, TestEnvError};
 impl TestEnv {
     /// Polls `/readyz` until the API server running as `server` is ready.
     pub(super) async fn wait_for_apiserver(&self, server: &Supervised) -> Result<(), TestEnvError> {
-        let polled = self
-            .poll_readyz(server)
-            .with_subscriber(NoSubscriber::default())
-            .await;
-        polled.inspect_err(log_not_ready)
+        wait_for_ok(&self.client()?, "/readyz", "kube-apiserver", server).await
     }
+}
 
-    async fn poll_readyz(&self, server: &Supervised) -> Result<(), TestEnvError> {
-        let client = self.client()?;
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            if !server.is_running() {
-                return Err(not_ready("kube-apiserver", "exited".into(), server));
-            }
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("a static request is valid");
-            let last = match client.request_text(request).await {
-                Ok(body) if body.trim() == "ok" => return Ok(()),
-                Ok(body) => body,
-                Err(e) => e.to_string(),
-            };
-            if Instant::now() >= deadline {
-                return Err(not_ready("kube-apiserver", last, server));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+/// Polls `GET path` through `client` until it answers `ok`, giving up when `server`
+/// (the `component` that answers there) exits or [`READY_TIMEOUT`] runs out.
+pub(super) async fn wait_for_ok(
+    client: &Client,
+    path: &'static str,
+    component: &'static str,
+    server: &Supervised,
+) -> Result<(), TestEnvError> {
+    let polled = poll_ok(client, path, component, server)
+        .with_subscriber(NoSubscriber::default())
+        .await;
+    polled.inspect_err(log_not_ready)
+}
+
+async fn poll_ok(
+    client: &Client,
+    path: &'static str,
+    component: &'static str,
+    server: &Supervised,
+) -> Result<(), TestEnvError> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if !server.is_running() {
+            return Err(not_ready(component, "exited".into(), server));
         }
+        let request = http::Request::get(path)
+            .body(Vec::new())
+            .expect("a static request is valid");
+        let last = match client.request_text(request).await {
+            Ok(body) if body.trim() == "ok" => return Ok(()),
+            Ok(body) => body,
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(not_ready(component, last, server));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

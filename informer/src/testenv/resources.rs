@@ -32,8 +32,11 @@ impl TestEnv {
         Ok(name)
     }
 
-    /// Deletes a namespace (and with it everything in it). Without a namespace
-    /// controller the namespace itself stays Terminating; its name is not reused.
+    /// Deletes a namespace. With the controller manager
+    /// ([`TestEnvBuilder::controller_manager`](super::TestEnvBuilder::controller_manager))
+    /// its objects are deleted and then the namespace itself; without it, the
+    /// namespace stays Terminating with its objects in it (which no new object can
+    /// join), and its name is not reused.
     pub async fn delete_namespace(&self, name: &str) -> Result<(), TestEnvError> {
         Api::<Namespace>::all(self.client()?)
             .delete(name, &DeleteParams::default())
