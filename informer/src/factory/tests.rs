@@ -111,3 +111,63 @@ async fn waiting_before_start_fails_at_once_naming_the_informers() {
         "informers not started have not synced"
     );
 }
+
+/// Full, metadata-only and dynamic informers of one type are distinct entries, each
+/// shared by all who ask; dynamic ones are told apart by their resource and scope.
+#[tokio::test]
+async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
+    use crate::dynamic::DynamicResource;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::core::PartialObjectMeta;
+
+    let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
+    let full = factory.informer::<ConfigMap>();
+    let metadata = factory.metadata_informer::<ConfigMap>();
+    assert_eq!(metadata, factory.metadata_informer::<ConfigMap>());
+    let config_maps = DynamicResource::of::<ConfigMap>();
+    let dynamic = factory.dynamic_informer(&config_maps);
+    assert_eq!(dynamic, factory.dynamic_informer(&config_maps));
+    let dynamic_metadata = factory.dynamic_metadata_informer(&config_maps);
+    assert_eq!(
+        dynamic_metadata,
+        factory.dynamic_metadata_informer(&config_maps)
+    );
+    let secrets = factory.dynamic_informer(&DynamicResource::of::<Secret>());
+    assert_ne!(dynamic, secrets, "another resource is another informer");
+    let labelled = factory.dynamic_informer_for(
+        &config_maps,
+        InformerScope {
+            namespace: Some("ns".into()),
+            label_selector: Some("app=x".into()),
+            field_selector: None,
+        },
+    );
+    assert_ne!(dynamic, labelled, "another selector is another informer");
+    // Cluster-scoped resources ignore the namespace, dynamic ones included.
+    let namespaces = DynamicResource::of::<Namespace>();
+    let everywhere = factory.dynamic_informer_for(&namespaces, InformerScope::default());
+    assert_eq!(everywhere, factory.dynamic_informer(&namespaces));
+    assert_eq!(factory.len(), 7);
+    let _ = (full, PartialObjectMeta::<ConfigMap>::default());
+
+    let mut names: Vec<String> = factory
+        .state
+        .locked()
+        .informers
+        .values()
+        .map(|e| e.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "ConfigMap (dynamic) in ns",
+            "ConfigMap (dynamic) in ns",
+            "ConfigMap (dynamic) metadata in ns",
+            "ConfigMap in ns",
+            "ConfigMap metadata in ns",
+            "Namespace (dynamic)",
+            "Secret (dynamic) in ns",
+        ]
+    );
+}
