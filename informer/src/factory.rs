@@ -84,6 +84,7 @@ mod metadata;
 mod scope;
 mod sync_error;
 
+use scope::Target;
 pub use scope::{FactoryScope, InformerScope};
 pub use sync_error::{CacheSyncError, Unsynced};
 
@@ -253,31 +254,6 @@ struct InformerKey {
     /// what tells two informers of [`DynamicObject`] apart.
     resource: [String; 3],
     scope: InformerScope,
-}
-
-/// What an informer lists: the resource `K`'s dynamic type names, and whether it lives
-/// in namespaces (for a cluster-scoped one the namespace of a scope is dropped, so
-/// every ask shares one informer).
-struct Target<'a, K: Resource> {
-    dynamic_type: &'a K::DynamicType,
-    namespaced: bool,
-    /// Known at run time (named so in errors, beside a typed informer of the same kind).
-    dynamic: bool,
-}
-
-impl<K> Target<'static, K>
-where
-    K: Resource<DynamicType = ()>,
-    K::Scope: FactoryScope,
-{
-    /// A static type, scoped as its `Resource::Scope` says.
-    fn of() -> Self {
-        Target {
-            dynamic_type: &(),
-            namespaced: K::Scope::is_namespaced(),
-            dynamic: false,
-        }
-    }
 }
 
 struct Entry {

@@ -24,6 +24,7 @@
 //! [`in_namespace_with`](ApiListerWatcher::in_namespace_with).
 
 use educe::Educe;
+use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use kube::Resource;
+use kube::core::{DynamicObject, TypeMeta};
 use serde::de::DeserializeOwned;
 
 use super::decode::{ListDecoder, ManagedFields, decode_event, decode_list_stream};
@@ -68,6 +70,9 @@ pub struct ApiListerWatcher<K> {
     kind: String,
     /// Whether `K` asks for metadata only ([`Resource::metadata_api`]).
     metadata_only: bool,
+    /// `K`'s kind and apiVersion, for list items of a [`DynamicObject`] (see
+    /// [`fill_types`]).
+    types: TypeMeta,
     /// `plural.group`, or `plural` for the core group.
     resource: String,
     server_url: Option<String>,
@@ -136,11 +141,16 @@ impl<K: Resource> ApiListerWatcher<K> {
         } else {
             K::kind(dynamic_type).into_owned()
         };
+        let types = TypeMeta {
+            api_version: K::api_version(dynamic_type).into_owned(),
+            kind: K::kind(dynamic_type).into_owned(),
+        };
         Self {
             client,
             url,
             kind,
             metadata_only,
+            types,
             resource: resource_name::<K>(dynamic_type),
             server_url: None,
             options: ListOptions::default(),
@@ -243,7 +253,9 @@ where
         let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
         let body = self.client.request_stream(http).await?;
         let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref());
-        decode_list_stream(body, decoder).await
+        let mut page = decode_list_stream(body, decoder).await?;
+        fill_types(&mut page.items, &self.types);
+        Ok(page)
     }
 }
 
@@ -320,6 +332,21 @@ where
     }
 }
 
+/// Gives each [`DynamicObject`] of a list its `kind` and `apiVersion`, as client-go does
+/// for unstructured lists. The server writes them once for the whole list, not per
+/// item; a typed object does not need them (its type knows them), but a
+/// `DynamicObject` is its JSON, and one sent back to the server as cached (an
+/// `Api::replace`) without them is refused. Objects of other types are left as they
+/// are, and looked at no further than the first.
+fn fill_types<K: 'static>(items: &mut [K], types: &TypeMeta) {
+    for item in items {
+        let Some(object) = (item as &mut dyn Any).downcast_mut::<DynamicObject>() else {
+            return;
+        };
+        object.types.get_or_insert_with(|| types.clone());
+    }
+}
+
 /// `plural.group` (`deployments.apps`), or `plural` for the core group (`configmaps`):
 /// the resource as `kubectl` names it.
 fn resource_name<K: Resource>(dynamic_type: &K::DynamicType) -> String {
@@ -393,6 +420,34 @@ mod tests {
         use k8s_openapi::api::core::v1::ConfigMap;
         assert_eq!(resource_name::<Deployment>(&()), "deployments.apps");
         assert_eq!(resource_name::<ConfigMap>(&()), "configmaps");
+    }
+
+    /// List items of a `DynamicObject` get the kind the list is of (kept when they have
+    /// one); other types are left alone.
+    #[test]
+    fn dynamic_list_items_get_their_kind_and_api_version() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let types = TypeMeta {
+            api_version: "example.com/v1".into(),
+            kind: "Backup".into(),
+        };
+        let own = TypeMeta {
+            api_version: "v1".into(),
+            kind: "Other".into(),
+        };
+        let mut items = vec![DynamicObject::new(
+            "a",
+            &kube::core::ApiResource::erase::<ConfigMap>(&()),
+        )];
+        items[0].types = None;
+        items.push(items[0].clone());
+        items[1].types = Some(own.clone());
+        fill_types(&mut items, &types);
+        assert_eq!(items[0].types.as_ref(), Some(&types));
+        assert_eq!(items[1].types.as_ref(), Some(&own));
+        let mut typed = vec![ConfigMap::default()];
+        fill_types(&mut typed, &types);
+        assert_eq!(typed[0], ConfigMap::default());
     }
 
     fn query(request: &WatchRequest) -> Vec<String> {
