@@ -1,7 +1,7 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,3,4,5] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,3,4,5,6,7] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--json PATH] [--serve]
 //! ```
@@ -37,6 +37,7 @@ use crate::report::{
     Implementation, PipelineSample, QuerySample, RelistSample, Row, SyncSample, Target,
     WatchSample, WorkerReport, markdown, median,
 };
+use crate::sync::{default_sync, sync_pairs, sync_rows};
 
 /// Creates in flight while filling the server.
 const CREATE_CONCURRENCY: usize = 32;
@@ -44,7 +45,7 @@ const CREATE_CONCURRENCY: usize = 32;
 /// The namespace of the first collection (scenarios 1 and 3).
 const SMALL_NAMESPACE: &str = "bench-small";
 
-/// The namespace of the large collection (scenario 2).
+/// The namespace of the large collection (scenarios 2 and 7).
 const LARGE_NAMESPACE: &str = "bench-large";
 
 /// The namespace of scenario 6's collection, on the control plane without watch cache.
@@ -53,18 +54,18 @@ const RELIST_NAMESPACE: &str = "bench-relist";
 /// The namespace of the object scenario 6 writes to move etcd's revision on.
 const NOISE_NAMESPACE: &str = "bench-noise";
 
-const MIB: f64 = 1024.0;
+pub(crate) const MIB: f64 = 1024.0;
 
 /// The driver's settings.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Pairs of runs (ours, kube-runtime) per server scenario.
     pub pairs: usize,
-    /// Which scenarios to run (1 to 6).
+    /// Which scenarios to run (1 to 7).
     pub only: Vec<u8>,
     /// Objects of scenarios 1, 3 and 4.
     pub objects: usize,
-    /// Objects of scenario 2.
+    /// Objects of scenarios 2 and 7.
     pub large_objects: usize,
     /// Payload bytes of each object of scenarios 1, 3 and 4.
     pub payload: usize,
@@ -87,7 +88,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             pairs: 3,
-            only: vec![1, 2, 3, 4, 5, 6],
+            only: vec![1, 2, 3, 4, 5, 6, 7],
             objects: 10_000,
             large_objects: 50_000,
             payload: 1024,
@@ -264,6 +265,7 @@ struct Samples {
     sync_small: Vec<SyncSample>,
     sync_small_like_for_like: Vec<SyncSample>,
     sync_large: Vec<SyncSample>,
+    sync_metadata: Vec<SyncSample>,
     relist: Vec<RelistSample>,
     watch: Vec<WatchSample>,
     watch_apply_seconds: Vec<f64>,
@@ -278,7 +280,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = options.runs(1) || options.runs(2) || options.runs(3);
+    let needs_server = [1, 2, 3, 7].iter().any(|&s| options.runs(s));
     let env = if needs_server {
         eprintln!("[bench] starting the control plane");
         Some(TestEnv::start().await?)
@@ -291,7 +293,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         if options.runs(1) || options.runs(3) {
             create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
         }
-        if options.runs(2) {
+        if options.runs(2) || options.runs(7) {
             create_objects(
                 client,
                 LARGE_NAMESPACE,
@@ -350,6 +352,19 @@ async fn run(options: Options) -> anyhow::Result<()> {
         let label = format!("2. sync {}", thousands(options.large_objects));
         let target = (LARGE_NAMESPACE, options.large_objects);
         samples.sync_large = default_sync(
+            &worker,
+            kubeconfig,
+            target,
+            options.pairs,
+            &label,
+            &mut rows,
+        )
+        .await?;
+    }
+    if options.runs(7) {
+        let label = format!("7. metadata-only sync {}", thousands(options.large_objects));
+        let target = (LARGE_NAMESPACE, options.large_objects);
+        samples.sync_metadata = crate::metadata::scenario(
             &worker,
             kubeconfig,
             target,
@@ -618,7 +633,7 @@ async fn create_objects(
 }
 
 /// Runs one worker to completion and returns its report.
-async fn run_worker(
+pub(crate) async fn run_worker(
     worker: &Path,
     kubeconfig: Option<&Path>,
     args: &[&str],
@@ -650,7 +665,8 @@ fn parse_report(stdout: &str) -> anyhow::Result<WorkerReport> {
 }
 
 /// Both sides with default options: the comparison the targets are about.
-const DEFAULTS: [Implementation; 2] = [Implementation::Ours, Implementation::KubeRuntime];
+pub(crate) const DEFAULTS: [Implementation; 2] =
+    [Implementation::Ours, Implementation::KubeRuntime];
 /// Both sides keeping `managedFields`.
 const KEEP_BOTH: [Implementation; 2] = [
     Implementation::OursKeepManagedFields,
@@ -662,142 +678,12 @@ const STRIP_BOTH: [Implementation; 2] = [
     Implementation::KubeRuntimeStripManagedFields,
 ];
 
-/// A sync scenario with both sides' default options: its rows (with the targets) go to
-/// `rows`; returns the samples, ours and theirs alternately.
-async fn default_sync(
-    worker: &Path,
-    kubeconfig: Option<&Path>,
-    target: (&str, usize),
-    pairs: usize,
-    label: &str,
-    rows: &mut Vec<Row>,
-) -> anyhow::Result<Vec<SyncSample>> {
-    let pairs = sync_pairs(worker, kubeconfig, target, DEFAULTS, pairs, label).await?;
-    rows.extend(sync_rows(label, &pairs, true));
-    Ok(pairs.into_iter().flat_map(|(a, b)| [a, b]).collect())
-}
-
-/// `pairs` alternating runs of `implementations` (ours first, then theirs), each of
-/// which must have synced `objects` objects.
-async fn sync_pairs(
-    worker: &Path,
-    kubeconfig: Option<&Path>,
-    (namespace, objects): (&str, usize),
-    implementations: [Implementation; 2],
-    pairs: usize,
-    label: &str,
-) -> anyhow::Result<Vec<(SyncSample, SyncSample)>> {
-    let mut out = Vec::new();
-    for pair in 0..pairs {
-        let mut both = Vec::new();
-        for implementation in implementations {
-            let report = run_worker(
-                worker,
-                kubeconfig,
-                &["sync", implementation.as_str(), namespace],
-            )
-            .await?;
-            let WorkerReport::Sync(sample) = report else {
-                bail!("the sync worker reported something else");
-            };
-            eprintln!(
-                "[{label}] pair {}: {:<21} synced {:.3} s, CPU {:.3} s (user {:.2}, sys {:.2}), \
-                 RSS {:.1} -> peak {:.1}, after {:.1} MiB, {} objects",
-                pair + 1,
-                implementation.as_str(),
-                sample.synced_seconds,
-                sample.cpu_seconds,
-                sample.user_seconds,
-                sample.sys_seconds,
-                sample.baseline_rss_kib as f64 / MIB,
-                sample.peak_rss_kib as f64 / MIB,
-                sample.rss_after_sync_kib as f64 / MIB,
-                sample.objects
-            );
-            both.push(sample);
-        }
-        let theirs = both.pop().context("two samples")?;
-        let ours = both.pop().context("two samples")?;
-        out.push((ours, theirs));
-    }
-    check_count(&out, objects)?;
-    Ok(out)
-}
-
-fn check_count(pairs: &[(SyncSample, SyncSample)], expected: usize) -> anyhow::Result<()> {
-    for sample in pairs.iter().flat_map(|(a, b)| [a, b]) {
-        if sample.objects != expected {
-            bail!(
-                "{} synced {} objects, expected {expected}",
-                sample.implementation.as_str(),
-                sample.objects
-            );
-        }
-    }
-    Ok(())
-}
-
 /// Medians of `f` over our samples and over theirs.
-fn medians<T>(pairs: &[(T, T)], f: impl Fn(&T) -> f64) -> (f64, f64) {
+pub(crate) fn medians<T>(pairs: &[(T, T)], f: impl Fn(&T) -> f64) -> (f64, f64) {
     (
         median(pairs.iter().map(|(ours, _)| f(ours))),
         median(pairs.iter().map(|(_, theirs)| f(theirs))),
     )
-}
-
-/// The rows of a sync scenario, time, CPU and peak RSS first; with the issue's targets
-/// when `targets` (the default-options comparison).
-fn sync_rows(label: &str, pairs: &[(SyncSample, SyncSample)], targets: bool) -> Vec<Row> {
-    let row = |metric: &str, f: &dyn Fn(&SyncSample) -> f64, target: Option<Target>| {
-        let (ours, theirs) = medians(pairs, f);
-        Row {
-            scenario: label.to_owned(),
-            metric: metric.to_owned(),
-            ours,
-            theirs: Some(theirs),
-            target: target.filter(|_| targets),
-        }
-    };
-    let mib = |kib: u64| kib as f64 / MIB;
-    vec![
-        row(
-            "time to synced (s)",
-            &|s| s.synced_seconds,
-            Some(Target::RatioAtMost(1.0)),
-        ),
-        row(
-            "CPU to sync, user+sys (s)",
-            &|s| s.cpu_seconds,
-            Some(Target::RatioAtMost(0.8)),
-        ),
-        row(
-            "peak RSS (MiB)",
-            &|s| mib(s.peak_rss_kib),
-            Some(Target::RatioAtMost(0.6)),
-        ),
-        row("RSS after sync (MiB)", &|s| mib(s.rss_after_sync_kib), None),
-        row("RSS before start (MiB)", &|s| mib(s.baseline_rss_kib), None),
-        row(
-            "CPU per object (µs)",
-            &|s| s.cpu_seconds * 1e6 / s.objects as f64,
-            None,
-        ),
-        row(
-            "peak RSS above start, per object (bytes)",
-            &|s| {
-                (s.peak_rss_kib.saturating_sub(s.baseline_rss_kib) * 1024) as f64 / s.objects as f64
-            },
-            None,
-        ),
-        row(
-            "RSS after sync above start, per object (bytes)",
-            &|s| {
-                (s.rss_after_sync_kib.saturating_sub(s.baseline_rss_kib) * 1024) as f64
-                    / s.objects as f64
-            },
-            None,
-        ),
-    ]
 }
 
 /// One watch-throughput run: starts the worker, waits for its sync, applies the

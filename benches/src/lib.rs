@@ -55,6 +55,11 @@
 //!    collection. The worker reports its RSS after the sync, the peak RSS from then
 //!    until the relist was applied (`VmHWM`, reset after the sync through
 //!    `/proc/self/clear_refs`), and the CPU in that time.
+//! 7. **Metadata-only sync, 50,000 ConfigMaps** ([`metadata`]): the objects of
+//!    scenario 2 synced as `PartialObjectMeta<ConfigMap>` (ours, asking the server for
+//!    `PartialObjectMetadata`) and through kube-runtime's `metadata_watcher` +
+//!    `reflector`, alternating with both sides' full syncs of the same objects: time,
+//!    CPU and peak RSS side by side, and metadata-only as a share of full for each.
 //!
 //! The figures are printed, never asserted: there are no timed assertions in tests.
 
@@ -62,7 +67,9 @@
 
 pub mod driver;
 pub mod measure;
+pub mod metadata;
 pub mod objects;
 pub mod report;
+mod sync;
 pub mod synthetic;
 pub mod worker;

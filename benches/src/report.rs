@@ -18,6 +18,10 @@ pub enum Implementation {
     /// kube-runtime clearing `managedFields` before its store (`.modify(..)`, as its
     /// optimisation guide advises), like our default.
     KubeRuntimeStripManagedFields,
+    /// Ours, metadata only: `SharedIndexInformer<PartialObjectMeta<ConfigMap>>`.
+    OursMetadata,
+    /// kube-runtime's `reflector` over its `metadata_watcher`.
+    KubeRuntimeMetadata,
 }
 
 impl Implementation {
@@ -28,7 +32,17 @@ impl Implementation {
             Implementation::KubeRuntime => "kube-runtime",
             Implementation::OursKeepManagedFields => "ours-keep-mf",
             Implementation::KubeRuntimeStripManagedFields => "kube-runtime-strip-mf",
+            Implementation::OursMetadata => "ours-metadata",
+            Implementation::KubeRuntimeMetadata => "kube-runtime-metadata",
         }
+    }
+
+    /// Whether it caches metadata only (scenario 7).
+    pub fn is_metadata_only(self) -> bool {
+        matches!(
+            self,
+            Implementation::OursMetadata | Implementation::KubeRuntimeMetadata
+        )
     }
 
     /// Parses [`Implementation::as_str`].
@@ -38,6 +52,8 @@ impl Implementation {
             "kube-runtime" => Some(Implementation::KubeRuntime),
             "ours-keep-mf" => Some(Implementation::OursKeepManagedFields),
             "kube-runtime-strip-mf" => Some(Implementation::KubeRuntimeStripManagedFields),
+            "ours-metadata" => Some(Implementation::OursMetadata),
+            "kube-runtime-metadata" => Some(Implementation::KubeRuntimeMetadata),
             _ => None,
         }
     }

@@ -1,7 +1,8 @@
 //! The measured side of every scenario: one child process per run.
 //!
 //! ```text
-//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf> <namespace>
+//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf
+//!                        |ours-metadata|kube-runtime-metadata> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
@@ -153,6 +154,9 @@ async fn start_and_sync(
             reader.wait_until_ready().await?;
             Ok(Cache::KubeRuntime(reader))
         }
+        Implementation::OursMetadata | Implementation::KubeRuntimeMetadata => {
+            bail!("metadata-only caches are started by crate::metadata")
+        }
     }
 }
 
@@ -162,14 +166,21 @@ async fn sync(implementation: Implementation, namespace: &str) -> anyhow::Result
     let api = Api::<ConfigMap>::namespaced(client, namespace);
     let baseline = memory();
     let mark = Mark::now();
-    let cache = start_and_sync(implementation, api).await?;
+    // Kept until measured: a cache of either kind.
+    let (objects, _cache): (usize, Box<dyn std::any::Any>) = if implementation.is_metadata_only() {
+        let cache = crate::metadata::start_and_sync(implementation, api).await?;
+        (cache.len(), Box::new(cache))
+    } else {
+        let cache = start_and_sync(implementation, api).await?;
+        (cache.len(), Box::new(cache))
+    };
     let synced_seconds = mark.wall_seconds();
     let cpu_seconds = mark.cpu_seconds();
     let (user_seconds, sys_seconds) = mark.user_sys_seconds();
     let after = memory();
     Ok(SyncSample {
         implementation,
-        objects: cache.len(),
+        objects,
         synced_seconds,
         cpu_seconds,
         user_seconds,
