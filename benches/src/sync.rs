@@ -85,7 +85,11 @@ fn check_count(pairs: &[(SyncSample, SyncSample)], expected: usize) -> anyhow::R
 
 /// The rows of a sync scenario, time, CPU and peak RSS first; with the targets
 /// when `targets` (the default-options comparison).
-pub(crate) fn sync_rows(label: &str, pairs: &[(SyncSample, SyncSample)], targets: bool) -> Vec<Row> {
+pub(crate) fn sync_rows(
+    label: &str,
+    pairs: &[(SyncSample, SyncSample)],
+    targets: bool,
+) -> Vec<Row> {
     let row = |metric: &str, f: &dyn Fn(&SyncSample) -> f64, target: Option<Target>| {
         let (ours, theirs) = medians(pairs, f);
         Row {

@@ -119,15 +119,15 @@ macro_rules! for_each_flavour {
         mod $test {
             #[tokio::test]
             async fn full() {
-                super::$body::<crate::common::flavour::Full>().await;
+                super::$body::<$crate::common::flavour::Full>().await;
             }
             #[tokio::test]
             async fn metadata() {
-                super::$body::<crate::common::flavour::Metadata>().await;
+                super::$body::<$crate::common::flavour::Metadata>().await;
             }
             #[tokio::test]
             async fn dynamic() {
-                super::$body::<crate::common::flavour::Dynamic>().await;
+                super::$body::<$crate::common::flavour::Dynamic>().await;
             }
         }
     )*};
