@@ -113,6 +113,10 @@ fn informable_impl(model: &Model) -> TokenStream {
     } = model;
     let names = indexes.iter().map(|index| &index.name);
     let marker_types = indexes.iter().map(|index| &index.marker);
+    let metadata_markers = indexes
+        .iter()
+        .filter(|index| reads_only_metadata(index))
+        .map(|index| &index.marker);
     let key_fn = key.as_ref().map(|path| {
         let owned = quote_spanned!(path_span(path)=> #krate::key::KeyFn::owned(#path));
         quote! {
@@ -130,6 +134,12 @@ fn informable_impl(model: &Model) -> TokenStream {
 
             fn indexers() -> #krate::store::Indexers<Self> {
                 #krate::store::Indexers::new() #(.with_index::<#marker_types>())*
+            }
+
+            fn metadata_indexers() -> #krate::store::Indexers<
+                #krate::informable::__private::PartialObjectMeta<Self>
+            > {
+                #krate::store::Indexers::new() #(.with_index::<#metadata_markers>())*
             }
         }
     }

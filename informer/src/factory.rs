@@ -78,6 +78,7 @@ use crate::informable::Informable;
 use crate::lock::MutexExt;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields, SyncError};
 use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
+use crate::store::Indexers;
 
 mod dynamic;
 mod metadata;
@@ -387,17 +388,7 @@ impl SharedInformerFactory {
         let (informer, made) =
             self.informer_with(Target::<K>::of(), scope, InformerOptions::informable);
         if !made {
-            let indexer = informer.indexer();
-            let defined = indexer.index_names();
-            let mut missing = K::indexers();
-            missing
-                .entries
-                .retain(|(name, _)| !defined.iter().any(|d| d == name));
-            if !missing.is_empty() {
-                // All or nothing, and only names absent a moment ago: a conflict means
-                // someone else added them meanwhile.
-                let _ = indexer.add_indexers(missing);
-            }
+            add_missing(&informer, K::indexers());
         }
         informer
     }
@@ -645,6 +636,24 @@ impl SharedInformerFactory {
     /// Whether the factory has made no informer yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Adds to `informer` the indexes of `indexers` it does not have (by name): for an
+/// informable informer that someone made first without them.
+fn add_missing<K: Resource + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+    mut indexers: Indexers<K>,
+) {
+    let indexer = informer.indexer();
+    let defined = indexer.index_names();
+    indexers
+        .entries
+        .retain(|(name, _)| !defined.iter().any(|d| d == name));
+    if !indexers.is_empty() {
+        // All or nothing, and only names absent a moment ago: a conflict means someone
+        // else added them meanwhile.
+        let _ = indexer.add_indexers(indexers);
     }
 }
 

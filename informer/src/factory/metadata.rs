@@ -18,6 +18,7 @@ use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
 use super::{FactoryScope, InformerScope, SharedInformerFactory, Target};
+use crate::informable::Informable;
 use crate::shared_informer::{InformerOptions, SharedIndexInformer};
 
 impl SharedInformerFactory {
@@ -69,5 +70,40 @@ impl SharedInformerFactory {
             InformerOptions::default,
         )
         .0
+    }
+
+    /// The metadata-only informer for `K` in the factory's namespace, maintaining the
+    /// indexes of `K` that read only metadata ([`Informable::metadata_indexers`]; with
+    /// the derive, queried through `{Kind}MetadataIndexes`). Shared with
+    /// [`metadata_informer`](Self::metadata_informer), like
+    /// [`informable`](Self::informable) with [`informer`](Self::informer). Objects are
+    /// keyed `namespace/name`: a custom key function of `K` reads the whole object.
+    pub fn metadata_informable<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K>>
+    where
+        K: Informable<DynamicType = ()>,
+        K::Scope: FactoryScope,
+        PartialObjectMeta<K>: DeserializeOwned,
+    {
+        self.metadata_informable_for(self.default_scope())
+    }
+
+    /// [`metadata_informable`](Self::metadata_informable) in `scope`.
+    pub fn metadata_informable_for<K>(
+        &self,
+        scope: InformerScope,
+    ) -> SharedIndexInformer<PartialObjectMeta<K>>
+    where
+        K: Informable<DynamicType = ()>,
+        K::Scope: FactoryScope,
+        PartialObjectMeta<K>: DeserializeOwned,
+    {
+        let (informer, made) =
+            self.informer_with(Target::<PartialObjectMeta<K>>::of(), scope, || {
+                InformerOptions::default().indexers(K::metadata_indexers())
+            });
+        if !made {
+            super::add_missing(&informer, K::metadata_indexers());
+        }
+        informer
     }
 }

@@ -171,3 +171,55 @@ async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
         ]
     );
 }
+
+/// `metadata_informable` maintains the derived metadata indexes from the start, and adds
+/// them to the metadata informer someone else made first; the full informer of the
+/// type is another entry and gets none of them.
+#[tokio::test]
+async fn metadata_informable_maintains_the_metadata_indexes() {
+    use crate::informable::Informable;
+    use kube::CustomResource;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, Informable, Deserialize, Serialize, Clone, Debug)]
+    #[kube(
+        group = "example.com",
+        version = "v1",
+        kind = "Gadget",
+        namespaced,
+        schema = "disabled"
+    )]
+    #[informable(
+        crate = crate,
+        index(name = "by_app", path = "metadata.labels['app']"),
+        index(name = "by_color", path = "spec.color"),
+    )]
+    struct GadgetSpec {
+        color: String,
+    }
+
+    let with_namespace = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    let factory = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let informable = factory.metadata_informable::<Gadget>();
+    assert_eq!(
+        with_namespace(informable.indexer().index_names()),
+        ["by_app", "namespace"]
+    );
+    let full = factory.informer::<Gadget>();
+    assert_ne!(
+        full.indexer().index_names(),
+        informable.indexer().index_names()
+    );
+
+    let other = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let plain = other.metadata_informer::<Gadget>();
+    assert_eq!(plain.indexer().index_names(), ["namespace"]);
+    assert_eq!(other.metadata_informable::<Gadget>(), plain);
+    assert_eq!(
+        with_namespace(plain.indexer().index_names()),
+        ["by_app", "namespace"]
+    );
+}

@@ -779,6 +779,14 @@ fn metadata_indexes_apply_to_the_metadata_only_type() {
     other.name = Some("v".into());
     other.labels = None;
 
+    let metadata_indexes: Vec<String> = Widget::metadata_indexers()
+        .names()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        metadata_indexes,
+        ["by_app", "by_generation", "by_owner", "by_parent"]
+    );
     let mut cache = Writer::<PartialObjectMeta<Widget>>::default();
     cache.upsert(partial(meta.clone()));
     cache.upsert(partial(other));
