@@ -321,7 +321,7 @@ pub trait Informable: IsResource + Sized + Send + Sync + 'static {
     /// The indexes of [`indexers`](Self::indexers) that read only `metadata` (its
     /// fields, labels, owner references), for the metadata-only
     /// [`PartialObjectMeta<Self>`](kube::core::PartialObjectMeta) that
-    /// [`SharedInformerFactory::metadata_informable`] caches. None unless the derive
+    /// [`SharedInformerFactory::metadata_informable`](crate::factory::SharedInformerFactory::metadata_informable) caches. None unless the derive
     /// (or your impl) says.
     fn metadata_indexers() -> Indexers<PartialObjectMeta<Self>> {
         Indexers::new()
