@@ -104,7 +104,9 @@ pub async fn scenario(
 ) -> anyhow::Result<Vec<SyncSample>> {
     let mut metadata = Vec::new();
     let mut full = Vec::new();
-    for _ in 0..pairs {
+    for round in 0..pairs {
+        // Each call runs one pair: the log names the round instead.
+        let logged = format!("{label}, round {}", round + 1);
         // One pair of each at a time, so the four alternate.
         metadata.extend(
             sync_pairs(
@@ -116,7 +118,7 @@ pub async fn scenario(
                     Implementation::KubeRuntimeMetadata,
                 ],
                 1,
-                label,
+                &logged,
             )
             .await?,
         );
@@ -127,7 +129,7 @@ pub async fn scenario(
                 target,
                 [Implementation::Ours, Implementation::KubeRuntime],
                 1,
-                label,
+                &logged,
             )
             .await?,
         );
