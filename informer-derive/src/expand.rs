@@ -10,6 +10,12 @@
 //! marker types, the query trait and its blanket impl are the same, and the annotated
 //! struct carries the index set instead (inherent items and `IndexSet<Kind>`), all
 //! impls the orphan rule allows because a local type or trait is in each.
+//!
+//! An index whose keys come from `metadata` (a `metadata.*` path, `owner`) is an index
+//! of the metadata-only `PartialObjectMeta<Kind>` (kube's) too: its marker type gets a second
+//! `Index` impl, and a second query trait (`{Kind}MetadataIndexes`) has those indexes'
+//! methods for the listers of metadata-only informers. Paths into `spec` and functions
+//! of `&Kind` need the whole object and stay with `Kind`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -47,17 +53,51 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
         None => informable_impl(model),
         Some(set) => index_set_impls(model, set),
     };
-    let lister = (!model.indexes.is_empty()).then(|| lister_trait_items(model));
+    let krate = &model.krate;
+    let kind = &model.kind;
+    let lister = (!model.indexes.is_empty()).then(|| {
+        let all: Vec<&Index> = model.indexes.iter().collect();
+        lister_trait_items(
+            model,
+            &model.lister_trait,
+            &quote!(#kind),
+            &model.kind_link,
+            &all,
+        )
+    });
+    let metadata_indexes: Vec<&Index> = model
+        .indexes
+        .iter()
+        .filter(|index| reads_only_metadata(index))
+        .collect();
+    let metadata_lister = (!metadata_indexes.is_empty()).then(|| {
+        let partial = quote!(#krate::informable::__private::PartialObjectMeta<#kind>);
+        let link = format!(
+            "the metadata-only `PartialObjectMeta` of {}",
+            model.kind_link
+        );
+        lister_trait_items(
+            model,
+            &metadata_trait_name(&model.lister_trait),
+            &partial,
+            &link,
+            &metadata_indexes,
+        )
+    });
     let (trait_decl, trait_impls) = lister.unzip();
+    let (metadata_trait_decl, metadata_trait_impls) = metadata_lister.unzip();
     quote! {
         #(#markers)*
         #trait_decl
+        #metadata_trait_decl
         const _: () = {
             #(#index_impls)*
 
             #index_set
 
             #trait_impls
+
+            #metadata_trait_impls
         };
     }
 }
@@ -73,6 +113,10 @@ fn informable_impl(model: &Model) -> TokenStream {
     } = model;
     let names = indexes.iter().map(|index| &index.name);
     let marker_types = indexes.iter().map(|index| &index.marker);
+    let metadata_markers = indexes
+        .iter()
+        .filter(|index| reads_only_metadata(index))
+        .map(|index| &index.marker);
     let key_fn = key.as_ref().map(|path| {
         let owned = quote_spanned!(path_span(path)=> #krate::key::KeyFn::owned(#path));
         quote! {
@@ -90,6 +134,12 @@ fn informable_impl(model: &Model) -> TokenStream {
 
             fn indexers() -> #krate::store::Indexers<Self> {
                 #krate::store::Indexers::new() #(.with_index::<#marker_types>())*
+            }
+
+            fn metadata_indexers() -> #krate::store::Indexers<
+                #krate::informable::__private::PartialObjectMeta<Self>
+            > {
+                #krate::store::Indexers::new() #(.with_index::<#metadata_markers>())*
             }
         }
     }
@@ -149,6 +199,32 @@ fn index_set_impls(model: &Model, set: &Ident) -> TokenStream {
     }
 }
 
+/// Whether an index reads nothing but the object's metadata, so that it indexes the
+/// metadata-only `PartialObjectMeta<Kind>` as well.
+fn reads_only_metadata(index: &Index) -> bool {
+    matches!(
+        index.keys,
+        Keys::Path {
+            root: Root::Meta,
+            ..
+        } | Keys::Owner(_)
+    )
+}
+
+/// The query trait of the metadata-only type: `WidgetIndexes` -> `WidgetMetadataIndexes`,
+/// `ConfigMapIndexesExt` -> `ConfigMapIndexesMetadataExt`, any other name + `Metadata`.
+fn metadata_trait_name(lister_trait: &Ident) -> Ident {
+    let name = lister_trait.to_string();
+    let renamed = if let Some(stem) = name.strip_suffix("Indexes") {
+        format!("{stem}MetadataIndexes")
+    } else if let Some(stem) = name.strip_suffix("Ext") {
+        format!("{stem}MetadataExt")
+    } else {
+        format!("{name}Metadata")
+    };
+    Ident::new(&renamed, lister_trait.span())
+}
+
 fn path_span(path: &Path) -> Span {
     syn::spanned::Spanned::span(path)
 }
@@ -199,63 +275,68 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
             #runtime::serde_key(#value)
         },
     };
-    let walk = Walk {
-        runtime: &runtime,
-        span: index.span,
-        emit: &emit,
-        counter: std::cell::Cell::new(0),
-    };
-    let body = match &index.keys {
-        Keys::Path { root, steps } => {
-            let start = walk.fresh();
-            let root = match root {
-                Root::Object => quote!(let #start = #object;),
-                Root::Meta => quote!(let #start = #runtime::meta(#object);),
-            };
-            let steps = walk.steps(steps, &start);
-            quote! {
-                #root
-                #steps
+    // The index of one target type: with two (`Kind` and its metadata-only form) the
+    // marker's `Self::encode` would be ambiguous, so the body names its impl.
+    let body_for = |this: &TokenStream| {
+        let walk = Walk {
+            runtime: &runtime,
+            this,
+            span: index.span,
+            emit: &emit,
+            counter: std::cell::Cell::new(0),
+        };
+        match &index.keys {
+            Keys::Path { root, steps } => {
+                let start = walk.fresh();
+                let root = match root {
+                    Root::Object => quote!(let #start = #object;),
+                    Root::Meta => quote!(let #start = #runtime::meta(#object);),
+                };
+                let steps = walk.steps(steps, &start);
+                quote! {
+                    #root
+                    #steps
+                }
             }
-        }
-        Keys::Fn(func) => {
-            let keys = walk.fresh();
-            // The argument is located at the function, so a signature mismatch is
-            // reported there.
-            let argument = Ident::new("object", Span::mixed_site().located_at(index.span));
-            let call = quote_spanned!(index.span=> #func(#argument));
-            let leaves = walk.unwrap(&quote!(&#keys), &mut |leaf| walk.leaf(leaf));
-            quote! {
-                let #keys = #call;
-                #leaves
+            Keys::Fn(func) => {
+                let keys = walk.fresh();
+                // The argument is located at the function, so a signature mismatch is
+                // reported there.
+                let argument = Ident::new("object", Span::mixed_site().located_at(index.span));
+                let call = quote_spanned!(index.span=> #func(#argument));
+                let leaves = walk.unwrap(&quote!(&#keys), &mut |leaf| walk.leaf(leaf));
+                quote! {
+                    let #keys = #call;
+                    #leaves
+                }
             }
-        }
-        Keys::Owner(owner) => {
-            let reference = Ident::new("reference", Span::mixed_site());
-            let references = Ident::new("references", Span::mixed_site());
-            let mut conditions = Vec::new();
-            if let Some(kind) = &owner.kind {
-                conditions.push(quote!(#reference.kind == #kind));
-            }
-            if owner.controller {
-                conditions
-                    .push(quote!(#reference.controller == ::core::option::Option::Some(true)));
-            }
-            let key = if owner.by_name {
-                quote!(name)
-            } else {
-                quote!(uid)
-            };
-            let emit_key = quote!(#emit(&#reference.#key););
-            let emit_key = if conditions.is_empty() {
-                emit_key
-            } else {
-                quote!(if #(#conditions)&&* { #emit_key })
-            };
-            quote! {
-                let #references = &#runtime::meta(#object).owner_references;
-                for #reference in ::core::iter::Iterator::flatten(::core::option::Option::iter(#references)) {
-                    #emit_key
+            Keys::Owner(owner) => {
+                let reference = Ident::new("reference", Span::mixed_site());
+                let references = Ident::new("references", Span::mixed_site());
+                let mut conditions = Vec::new();
+                if let Some(kind) = &owner.kind {
+                    conditions.push(quote!(#reference.kind == #kind));
+                }
+                if owner.controller {
+                    conditions
+                        .push(quote!(#reference.controller == ::core::option::Option::Some(true)));
+                }
+                let key = if owner.by_name {
+                    quote!(name)
+                } else {
+                    quote!(uid)
+                };
+                let emit_key = quote!(#emit(&#reference.#key););
+                let emit_key = if conditions.is_empty() {
+                    emit_key
+                } else {
+                    quote!(if #(#conditions)&&* { #emit_key })
+                };
+                quote! {
+                    let #references = &#runtime::meta(#object).owner_references;
+                    for #reference in ::core::iter::Iterator::flatten(::core::option::Option::iter(#references)) {
+                        #emit_key
+                    }
                 }
             }
         }
@@ -267,24 +348,34 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
             }
         }
     });
-    quote! {
-        #[automatically_derived]
-        impl #store::Index<#kind> for #marker {
-            const NAME: &'static str = #name;
-            type Value = #value_ty;
+    let impl_for = |target: &TokenStream| {
+        let body = body_for(&quote!(<Self as #store::Index<#target>>));
+        quote! {
+            #[automatically_derived]
+            impl #store::Index<#target> for #marker {
+                const NAME: &'static str = #name;
+                type Value = #value_ty;
 
-            fn encode(#value: &Self::Value) -> ::std::borrow::Cow<'_, str> {
-                #encode
+                fn encode(#value: &Self::Value) -> ::std::borrow::Cow<'_, str> {
+                    #encode
+                }
+
+                #[allow(unused_imports)]
+                fn index_values(#object: &#target, #emit: &mut dyn ::core::ops::FnMut(&str)) {
+                    use #runtime::{StepInto as _, StepStay as _};
+                    #body
+                }
+
+                #indexed_field
             }
-
-            #[allow(unused_imports)]
-            fn index_values(#object: &#kind, #emit: &mut dyn ::core::ops::FnMut(&str)) {
-                use #runtime::{StepInto as _, StepStay as _};
-                #body
-            }
-
-            #indexed_field
         }
+    };
+    let full = impl_for(&quote!(#kind));
+    let metadata =
+        reads_only_metadata(index).then(|| impl_for(&quote!(#runtime::PartialObjectMeta<#kind>)));
+    quote! {
+        #full
+        #metadata
     }
 }
 
@@ -294,6 +385,8 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
 struct Walk<'a> {
     /// `informer::informable::__private`, the derive's runtime.
     runtime: &'a TokenStream,
+    /// The `Index` impl being written: `<Self as Index<Kind>>`.
+    this: &'a TokenStream,
     span: Span,
     emit: &'a Ident,
     counter: std::cell::Cell<usize>,
@@ -354,24 +447,23 @@ impl Walk<'_> {
     fn leaf(&self, value: &Ident) -> TokenStream {
         let runtime = self.runtime;
         let emit = self.emit;
+        let this = self.this;
         quote_spanned! {self.span=>
-            #runtime::emit::<Self::Value, _>(#value, Self::encode, #emit);
+            #runtime::emit::<#this::Value, _>(#value, #this::encode, #emit);
         }
     }
 }
 
 /// The query trait, and its blanket impl for every `IndexQuery<Kind>` (`Lister`,
 /// `NamespaceLister`, `Indexer`).
-fn lister_trait_items(model: &Model) -> (TokenStream, TokenStream) {
-    let Model {
-        krate,
-        kind,
-        kind_link,
-        vis,
-        lister_trait,
-        indexes,
-        ..
-    } = model;
+fn lister_trait_items(
+    model: &Model,
+    lister_trait: &Ident,
+    kind: &TokenStream,
+    kind_link: &str,
+    indexes: &[&Index],
+) -> (TokenStream, TokenStream) {
+    let Model { krate, vis, .. } = model;
     let store = quote!(#krate::store);
     let doc = format!(
         " Typed index queries of {kind_link}, one method per index, for its `Lister`, \

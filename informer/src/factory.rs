@@ -9,6 +9,15 @@
 //! [`informable_for`](SharedInformerFactory::informable_for) share the same informers
 //! and make them maintain an [`Informable`] type's key function and indexes.
 //!
+//! Beside full typed informers it makes metadata-only ones
+//! ([`metadata_informer::<Pod>()`](SharedInformerFactory::metadata_informer): the server
+//! sends, and the cache holds, only each object's `metadata`) and dynamic ones
+//! ([`dynamic_informer(&resource)`](SharedInformerFactory::dynamic_informer), for a
+//! resource known only at run time; see [`crate::dynamic`]), each shared the same way
+//! and each its own entry: a full, a metadata-only and a dynamic informer of ConfigMaps
+//! are three informers. Per-type options address them by their object type
+//! (`resync_for::<PartialObjectMeta<Pod>>`, `resync_for::<DynamicObject>`).
+//!
 //! [`start`](SharedInformerFactory::start) runs every informer not yet running (call
 //! it again after asking for more), [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync)
 //! waits for them, and [`shutdown`](SharedInformerFactory::shutdown) stops them all and
@@ -66,14 +75,17 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::informable::Informable;
-use crate::key::short_type_name;
 use crate::lock::MutexExt;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields, SyncError};
 use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
+use crate::store::Indexers;
 
+mod dynamic;
+mod metadata;
 mod scope;
 mod sync_error;
 
+use scope::Target;
 pub use scope::{FactoryScope, InformerScope};
 pub use sync_error::{CacheSyncError, Unsynced};
 
@@ -258,6 +270,9 @@ where
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct InformerKey {
     type_id: TypeId,
+    /// The resource (`group`, `version`, `plural`): fixed by the type for a static one,
+    /// what tells two informers of [`DynamicObject`] apart.
+    resource: [String; 3],
     scope: InformerScope,
 }
 
@@ -377,7 +392,8 @@ impl SharedInformerFactory {
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         K::Scope: FactoryScope,
     {
-        self.informer_with(scope, InformerOptions::default).0
+        self.informer_with(Target::<K>::of(), scope, InformerOptions::default)
+            .0
     }
 
     /// The shared informer for `K` in the factory's namespace, maintaining `K`'s key
@@ -401,41 +417,38 @@ impl SharedInformerFactory {
         K: Informable<DynamicType = ()> + DeserializeOwned,
         K::Scope: FactoryScope,
     {
-        let (informer, made) = self.informer_with(scope, InformerOptions::informable);
+        let (informer, made) =
+            self.informer_with(Target::<K>::of(), scope, InformerOptions::informable);
         if !made {
-            let indexer = informer.indexer();
-            let defined = indexer.index_names();
-            let mut missing = K::indexers();
-            missing
-                .entries
-                .retain(|(name, _)| !defined.iter().any(|d| d == name));
-            if !missing.is_empty() {
-                // All or nothing, and only names absent a moment ago: a conflict means
-                // someone else added them meanwhile.
-                let _ = indexer.add_indexers(missing);
-            }
+            add_missing(&informer, K::indexers());
         }
         informer
     }
 
-    /// [`informer_for`](Self::informer_for), made from `base()` when new (the
+    /// The informer for `K` of `target` in `scope`, made from `base()` when new (the
     /// factory's resync, transform and reflector settings go on top); also says whether
     /// this call made it.
     fn informer_with<K>(
         &self,
+        target: Target<'_, K>,
         scope: InformerScope,
         base: impl FnOnce() -> InformerOptions<K>,
     ) -> (SharedIndexInformer<K>, bool)
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        K::Scope: FactoryScope,
+        K: Resource + DeserializeOwned + Send + Sync + 'static,
     {
+        let dynamic_type = target.dynamic_type;
         let mut scope = scope;
-        if !K::Scope::is_namespaced() {
+        if !target.namespaced {
             scope.namespace = None;
         }
         let key = InformerKey {
             type_id: TypeId::of::<K>(),
+            resource: [
+                K::group(dynamic_type).into_owned(),
+                K::version(dynamic_type).into_owned(),
+                K::plural(dynamic_type).into_owned(),
+            ],
             scope,
         };
         let mut state = self.state.locked();
@@ -448,8 +461,15 @@ impl SharedInformerFactory {
                 .clone();
             return (informer, false);
         }
-        let informer = self.make::<K>(&key.scope, base());
-        let name = key.scope.name_for(short_type_name::<K>());
+        let informer = self.make::<K>(dynamic_type, &key.scope, base());
+        let mut kind = K::kind(dynamic_type).into_owned();
+        if target.dynamic {
+            kind.push_str(" (dynamic)");
+        }
+        if K::metadata_api() {
+            kind.push_str(" metadata");
+        }
+        let name = key.scope.name_for(&kind);
         state.informers.insert(
             key,
             Entry {
@@ -461,27 +481,35 @@ impl SharedInformerFactory {
         (informer, true)
     }
 
-    fn make<K>(&self, scope: &InformerScope, base: InformerOptions<K>) -> SharedIndexInformer<K>
+    fn make<K>(
+        &self,
+        dynamic_type: &K::DynamicType,
+        scope: &InformerScope,
+        base: InformerOptions<K>,
+    ) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        K: Resource + DeserializeOwned + Send + Sync + 'static,
     {
         let options = &self.options;
-        let mut lister_watcher =
-            ApiListerWatcher::<K>::in_namespace(self.client.clone(), scope.namespace.as_deref())
-                .tweak(|list| {
-                    list.label_selector = scope.label_selector.clone();
-                    list.field_selector = scope.field_selector.clone();
-                    if let Some(tweak) = &options.tweak {
-                        tweak(list);
-                    }
-                })
-                .managed_fields(
-                    options
-                        .managed_fields_per_type
-                        .get(&TypeId::of::<K>())
-                        .copied()
-                        .unwrap_or(options.managed_fields),
-                );
+        let mut lister_watcher = ApiListerWatcher::<K>::in_namespace_with(
+            self.client.clone(),
+            dynamic_type,
+            scope.namespace.as_deref(),
+        )
+        .tweak(|list| {
+            list.label_selector = scope.label_selector.clone();
+            list.field_selector = scope.field_selector.clone();
+            if let Some(tweak) = &options.tweak {
+                tweak(list);
+            }
+        })
+        .managed_fields(
+            options
+                .managed_fields_per_type
+                .get(&TypeId::of::<K>())
+                .copied()
+                .unwrap_or(options.managed_fields),
+        );
         if let Some(url) = &self.server_url {
             lister_watcher = lister_watcher.server_url(url.clone());
         }
@@ -660,6 +688,24 @@ impl crate::metrics::InformerSource for FactoryInformers {
                 .map(|entry| entry.informer.sample(&entry.name)),
         );
         true
+    }
+}
+
+/// Adds to `informer` the indexes of `indexers` it does not have (by name): for an
+/// informable informer that someone made first without them.
+fn add_missing<K: Resource + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+    mut indexers: Indexers<K>,
+) {
+    let indexer = informer.indexer();
+    let defined = indexer.index_names();
+    indexers
+        .entries
+        .retain(|(name, _)| !defined.iter().any(|d| d == name));
+    if !indexers.is_empty() {
+        // All or nothing, and only names absent a moment ago: a conflict means someone
+        // else added them meanwhile.
+        let _ = indexer.add_indexers(indexers);
     }
 }
 

@@ -241,6 +241,33 @@
 //!
 //! Register it with [`Indexers::with_index`](crate::store::Indexers::with_index).
 //!
+//! # Metadata-only informers
+//! An index whose keys come only from `metadata` (a `metadata.*` path, `owner`) also
+//! indexes the metadata-only [`PartialObjectMeta<K>`](kube::core::PartialObjectMeta)
+//! of a [metadata informer](crate::factory::SharedInformerFactory::metadata_informer):
+//! the derive implements its marker for both, and writes a second query trait,
+//! `{Kind}MetadataIndexes` (`ConfigMapIndexesMetadataExt` with `foreign`), with those
+//! indexes' methods for the metadata-only listers.
+//! [`SharedInformerFactory::metadata_informable`] maintains them from the start
+//! ([`Informable::metadata_indexers`]). Paths into `spec` or `data` and functions of
+//! `&K` need the whole object: they are not there, and querying them does not compile.
+//!
+//! ```
+//! # use informer::informable::Informable;
+//! # use kube::CustomResource;
+//! # use serde::{Deserialize, Serialize};
+//! # #[derive(CustomResource, Informable, Deserialize, Serialize, Clone, Debug)]
+//! # #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, schema = "disabled")]
+//! # #[informable(index(name = "by_app", path = "metadata.labels['app']"), index(name = "by_color", path = "spec.color"))]
+//! # pub struct WidgetSpec { color: String }
+//! # fn demo(factory: informer::factory::SharedInformerFactory) {
+//! let widgets = factory.metadata_informable::<Widget>();   // PartialObjectMeta<Widget>
+//! let web = widgets.lister().by_app("web");                 // trait WidgetMetadataIndexes
+//! // widgets.lister().by_color("red")                       -> does not compile
+//! # let _ = web;
+//! # }
+//! ```
+//!
 //! # Indexes a cache lacks
 //! A typed query on a cache that does not maintain the index yet (an informer made
 //! with [`SharedIndexInformer::new`], say) adds it first, built over the current
@@ -256,6 +283,7 @@
 //! [`Lister::namespaced`]: crate::lister::Lister::namespaced
 //! [`SharedInformerFactory::informable`]: crate::factory::SharedInformerFactory::informable
 //! [`SharedInformerFactory::informer`]: crate::factory::SharedInformerFactory::informer
+//! [`SharedInformerFactory::metadata_informable`]: crate::factory::SharedInformerFactory::metadata_informable
 //! [`InformerOptions`]: crate::shared_informer::InformerOptions
 //! [`InformerOptions::key_fn`]: crate::shared_informer::InformerOptions::key_fn
 //! [`SharedIndexInformer::informable`]: crate::shared_informer::SharedIndexInformer::informable
@@ -265,6 +293,7 @@
 use std::collections::HashSet;
 
 use kube::Resource;
+use kube::core::PartialObjectMeta;
 
 use crate::key::KeyFn;
 use crate::store::{Indexer, Indexers};
@@ -288,6 +317,15 @@ pub trait Informable: IsResource + Sized + Send + Sync + 'static {
     /// The indexes, one [`TypedIndex`](crate::store::TypedIndex) per
     /// [`Index`](crate::store::Index) of the type.
     fn indexers() -> Indexers<Self>;
+
+    /// The indexes of [`indexers`](Self::indexers) that read only `metadata` (its
+    /// fields, labels, owner references), for the metadata-only
+    /// [`PartialObjectMeta<Self>`](kube::core::PartialObjectMeta) that
+    /// [`SharedInformerFactory::metadata_informable`](crate::factory::SharedInformerFactory::metadata_informable) caches. None unless the derive
+    /// (or your impl) says.
+    fn metadata_indexers() -> Indexers<PartialObjectMeta<Self>> {
+        Indexers::new()
+    }
 }
 
 /// A set of typed indexes of resource type `K`, declared apart from `K`: how a type of

@@ -32,7 +32,11 @@
 //!   label selectors, and typed indexes ([`Index`](store::Index)).
 //! - [`shared_informer`]: [`SharedIndexInformer`](shared_informer::SharedIndexInformer), its options, handlers,
 //!   registrations, subscriptions and [`wait_for_cache_sync`](shared_informer::wait_for_cache_sync).
-//! - [`factory`]: [`SharedInformerFactory`](factory::SharedInformerFactory), one informer per type, shared.
+//! - [`factory`]: [`SharedInformerFactory`](factory::SharedInformerFactory), one informer per type, shared;
+//!   metadata-only informers ([`metadata_informer::<Pod>()`](factory::SharedInformerFactory::metadata_informer))
+//!   and dynamic ones ([`dynamic_informer`](factory::SharedInformerFactory::dynamic_informer)) beside them.
+//! - [`dynamic`]: resources known only at run time: [`DynamicResource`](dynamic::DynamicResource)
+//!   found through discovery, [`JsonPathIndex`](dynamic::JsonPathIndex) over `DynamicObject`s.
 //! - [`controller`]: [`Controller`](controller::Controller), a primary type with what it owns
 //!   and watches mapped to one queue of keys, typed reconciles, finalizers and
 //!   read-your-writes, on the factory's shared informers.
@@ -96,6 +100,7 @@
 pub mod testenv;
 
 pub mod controller;
+pub mod dynamic;
 pub mod events;
 pub mod factory;
 pub mod fifo;

@@ -1,8 +1,8 @@
 //! `#[derive(Informable)]` against a real API server: typed index queries over an
 //! informer's cache agree with what the server lists, through create/update/delete
 //! churn, for a CRD, for a slim projection of Pods and for ConfigMaps through a
-//! `foreign` index set; and the factory shares one informer that maintains the derived
-//! indexes.
+//! `foreign` index set (its metadata indexes on a metadata-only informer too); and the
+//! factory shares one informer that maintains the derived indexes.
 
 mod common;
 
@@ -20,6 +20,7 @@ use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -554,6 +555,42 @@ fn config_map_disagreements(
     problems
 }
 
+/// The foreign indexes that read only metadata (`by_backup`, `by_tier`) on a
+/// metadata-only informer, queried through the generated
+/// `ConfigMapIndexesMetadataExt`, against the server's list; empty when they agree.
+fn metadata_disagreements(
+    lister: &Lister<PartialObjectMeta<ConfigMap>>,
+    listed: &[ConfigMap],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut compare = |what: String,
+                       cached: Vec<Arc<PartialObjectMeta<ConfigMap>>>,
+                       filter: &dyn Fn(&ConfigMap) -> bool| {
+        let cached = sorted_names::<PartialObjectMeta<ConfigMap>>(cached);
+        let expected = sorted_names::<ConfigMap>(listed.iter().filter(|c| filter(c)));
+        if cached != expected {
+            problems.push(format!("{what}: cache {cached:?}, server {expected:?}"));
+        }
+    };
+    for backup in BACKUPS {
+        compare(
+            format!("by_backup({backup})"),
+            lister.by_backup(backup),
+            &|c| {
+                c.owner_references()
+                    .iter()
+                    .any(|r| r.kind == "Backup" && r.controller == Some(true) && r.name == backup)
+            },
+        );
+    }
+    for tier in TIERS {
+        compare(format!("by_tier({tier})"), lister.by_tier(tier), &|c| {
+            c.labels().get("tier").map(String::as_str) == Some(tier)
+        });
+    }
+    problems
+}
+
 #[tokio::test]
 async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informers() {
     let env = TestEnv::shared().await.unwrap();
@@ -582,6 +619,9 @@ async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informe
     ConfigMapIndexes::add_to(&early_config_maps.indexer());
     ConfigMapIndexes::add_to(&early.informer::<ConfigMap>().indexer());
     assert_eq!(sorted(early_config_maps.indexer().index_names()), with_set);
+    // And a metadata-only informer beside it, whose metadata indexes the first queries
+    // add.
+    let early_metadata = early.metadata_informer::<ConfigMap>();
     early.start();
     assert!(early.wait_for_cache_sync().await.is_ok());
 
@@ -655,6 +695,11 @@ async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informe
                         .into_iter()
                         .map(move |p| format!("{which}: {p}"))
                 })
+                .chain(
+                    metadata_disagreements(&early_metadata.lister(), &listed)
+                        .into_iter()
+                        .map(|p| format!("metadata: {p}")),
+                )
                 .collect();
             if problems.is_empty() {
                 break;

@@ -1,11 +1,15 @@
 //! SharedIndexInformer against a real API server: handlers, replay, removal, resync,
 //! isolation of slow and panicking handlers, tombstones, transform, subscribe, listers.
+//! The tests of what every informer must do (sequence and replay, tombstones, relists
+//! after 410, listers and label indexes) run for full, metadata-only and dynamic
+//! informers alike ([`common::flavour`]).
 
 mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::flavour::Flavour;
 use common::{config_map, create_config_maps, eventually};
 use futures::StreamExt;
 use informer::fifo::DeletedObject;
@@ -43,19 +47,19 @@ impl Log {
     }
 }
 
-impl ResourceEventHandler<ConfigMap> for Log {
-    fn on_add(&mut self, object: &Arc<ConfigMap>, is_initial_list: bool) {
+impl<K: kube::Resource + Send + Sync + 'static> ResourceEventHandler<K> for Log {
+    fn on_add(&mut self, object: &Arc<K>, is_initial_list: bool) {
         let suffix = if is_initial_list { " (initial)" } else { "" };
         self.push(format!("add {}{suffix}", object.name_any()));
     }
-    fn on_update(&mut self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+    fn on_update(&mut self, old: &Arc<K>, new: &Arc<K>) {
         if Arc::ptr_eq(old, new) || old.resource_version() == new.resource_version() {
             self.push(format!("resync {}", new.name_any()));
         } else {
             self.push(format!("update {}", new.name_any()));
         }
     }
-    fn on_delete(&mut self, deleted: DeletedObject<ConfigMap>) {
+    fn on_delete(&mut self, deleted: DeletedObject<K>) {
         let what = match &deleted {
             DeletedObject::Final(_) => "delete",
             DeletedObject::Unknown(_) => "tombstone",
@@ -65,8 +69,8 @@ impl ResourceEventHandler<ConfigMap> for Log {
 }
 
 /// Runs an informer on a task; the returned sender stops it.
-fn start(
-    informer: &SharedIndexInformer<ConfigMap>,
+fn start<K: kube::Resource + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
 ) -> (
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<Result<(), InformerError>>,
@@ -89,6 +93,16 @@ async fn namespace_api(env: &TestEnv, prefix: &str) -> (String, Api<ConfigMap>) 
     (ns, api)
 }
 
+/// An informer of `F`'s ConfigMaps in `namespace` (all with `None`), from `client`.
+fn informer_of<F: Flavour>(
+    client: kube::Client,
+    namespace: Option<&str>,
+    tweak: impl FnOnce(ApiListerWatcher<F::K>) -> ApiListerWatcher<F::K>,
+    options: InformerOptions<F::K>,
+) -> SharedIndexInformer<F::K> {
+    SharedIndexInformer::with_options(tweak(F::config_maps(client, namespace)), options).unwrap()
+}
+
 async fn set_value(api: &Api<ConfigMap>, name: &str, value: &str) {
     let patch = serde_json::json!({ "data": { "key": value } });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -96,10 +110,16 @@ async fn set_value(api: &Api<ConfigMap>, name: &str, value: &str) {
         .unwrap();
 }
 
-#[tokio::test]
-async fn handlers_see_the_same_sequence_and_late_handlers_get_a_replay() {
+crate::for_each_flavour! {
+    handlers_see_the_same_sequence_and_late_handlers_get_a_replay => sequence_and_replay;
+    deletion_missed_while_disconnected_arrives_as_a_tombstone => missed_deletion_tombstone;
+    a_relist_after_410_keeps_the_cached_copies_of_unchanged_objects => relist_after_410;
+    lister_queries_agree_with_the_api_server => lister_queries;
+}
+
+async fn sequence_and_replay<F: Flavour>() {
     let env = TestEnv::shared().await.unwrap();
-    let (_, api) = namespace_api(env, "informer-seq").await;
+    let (ns, api) = namespace_api(env, "informer-seq").await;
     for name in ["a", "b"] {
         api.create(&PostParams::default(), &config_map(name, "1", &[]))
             .await
@@ -107,7 +127,12 @@ async fn handlers_see_the_same_sequence_and_late_handlers_get_a_replay() {
     }
 
     common::wait_for_watch_cache(&api, 2).await;
-    let informer = SharedIndexInformer::new(api.clone());
+    let informer = informer_of::<F>(
+        env.client().unwrap(),
+        Some(&ns),
+        |lw| lw,
+        InformerOptions::default(),
+    );
     let (first, second) = (Log::default(), Log::default());
     let first_reg = informer.add_event_handler(first.clone()).unwrap();
     let second_reg = informer.add_event_handler(second.clone()).unwrap();
@@ -150,6 +175,10 @@ async fn handlers_see_the_same_sequence_and_late_handlers_get_a_replay() {
     })
     .await;
     assert_eq!(late.lines()[2], "add d");
+    F::assert_shape(&informer.lister().namespaced(&ns).get("d").unwrap());
+    if let Some(value) = F::data(&informer.lister().namespaced(&ns).get("a").unwrap(), "key") {
+        assert_eq!(value, "2");
+    }
 
     // Starting twice is an error, not a panic.
     assert!(matches!(
@@ -296,8 +325,7 @@ async fn a_slow_handler_delays_no_other_and_a_panicking_one_is_contained() {
     task.await.unwrap().unwrap();
 }
 
-#[tokio::test]
-async fn deletion_missed_while_disconnected_arrives_as_a_tombstone() {
+async fn missed_deletion_tombstone<F: Flavour>() {
     let env = TestEnv::start().await.unwrap();
     let proxy = env.fault_proxy().await.unwrap();
     let (ns, api) = namespace_api(&env, "informer-tombstone").await;
@@ -306,8 +334,12 @@ async fn deletion_missed_while_disconnected_arrives_as_a_tombstone() {
             .await
             .unwrap();
     }
-    let informer =
-        SharedIndexInformer::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns));
+    let informer = informer_of::<F>(
+        proxy.client().unwrap(),
+        Some(&ns),
+        |lw| lw,
+        InformerOptions::default(),
+    );
     let log = Log::default();
     informer.add_event_handler(log.clone()).unwrap();
     let (stop, task) = start(&informer);
@@ -408,23 +440,23 @@ async fn managed_fields_are_left_out_by_default_and_an_update_keeps_them_on_the_
     keeping_task.await.unwrap().unwrap();
 }
 
-#[tokio::test]
-async fn a_relist_after_410_keeps_the_cached_copies_of_unchanged_objects() {
+async fn relist_after_410<F: Flavour>() {
     // Without the watch cache, compaction makes the next watch answer 410 Gone.
     let env = TestEnv::builder().watch_cache(false).start().await.unwrap();
     let ns = env.create_namespace("informer-relist").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
     common::create_watched_pair_and_noise(&api).await;
 
-    let informer = SharedIndexInformer::with_options(
-        ApiListerWatcher::new(api.clone()).labels("app=watched"),
+    let informer = informer_of::<F>(
+        env.client().unwrap(),
+        Some(&ns),
+        |lw| lw.labels("app=watched"),
         InformerOptions::default().reflector(
             // Short watches, so the informer soon watches again from its last version.
             informer::reflector::Config::default()
                 .watch_timeout(Duration::from_secs(2)..=Duration::from_secs(2)),
         ),
-    )
-    .unwrap();
+    );
     let expired = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let seen = expired.clone();
     informer
@@ -565,8 +597,7 @@ async fn shutdown_stops_handler_threads() {
     ));
 }
 
-#[tokio::test]
-async fn lister_queries_agree_with_the_api_server() {
+async fn lister_queries<F: Flavour>() {
     let env = TestEnv::shared().await.unwrap();
     let (ns1, api1) = namespace_api(env, "informer-lister-a").await;
     let (ns2, api2) = namespace_api(env, "informer-lister-b").await;
@@ -601,11 +632,12 @@ async fn lister_queries_agree_with_the_api_server() {
     common::wait_for_watch_cache(&api2, 14).await;
     // All namespaces, with an index on the app label.
     let all = Api::<ConfigMap>::all(env.client().unwrap());
-    let informer = SharedIndexInformer::with_options(
-        ApiListerWatcher::new(all.clone()).labels(run.clone()),
+    let informer = informer_of::<F>(
+        env.client().unwrap(),
+        None,
+        |lw| lw.labels(run.clone()),
         InformerOptions::default().indexers(Indexers::new().with_label_index("app")),
-    )
-    .unwrap();
+    );
     let (stop, task) = start(&informer);
     wait_for_cache_sync(&[&informer]).await;
     let lister = informer.lister();
@@ -617,11 +649,13 @@ async fn lister_queries_agree_with_the_api_server() {
             .contains(&informer::store::NAMESPACE_INDEX.to_owned())
     );
 
-    let names = |items: Vec<Arc<ConfigMap>>| {
-        let mut names: Vec<String> = items.iter().map(|cm| cm.name_any()).collect();
+    fn names<K: kube::Resource>(
+        items: impl IntoIterator<Item = impl std::ops::Deref<Target = K>>,
+    ) -> Vec<String> {
+        let mut names: Vec<String> = items.into_iter().map(|o| o.name_any()).collect();
         names.sort();
         names
-    };
+    }
     for selector in [
         "app=web",
         "app!=web",
@@ -636,20 +670,20 @@ async fn lister_queries_agree_with_the_api_server() {
         let params = ListParams::default().labels(&full);
         for (ns, api) in [(&ns1, &api1), (&ns2, &api2)] {
             let server = api.list(&params).await.unwrap().items;
-            let server: Vec<Arc<ConfigMap>> = server.into_iter().map(Arc::new).collect();
+            let server: Vec<Box<ConfigMap>> = server.into_iter().map(Box::new).collect();
             assert_eq!(
                 names(lister.namespaced(ns).list(&parsed)),
                 names(server),
                 "{selector} in {ns}"
             );
         }
-        let server: Vec<Arc<ConfigMap>> = all
+        let server: Vec<Box<ConfigMap>> = all
             .list(&params)
             .await
             .unwrap()
             .items
             .into_iter()
-            .map(Arc::new)
+            .map(Box::new)
             .collect();
         assert_eq!(
             names(lister.list(&parsed)),
@@ -658,6 +692,11 @@ async fn lister_queries_agree_with_the_api_server() {
         );
     }
     assert_eq!(lister.namespaced(&ns1).list_all().len(), 14);
+    // The label index answers for every flavour: 7 `app=web` in each namespace.
+    let label_index = informer::store::label_index_name("app");
+    let web = informer.indexer().by_index(&label_index, "web").unwrap();
+    assert_eq!(web.len(), 14);
+    web.iter().for_each(|o| F::assert_shape(o));
     let missing = lister.namespaced(&ns1).get("nope").unwrap_err();
     assert!(
         missing.is_not_found(),

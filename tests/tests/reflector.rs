@@ -1,5 +1,7 @@
 //! The Reflector against a real API server: listing, paging, watching, errors,
-//! undecodable objects, resync and shutdown.
+//! undecodable objects, resync and shutdown. Paging, relists after 410 and relists
+//! with tombstones run for full, metadata-only and dynamic objects alike
+//! ([`common::flavour`]).
 
 mod common;
 
@@ -8,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::flavour::Flavour;
 use common::{config_map, create_config_maps, eventually};
 use futures::future::BoxFuture;
 use informer::reflector::{
@@ -153,17 +156,22 @@ fn spawn<K: kube::Resource + Send + Sync + 'static>(
     (stop, task)
 }
 
-#[tokio::test]
-async fn lists_in_pages_then_watches_events_in_order() {
+crate::for_each_flavour! {
+    lists_in_pages_then_watches_events_in_order => pages_then_watch;
+    api_server_restart_while_objects_change_relists_with_tombstones => restart_relists_with_tombstones;
+    compaction_without_watch_cache_forces_410_and_a_relist_that_loses_nothing => compaction_relist;
+}
+
+async fn pages_then_watch<F: Flavour>() {
     let env = uncached_env().await;
     let ns = env.create_namespace("reflector-pages").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
     create_config_maps(&api, "cm", 120, &[("app", "paged")]).await;
 
-    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let recorder = Arc::new(Recorder::<F::K>::default());
     let lists = Arc::new(AtomicUsize::new(0));
     let lister_watcher = CountingListerWatcher {
-        inner: ApiListerWatcher::new(api.clone()).labels("app=paged"),
+        inner: F::config_maps(env.client().unwrap(), Some(&ns)).labels("app=paged"),
         lists: lists.clone(),
     };
     let reflector = Arc::new(Reflector::new(
@@ -214,6 +222,12 @@ async fn lists_in_pages_then_watches_events_in_order() {
         ]
     );
     assert_eq!(recorder.names().len(), 120);
+    recorder
+        .state
+        .lock()
+        .unwrap()
+        .values()
+        .for_each(F::assert_shape);
     assert_ne!(reflector.last_sync_resource_version(), listed_rv);
 
     stop.send(()).unwrap();
@@ -560,7 +574,9 @@ async fn shutdown_stops_listing_and_watching() {
     assert_eq!(reflector.stats().watches, watches);
 }
 
-fn replace_ops(recorder: &Recorder<ConfigMap>) -> Vec<(Vec<String>, Vec<String>)> {
+fn replace_ops<K: kube::Resource + Clone>(
+    recorder: &Recorder<K>,
+) -> Vec<(Vec<String>, Vec<String>)> {
     recorder
         .ops()
         .into_iter()
@@ -590,8 +606,7 @@ async fn server_names(api: &Api<ConfigMap>) -> Vec<String> {
     names
 }
 
-#[tokio::test]
-async fn api_server_restart_while_objects_change_relists_with_tombstones() {
+async fn restart_relists_with_tombstones<F: Flavour>() {
     let env = TestEnv::start().await.unwrap();
     let proxy = env.fault_proxy().await.unwrap();
     let ns = env.create_namespace("reflector-restart").await.unwrap();
@@ -602,9 +617,9 @@ async fn api_server_restart_while_objects_change_relists_with_tombstones() {
             .unwrap();
     }
 
-    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let recorder = Arc::new(Recorder::<F::K>::default());
     let reflector = Arc::new(Reflector::new(
-        ApiListerWatcher::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)),
+        F::config_maps(proxy.client().unwrap(), Some(&ns)),
         recorder.clone(),
         Config::default(),
     ));
@@ -635,14 +650,16 @@ async fn api_server_restart_while_objects_change_relists_with_tombstones() {
     assert_eq!(replaces[1].1, ["b"], "b was deleted while disconnected");
     assert_eq!(recorder.names(), server_names(&api).await);
     let c = recorder.state.lock().unwrap()["c"].clone();
-    assert_eq!(c.data.unwrap()["key"], "2");
+    F::assert_shape(&c);
+    if let Some(value) = F::data(&c, "key") {
+        assert_eq!(value, "2");
+    }
 
     stop.send(()).unwrap();
     task.await.unwrap();
 }
 
-#[tokio::test]
-async fn compaction_without_watch_cache_forces_410_and_a_relist_that_loses_nothing() {
+async fn compaction_relist<F: Flavour>() {
     let env = TestEnv::builder().watch_cache(false).start().await.unwrap();
     let ns = env.create_namespace("reflector-compact").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
@@ -650,9 +667,9 @@ async fn compaction_without_watch_cache_forces_410_and_a_relist_that_loses_nothi
 
     let expired = Arc::new(AtomicUsize::new(0));
     let seen = expired.clone();
-    let recorder = Arc::new(Recorder::<ConfigMap>::default());
+    let recorder = Arc::new(Recorder::<F::K>::default());
     let reflector = Arc::new(Reflector::new(
-        ApiListerWatcher::new(api.clone()).labels("app=watched"),
+        F::config_maps(env.client().unwrap(), Some(&ns)).labels("app=watched"),
         recorder.clone(),
         Config::default()
             // Short watches, so the reflector soon re-watches from its last version.

@@ -1,5 +1,6 @@
 //! Where the factory's informers look: a namespace and selectors ([`InformerScope`]),
-//! and the resource scopes it can address generically ([`FactoryScope`]).
+//! the resource scopes it can address generically ([`FactoryScope`]), and what one
+//! informer lists ([`Target`]).
 
 use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
 use kube::{Client, Resource};
@@ -87,6 +88,31 @@ impl FactoryScope for DynamicResourceScope {
         match namespace {
             Some(namespace) => kube::Api::namespaced_with(client, namespace, &()),
             None => kube::Api::all(client),
+        }
+    }
+}
+
+/// What an informer lists: the resource `K`'s dynamic type names, and whether it lives
+/// in namespaces (for a cluster-scoped one the namespace of a scope is dropped, so
+/// every ask shares one informer).
+pub(super) struct Target<'a, K: Resource> {
+    pub(super) dynamic_type: &'a K::DynamicType,
+    pub(super) namespaced: bool,
+    /// Known at run time (named so in errors, beside a typed informer of the same kind).
+    pub(super) dynamic: bool,
+}
+
+impl<K> Target<'static, K>
+where
+    K: Resource<DynamicType = ()>,
+    K::Scope: FactoryScope,
+{
+    /// A static type, scoped as its `Resource::Scope` says.
+    pub(super) fn of() -> Self {
+        Target {
+            dynamic_type: &(),
+            namespaced: K::Scope::is_namespaced(),
+            dynamic: false,
         }
     }
 }

@@ -111,3 +111,115 @@ async fn waiting_before_start_fails_at_once_naming_the_informers() {
         "informers not started have not synced"
     );
 }
+
+/// Full, metadata-only and dynamic informers of one type are distinct entries, each
+/// shared by all who ask; dynamic ones are told apart by their resource and scope.
+#[tokio::test]
+async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
+    use crate::dynamic::DynamicResource;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::core::PartialObjectMeta;
+
+    let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
+    let full = factory.informer::<ConfigMap>();
+    let metadata = factory.metadata_informer::<ConfigMap>();
+    assert_eq!(metadata, factory.metadata_informer::<ConfigMap>());
+    let config_maps = DynamicResource::of::<ConfigMap>();
+    let dynamic = factory.dynamic_informer(&config_maps);
+    assert_eq!(dynamic, factory.dynamic_informer(&config_maps));
+    let dynamic_metadata = factory.dynamic_metadata_informer(&config_maps);
+    assert_eq!(
+        dynamic_metadata,
+        factory.dynamic_metadata_informer(&config_maps)
+    );
+    let secrets = factory.dynamic_informer(&DynamicResource::of::<Secret>());
+    assert_ne!(dynamic, secrets, "another resource is another informer");
+    let labelled = factory.dynamic_informer_for(
+        &config_maps,
+        InformerScope {
+            namespace: Some("ns".into()),
+            label_selector: Some("app=x".into()),
+            field_selector: None,
+        },
+    );
+    assert_ne!(dynamic, labelled, "another selector is another informer");
+    // Cluster-scoped resources ignore the namespace, dynamic ones included.
+    let namespaces = DynamicResource::of::<Namespace>();
+    let everywhere = factory.dynamic_informer_for(&namespaces, InformerScope::default());
+    assert_eq!(everywhere, factory.dynamic_informer(&namespaces));
+    assert_eq!(factory.len(), 7);
+    let _ = (full, PartialObjectMeta::<ConfigMap>::default());
+
+    let mut names: Vec<String> = factory
+        .state
+        .locked()
+        .informers
+        .values()
+        .map(|e| e.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "ConfigMap (dynamic) in ns",
+            "ConfigMap (dynamic) in ns",
+            "ConfigMap (dynamic) metadata in ns",
+            "ConfigMap in ns",
+            "ConfigMap metadata in ns",
+            "Namespace (dynamic)",
+            "Secret (dynamic) in ns",
+        ]
+    );
+}
+
+/// `metadata_informable` maintains the derived metadata indexes from the start, and adds
+/// them to the metadata informer someone else made first; the full informer of the
+/// type is another entry and gets none of them.
+#[tokio::test]
+async fn metadata_informable_maintains_the_metadata_indexes() {
+    use crate::informable::Informable;
+    use kube::CustomResource;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, Informable, Deserialize, Serialize, Clone, Debug)]
+    #[kube(
+        group = "example.com",
+        version = "v1",
+        kind = "Gadget",
+        namespaced,
+        schema = "disabled"
+    )]
+    #[informable(
+        crate = crate,
+        index(name = "by_app", path = "metadata.labels['app']"),
+        index(name = "by_color", path = "spec.color"),
+    )]
+    struct GadgetSpec {
+        color: String,
+    }
+
+    let with_namespace = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    let factory = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let informable = factory.metadata_informable::<Gadget>();
+    assert_eq!(
+        with_namespace(informable.indexer().index_names()),
+        ["by_app", "namespace"]
+    );
+    let full = factory.informer::<Gadget>();
+    assert_ne!(
+        full.indexer().index_names(),
+        informable.indexer().index_names()
+    );
+
+    let other = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let plain = other.metadata_informer::<Gadget>();
+    assert_eq!(plain.indexer().index_names(), ["namespace"]);
+    assert_eq!(other.metadata_informable::<Gadget>(), plain);
+    assert_eq!(
+        with_namespace(plain.indexer().index_names()),
+        ["by_app", "namespace"]
+    );
+}

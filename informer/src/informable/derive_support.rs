@@ -17,6 +17,9 @@ use kube::Resource;
 
 use crate::store::AsIndexKey;
 
+/// The metadata-only object, whose indexes on `metadata` the derive also implements.
+pub use kube::core::PartialObjectMeta;
+
 /// The object's metadata.
 pub fn meta<K: Resource>(object: &K) -> &ObjectMeta {
     object.meta()

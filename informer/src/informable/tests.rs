@@ -181,7 +181,7 @@ fn derive_declares_names_types_and_label_fields() {
     let names: Vec<String> = Widget::indexers().names().map(str::to_owned).collect();
     assert_eq!(names, Widget::INDEX_NAMES);
     assert_eq!(
-        TypedIndex::<ByApp>::new().indexed_field(),
+        IndexFunc::<Widget>::indexed_field(&TypedIndex::<ByApp>::new()),
         IndexedField::Label("app")
     );
     assert_eq!(
@@ -753,4 +753,61 @@ fn the_expansion_ignores_names_in_the_users_scope() {
     assert_eq!(names(&lister.by_note("hello")), ["t"]);
     // Cluster-scoped: `get` by name exists, as the type's scope says.
     assert!(lister.get("t").is_ok());
+}
+
+/// The derived indexes that read only `metadata` (labels, generation, owners) index
+/// the metadata-only `PartialObjectMeta<Widget>` too, queried through the generated
+/// `WidgetMetadataIndexes` (and for a foreign set, `ConfigMapIndexesMetadataExt`);
+/// the others (spec paths, functions of `&Widget`) stay with the full type.
+#[test]
+fn metadata_indexes_apply_to_the_metadata_only_type() {
+    use foreign::ConfigMapIndexesMetadataExt;
+    use kube::core::PartialObjectMeta;
+
+    fn partial<K>(metadata: ObjectMeta) -> PartialObjectMeta<K> {
+        PartialObjectMeta {
+            types: None,
+            metadata,
+            _phantom: std::marker::PhantomData,
+        }
+    }
+    let mut meta = widget("ns", "w", "red", 1).metadata;
+    meta.labels = Some([("app".to_owned(), "shop".to_owned())].into());
+    meta.generation = Some(4);
+    meta.owner_references = Some(vec![owner("Widget", "parent", "uid-p", true)]);
+    let mut other = meta.clone();
+    other.name = Some("v".into());
+    other.labels = None;
+
+    let metadata_indexes: Vec<String> = Widget::metadata_indexers()
+        .names()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        metadata_indexes,
+        ["by_app", "by_generation", "by_owner", "by_parent"]
+    );
+    let mut cache = Writer::<PartialObjectMeta<Widget>>::default();
+    cache.upsert(partial(meta.clone()));
+    cache.upsert(partial(other));
+    let lister = Lister::new(cache.indexer());
+    assert_eq!(names(&lister.by_app("shop")), ["w"]);
+    assert_eq!(names(&lister.by_generation(4)), ["v", "w"]);
+    assert_eq!(names(&lister.by_owner("uid-p")), ["v", "w"]);
+    assert_eq!(
+        names(&lister.namespaced("ns").by_parent("parent")),
+        ["v", "w"]
+    );
+    assert_eq!(
+        <ByApp as Index<PartialObjectMeta<Widget>>>::indexed_field(),
+        IndexedField::Label("app")
+    );
+
+    let mut config_maps = Writer::<PartialObjectMeta<ConfigMap>>::default();
+    config_maps.upsert(partial(
+        backed_up("ns/cm", Some(("nightly", true)), "shop").metadata,
+    ));
+    let lister = Lister::new(config_maps.indexer());
+    assert_eq!(names(&lister.by_backup("nightly")), ["cm"]);
+    assert_eq!(names(&lister.by_index::<foreign::ByApp>("shop")), ["cm"]);
 }

@@ -6,8 +6,25 @@
 //! its own, so an object that does not fit the Rust type (say a CRD object that
 //! violates its schema) becomes one [`WatchEvent::Undecodable`](super::WatchEvent::Undecodable) or one entry in
 //! [`ListPage::undecodable`], never an error that fails the whole list or stream.
+//!
+//! # Metadata only
+//! For a type whose [`Resource::metadata_api`] says so, such as
+//! [`PartialObjectMeta<K>`](kube::core::PartialObjectMeta), it asks the server for
+//! `meta.k8s.io/v1` `PartialObjectMetadata` through content negotiation (client-go's
+//! metadata informer, kube-runtime's `metadata_watcher`): lists send
+//! `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` and
+//! watches `as=PartialObjectMetadata`, so the server leaves out everything but
+//! `metadata` (and `kind`/`apiVersion`, which then say `PartialObjectMetadata` and
+//! `meta.k8s.io/v1`) and the client decodes only that.
+//!
+//! # Known at run time
+//! A type whose kind is known only at run time ([`kube::core::DynamicObject`] with its
+//! [`ApiResource`](kube::core::ApiResource)) is listed and watched the same way, made
+//! with [`new_with`](ApiListerWatcher::new_with) or
+//! [`in_namespace_with`](ApiListerWatcher::in_namespace_with).
 
 use educe::Educe;
+use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -15,12 +32,24 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use kube::Resource;
+use kube::core::{DynamicObject, TypeMeta};
 use serde::de::DeserializeOwned;
 
 use super::decode::{ListDecoder, ManagedFields, decode_event, decode_list_stream};
 use super::lister_watcher::{
     CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream,
 };
+
+/// The `Accept` of a list of metadata only, as kube-client and client-go send it.
+const METADATA_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+/// The `Accept` of a watch of metadata only: each event's object is one
+/// `PartialObjectMetadata`.
+const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// The kind of the objects the server sends for a metadata-only request.
+const METADATA_KIND: &str = "PartialObjectMetadata";
 
 /// A [`ListerWatcher`] backed by the API server, built from a [`kube::Api`] (which
 /// decides namespaced or all namespaces).
@@ -37,7 +66,13 @@ use super::lister_watcher::{
 pub struct ApiListerWatcher<K> {
     client: kube::Client,
     url: String,
+    /// The kind the server sends: `K`'s, or `PartialObjectMetadata` for metadata only.
     kind: String,
+    /// Whether `K` asks for metadata only ([`Resource::metadata_api`]).
+    metadata_only: bool,
+    /// `K`'s kind and apiVersion, for list items of a [`DynamicObject`] (see
+    /// [`fill_types`]).
+    types: TypeMeta,
     /// `plural.group`, or `plural` for the core group.
     resource: String,
     server_url: Option<String>,
@@ -51,6 +86,7 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
         f.debug_struct("ApiListerWatcher")
             .field("url", &self.url)
             .field("kind", &self.kind)
+            .field("metadata_only", &self.metadata_only)
             .field("resource", &self.resource)
             .field("server_url", &self.server_url)
             .field("options", &self.options)
@@ -73,17 +109,7 @@ where
     /// Lists and watches `K` in `namespace`, or in all namespaces (and for
     /// cluster-scoped types) with `None`.
     pub fn in_namespace(client: kube::Client, namespace: Option<&str>) -> Self {
-        let dynamic_type = K::DynamicType::default();
-        Self {
-            client,
-            url: K::url_path(&dynamic_type, namespace),
-            kind: K::kind(&dynamic_type).into_owned(),
-            resource: resource_name::<K>(&dynamic_type),
-            server_url: None,
-            options: ListOptions::default(),
-            managed_fields: ManagedFields::default(),
-            _type: PhantomData,
-        }
+        Self::in_namespace_with(client, &K::DynamicType::default(), namespace)
     }
 }
 
@@ -91,16 +117,53 @@ impl<K: Resource> ApiListerWatcher<K> {
     /// Like [`ApiListerWatcher::new`], for types whose kind is known at run time.
     pub fn new_with(api: kube::Api<K>, dynamic_type: &K::DynamicType) -> Self {
         let url = api.resource_url().to_owned();
-        Self {
-            client: api.into_client(),
-            url,
+        Self::at_url(api.into_client(), url, dynamic_type)
+    }
+
+    /// Like [`ApiListerWatcher::in_namespace`], for types whose kind is known at run
+    /// time: lists and watches the resource `dynamic_type` describes (a
+    /// [`DynamicObject`](kube::core::DynamicObject)'s
+    /// [`ApiResource`](kube::core::ApiResource)) in `namespace`, or in all namespaces
+    /// (and for cluster-scoped resources) with `None`.
+    pub fn in_namespace_with(
+        client: kube::Client,
+        dynamic_type: &K::DynamicType,
+        namespace: Option<&str>,
+    ) -> Self {
+        let url = K::url_path(dynamic_type, namespace);
+        Self::at_url(client, url, dynamic_type)
+    }
+
+    fn at_url(client: kube::Client, url: String, dynamic_type: &K::DynamicType) -> Self {
+        let metadata_only = K::metadata_api();
+        let kind = if metadata_only {
+            METADATA_KIND.to_owned()
+        } else {
+            K::kind(dynamic_type).into_owned()
+        };
+        let types = TypeMeta {
+            api_version: K::api_version(dynamic_type).into_owned(),
             kind: K::kind(dynamic_type).into_owned(),
+        };
+        Self {
+            client,
+            url,
+            kind,
+            metadata_only,
+            types,
             resource: resource_name::<K>(dynamic_type),
             server_url: None,
             options: ListOptions::default(),
             managed_fields: ManagedFields::default(),
             _type: PhantomData,
         }
+    }
+
+    /// Whether this asks the server for metadata only (`PartialObjectMetadata`):
+    /// `K`'s [`Resource::metadata_api`], true for
+    /// [`PartialObjectMeta`](kube::core::PartialObjectMeta).
+    pub fn is_metadata_only(&self) -> bool {
+        self.metadata_only
     }
 
     /// The API server's address (the `cluster_url` of the [`kube::Config`] the client
@@ -183,12 +246,16 @@ where
         if let Some(limit) = &limit {
             params.push(("limit", limit));
         }
-        let http = http::Request::get(self.url(&params))
-            .body(Vec::new())
-            .map_err(kube::Error::HttpError)?;
+        let mut http = http::Request::get(self.url(&params));
+        if self.metadata_only {
+            http = http.header(http::header::ACCEPT, METADATA_LIST_ACCEPT);
+        }
+        let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
         let body = self.client.request_stream(http).await?;
         let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref());
-        decode_list_stream(body, decoder).await
+        let mut page = decode_list_stream(body, decoder).await?;
+        fill_types(&mut page.items, &self.types);
+        Ok(page)
     }
 }
 
@@ -227,11 +294,13 @@ where
         Box::pin(async move {
             let params = watch_params(&request);
             let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let http = http::Request::get(self.url(&params))
+            let mut http = http::Request::get(self.url(&params))
                 // Watch streams must not be compressed: each event is read as it comes.
-                .header(http::header::ACCEPT_ENCODING, "identity")
-                .body(Vec::new())
-                .map_err(kube::Error::HttpError)?;
+                .header(http::header::ACCEPT_ENCODING, "identity");
+            if self.metadata_only {
+                http = http.header(http::header::ACCEPT, METADATA_ACCEPT);
+            }
+            let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
             let body = self.client.request_stream(http).await?;
             let kind = self.kind.clone();
             let managed_fields = self.managed_fields;
@@ -260,6 +329,21 @@ where
             );
             Ok(events.boxed())
         })
+    }
+}
+
+/// Gives each [`DynamicObject`] of a list its `kind` and `apiVersion`, as client-go does
+/// for unstructured lists. The server writes them once for the whole list, not per
+/// item; a typed object does not need them (its type knows them), but a
+/// `DynamicObject` is its JSON, and one sent back to the server as cached (an
+/// `Api::replace`) without them is refused. Objects of other types are left as they
+/// are, and looked at no further than the first.
+fn fill_types<K: 'static>(items: &mut [K], types: &TypeMeta) {
+    for item in items {
+        let Some(object) = (item as &mut dyn Any).downcast_mut::<DynamicObject>() else {
+            return;
+        };
+        object.types.get_or_insert_with(|| types.clone());
     }
 }
 
@@ -336,6 +420,34 @@ mod tests {
         use k8s_openapi::api::core::v1::ConfigMap;
         assert_eq!(resource_name::<Deployment>(&()), "deployments.apps");
         assert_eq!(resource_name::<ConfigMap>(&()), "configmaps");
+    }
+
+    /// List items of a `DynamicObject` get the kind the list is of (kept when they have
+    /// one); other types are left alone.
+    #[test]
+    fn dynamic_list_items_get_their_kind_and_api_version() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let types = TypeMeta {
+            api_version: "example.com/v1".into(),
+            kind: "Backup".into(),
+        };
+        let own = TypeMeta {
+            api_version: "v1".into(),
+            kind: "Other".into(),
+        };
+        let mut items = vec![DynamicObject::new(
+            "a",
+            &kube::core::ApiResource::erase::<ConfigMap>(&()),
+        )];
+        items[0].types = None;
+        items.push(items[0].clone());
+        items[1].types = Some(own.clone());
+        fill_types(&mut items, &types);
+        assert_eq!(items[0].types.as_ref(), Some(&types));
+        assert_eq!(items[1].types.as_ref(), Some(&own));
+        let mut typed = vec![ConfigMap::default()];
+        fill_types(&mut typed, &types);
+        assert_eq!(typed[0], ConfigMap::default());
     }
 
     fn query(request: &WatchRequest) -> Vec<String> {

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests (each test file includes this module).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod flavour;
+
 use std::future::Future;
 
 use futures::future::BoxFuture;

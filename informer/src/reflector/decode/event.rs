@@ -252,4 +252,42 @@ mod tests {
             "{foreign:?}"
         );
     }
+
+    /// A metadata-only watch event (what the server sends for
+    /// `Accept: ...;as=PartialObjectMetadata`) decodes into a `PartialObjectMeta`, its
+    /// managedFields dropped on the way like any object's.
+    #[test]
+    fn a_partial_object_metadata_event_decodes_without_managed_fields() {
+        use kube::core::PartialObjectMeta;
+        let event: WatchEvent<PartialObjectMeta<ConfigMap>> = decode_event(
+            br#"{"type":"MODIFIED","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"n","labels":{"app":"web"},"managedFields":[{"manager":"m"}]}}}"#,
+            "PartialObjectMetadata",
+            ManagedFields::Drop,
+        )
+        .unwrap();
+        let WatchEvent::Modified(partial) = event else {
+            panic!("not a modification: {event:?}");
+        };
+        assert_eq!(partial.metadata.labels.unwrap()["app"], "web");
+        assert!(partial.metadata.managed_fields.is_none());
+        assert_eq!(partial.types.unwrap().kind, "PartialObjectMetadata");
+    }
+
+    /// A `DynamicObject` keeps the fields beyond metadata as JSON, and loses only
+    /// managedFields.
+    #[test]
+    fn a_dynamic_object_event_keeps_its_fields_as_json() {
+        use kube::core::DynamicObject;
+        let event: WatchEvent<DynamicObject> = decode_event(
+            br#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}}"#,
+            "ConfigMap",
+            ManagedFields::Drop,
+        )
+        .unwrap();
+        let WatchEvent::Added(object) = event else {
+            panic!("not an add: {event:?}");
+        };
+        assert_eq!(object.data["data"]["k"], "v");
+        assert!(object.metadata.managed_fields.is_none());
+    }
 }
