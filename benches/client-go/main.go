@@ -1,8 +1,9 @@
 // The client-go peer of the benchmark worker (benches/src/worker.rs): the same
 // scenarios, run by a client-go SharedInformerFactory informer, reporting the same
-// JSON line. Built from the Kubernetes source tree the control-plane install unpacks
-// (its vendored client-go, the version of the test server), by
-// scripts/install-control-plane.sh --client-go-peer.
+// JSON line. Meant to be built from the Kubernetes source tree the control-plane
+// install unpacks (its vendored client-go, the version of the test server: copy this
+// file to cmd/client-go-bench-peer/ and make WHAT=cmd/client-go-bench-peer), into the
+// cache's bin/ where the driver looks for it. The install script does not build it yet.
 //
 //	client-go-bench-peer sync   <json|protobuf> <namespace>
 //	client-go-bench-peer watch  <json|protobuf> <namespace>

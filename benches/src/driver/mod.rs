@@ -322,8 +322,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     match &client_go {
         Some(path) => eprintln!("[bench] client-go peer: {}", path.display()),
         None => eprintln!(
-            "[bench] no client-go peer (build it with `scripts/install-control-plane.sh \
-             --client-go-peer`, as scripts/bench.sh does): its columns are left out"
+            "[bench] no client-go peer at $INFORMER_CACHE_DIR/bin/client-go-bench-peer \
+             (benches/client-go, built from the control plane's Kubernetes tree; the scripts \
+             do not build it yet): its columns are left out"
         ),
     }
     let bench = Bench {

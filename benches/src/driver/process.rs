@@ -70,8 +70,8 @@ pub(super) fn worker_path() -> anyhow::Result<PathBuf> {
     Ok(worker)
 }
 
-/// Where the install script puts client-go's peer (`--client-go-peer`): beside the
-/// control plane's binaries; `None` when it is not built.
+/// Where client-go's peer (`benches/client-go`) is looked for: beside the control
+/// plane's binaries; `None` when it is not there.
 pub(super) fn client_go_peer() -> Option<PathBuf> {
     let cache = match std::env::var_os("INFORMER_CACHE_DIR") {
         Some(dir) => PathBuf::from(dir),
