@@ -162,7 +162,8 @@ async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
         names,
         [
             "ConfigMap (dynamic) in ns",
-            "ConfigMap (dynamic) in ns",
+            // Names carry the scope's selectors, so that no two entries share one.
+            "ConfigMap (dynamic) in ns (app=x)",
             "ConfigMap (dynamic) metadata in ns",
             "ConfigMap in ns",
             "ConfigMap metadata in ns",
