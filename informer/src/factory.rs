@@ -76,15 +76,19 @@ use tokio::task::JoinHandle;
 
 use crate::informable::Informable;
 use crate::lock::MutexExt;
-use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields, SyncError};
+use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
 use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
 use crate::store::Indexers;
 
 mod dynamic;
+mod managed;
 mod metadata;
 mod scope;
 mod sync_error;
 
+#[cfg(feature = "metrics")]
+use managed::FactoryInformers;
+use managed::ManagedInformer;
 use scope::Target;
 pub use scope::{FactoryScope, InformerScope};
 pub use sync_error::{CacheSyncError, Unsynced};
@@ -225,45 +229,6 @@ impl FactoryOptions {
     pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
         self.metrics = Some(metrics.clone());
         self
-    }
-}
-
-/// What the factory needs of an informer of any type.
-trait ManagedInformer: HasSynced {
-    fn run(&self, shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()>;
-    fn last_sync_error(&self) -> Option<SyncError>;
-    fn as_any(&self) -> &dyn Any;
-    #[cfg(feature = "metrics")]
-    fn sample(&self, name: &str) -> crate::metrics::InformerSample;
-}
-
-impl<K> ManagedInformer for SharedIndexInformer<K>
-where
-    K: Resource + Send + Sync + 'static,
-{
-    fn run(&self, mut shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()> {
-        let informer = self.clone();
-        Box::pin(async move {
-            let stop = async move {
-                let _ = shutdown.wait_for(|stop| *stop).await;
-            };
-            if let Err(error) = informer.run(stop).await {
-                tracing::error!(%error, "informer did not run");
-            }
-        })
-    }
-
-    fn last_sync_error(&self) -> Option<SyncError> {
-        SharedIndexInformer::last_sync_error(self)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    #[cfg(feature = "metrics")]
-    fn sample(&self, name: &str) -> crate::metrics::InformerSample {
-        crate::metrics::InformerSample::of(name.to_owned(), self)
     }
 }
 
@@ -666,28 +631,6 @@ impl SharedInformerFactory {
     /// Whether the factory has made no informer yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// A factory's informers as the metrics see them, held weakly: metrics do not keep a
-/// dropped factory's informers alive.
-#[cfg(feature = "metrics")]
-struct FactoryInformers(std::sync::Weak<Mutex<State>>);
-
-#[cfg(feature = "metrics")]
-impl crate::metrics::InformerSource for FactoryInformers {
-    fn sample(&self, samples: &mut Vec<crate::metrics::InformerSample>) -> bool {
-        let Some(state) = self.0.upgrade() else {
-            return false;
-        };
-        let state = state.locked();
-        samples.extend(
-            state
-                .informers
-                .values()
-                .map(|entry| entry.informer.sample(&entry.name)),
-        );
-        true
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
 use super::*;
-use crate::reflector::ReflectorError;
+use crate::reflector::{ReflectorError, SyncError};
 
 /// A client for a server nobody runs: these tests send no request.
 fn client() -> Client {

@@ -1,0 +1,75 @@
+//! The one view the factory has of its informers, whatever their type: run, sync
+//! state, last error, a downcast to the concrete informer, and (feature `metrics`) a
+//! sample for the scrape.
+
+use std::any::Any;
+
+use futures::future::BoxFuture;
+use kube::Resource;
+use tokio::sync::watch;
+
+#[cfg(feature = "metrics")]
+use crate::lock::MutexExt;
+use crate::reflector::SyncError;
+use crate::shared_informer::{HasSynced, SharedIndexInformer};
+
+/// What the factory needs of an informer of any type.
+pub(super) trait ManagedInformer: HasSynced {
+    fn run(&self, shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()>;
+    fn last_sync_error(&self) -> Option<SyncError>;
+    fn as_any(&self) -> &dyn Any;
+    #[cfg(feature = "metrics")]
+    fn sample(&self, name: &str) -> crate::metrics::InformerSample;
+}
+
+impl<K> ManagedInformer for SharedIndexInformer<K>
+where
+    K: Resource + Send + Sync + 'static,
+{
+    fn run(&self, mut shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()> {
+        let informer = self.clone();
+        Box::pin(async move {
+            let stop = async move {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+            };
+            if let Err(error) = informer.run(stop).await {
+                tracing::error!(%error, "informer did not run");
+            }
+        })
+    }
+
+    fn last_sync_error(&self) -> Option<SyncError> {
+        SharedIndexInformer::last_sync_error(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    #[cfg(feature = "metrics")]
+    fn sample(&self, name: &str) -> crate::metrics::InformerSample {
+        crate::metrics::InformerSample::of(name.to_owned(), self)
+    }
+}
+
+/// A factory's informers as the metrics see them, held weakly: metrics do not keep a
+/// dropped factory's informers alive.
+#[cfg(feature = "metrics")]
+pub(super) struct FactoryInformers(pub(super) std::sync::Weak<std::sync::Mutex<super::State>>);
+
+#[cfg(feature = "metrics")]
+impl crate::metrics::InformerSource for FactoryInformers {
+    fn sample(&self, samples: &mut Vec<crate::metrics::InformerSample>) -> bool {
+        let Some(state) = self.0.upgrade() else {
+            return false;
+        };
+        let state = state.locked();
+        samples.extend(
+            state
+                .informers
+                .values()
+                .map(|entry| entry.informer.sample(&entry.name)),
+        );
+        true
+    }
+}
