@@ -20,7 +20,6 @@
 //! change's wall-clock time in `data.stamp`): each reconcile that first sees a child's
 //! new value records the time since its stamp.
 
-use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::measure::{Mark, memory};
 use crate::report::{ControllerSample, Implementation, median};
+use crate::worker::{read_driver_line, say_synced};
 
 /// Reconciles run at once on each side.
 pub const WORKERS: usize = 16;
@@ -151,16 +151,8 @@ pub async fn run(
     let converge_cpu_seconds = mark.cpu_seconds();
     let converge_reconciles = progress.reconciles.load(Ordering::Relaxed);
     progress.latencies.lock().expect("not poisoned").clear();
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "synced")?;
-        stdout.flush()?;
-    }
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line)
-    })
-    .await??;
+    say_synced()?;
+    let line = read_driver_line().await?;
     if line.trim() != "go" {
         bail!("expected `go`, got {line:?}");
     }
@@ -182,7 +174,7 @@ pub async fn run(
         update_seconds,
         update_cpu_seconds,
         update_reconciles,
-        latency_p50_ms: percentile(&latencies, 0.50),
+        latency_p50_ms: median(latencies.iter().copied()),
         latency_p99_ms: percentile(&latencies, 0.99),
         latencies: latencies.len(),
         baseline_rss_kib: baseline.rss_kib,
@@ -205,9 +197,6 @@ fn percentile(values: &[f64], q: f64) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    if q == 0.5 {
-        return median(sorted);
-    }
     sorted[rank - 1]
 }
 

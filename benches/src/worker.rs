@@ -105,6 +105,23 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
     }
 }
 
+/// Tells the driver (a line `synced` on stdout) that the worker has synced.
+pub(crate) fn say_synced() -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "synced")?;
+    stdout.flush()
+}
+
+/// The driver's next line on stdin (its go-ahead after `synced`).
+pub(crate) async fn read_driver_line() -> anyhow::Result<String> {
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await??;
+    Ok(line)
+}
+
 /// A synced cache of either implementation, readable by key.
 enum Cache<K: Synced = ConfigMap> {
     Ours(SharedIndexInformer<K>),
@@ -241,16 +258,8 @@ async fn watch(implementation: Implementation, namespace: &str) -> anyhow::Resul
     let client = kube::Client::try_default().await?;
     let api = Api::<ConfigMap>::namespaced(client, namespace);
     let cache = start_and_sync(implementation, api).await?;
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "synced")?;
-        stdout.flush()?;
-    }
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line)
-    })
-    .await??;
+    say_synced()?;
+    let line = read_driver_line().await?;
     let mark = Mark::now();
     let mut words = line.split_whitespace();
     let (Some("go"), Some(name), Some(value)) = (words.next(), words.next(), words.next()) else {
@@ -333,11 +342,7 @@ async fn relist(implementation: Implementation, namespace: &str) -> anyhow::Resu
     let rss_after_sync_kib = memory().rss_kib;
     reset_peak()?;
     let mark = Mark::now();
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "synced")?;
-        stdout.flush()?;
-    }
+    say_synced()?;
     let deadline = Instant::now() + Duration::from_secs(120);
     while lists() < 2 {
         if Instant::now() > deadline {
