@@ -63,6 +63,7 @@ mod config;
 mod decode;
 mod error;
 mod fake_source;
+mod key_filter;
 mod list_watch;
 mod lister_watcher;
 mod metrics;
@@ -87,6 +88,7 @@ pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
+pub use key_filter::KeyFilter;
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
     CachedObjects, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest,
