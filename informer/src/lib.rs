@@ -112,6 +112,7 @@ pub mod lister;
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
 pub mod reflector;
+pub mod shard;
 pub mod shared_informer;
 pub mod store;
 pub mod workqueue;

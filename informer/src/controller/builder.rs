@@ -19,6 +19,7 @@ use super::leading::run_while_leading;
 use super::mapping::{IntoPrimaryKey, controller_key, controller_uid, owner_index_name};
 use super::read_your_writes::ReadYourWrites;
 use super::registry::Registry;
+use super::sharding::run_sharded;
 use super::worker::{Cleanup, Tombstones, Worker};
 use super::{ControllerError, Retry};
 use crate::events::{Recorder, Reporter};
@@ -28,6 +29,7 @@ use crate::key::ObjectKey;
 use crate::leader::LeadershipHandle;
 use crate::lister::Lister;
 use crate::lock::MutexExt;
+use crate::shard::ShardHandle;
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
 use crate::store::Indexers;
 use crate::workqueue::{
@@ -66,6 +68,7 @@ pub struct Controller<K> {
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
     leadership: Option<LeadershipHandle>,
+    shard: Option<ShardHandle>,
 }
 
 impl<K> fmt::Debug for Controller<K> {
@@ -109,7 +112,25 @@ where
             #[cfg(feature = "metrics")]
             metrics: factory.metrics().cloned(),
             leadership: None,
+            shard: None,
         }
+    }
+
+    /// A controller of `K` that shares the keys of `K` with the other members of
+    /// `shard`'s group, each replica reconciling its own shard (see
+    /// [`shard`](crate::shard)); run its [`ShardMember`](crate::shard::ShardMember)
+    /// beside the controller.
+    ///
+    /// A key is reconciled only by the member that may reconcile it now (never by two
+    /// at once, across processes); when keys become this member's, every cached `K`
+    /// among them is queued. The secondary types (owned, watched, read) are cached
+    /// whole on every replica. `run` returns on its `shutdown` or when the member
+    /// stops. Sharding replaces leader election: a sharded controller given
+    /// [`leader_election`](Self::leader_election) fails to run.
+    pub fn sharded(factory: &SharedInformerFactory, shard: &ShardHandle) -> Self {
+        let mut controller = Self::new(factory);
+        controller.shard = Some(shard.clone());
+        controller
     }
 
     /// Reconciles a `K` when an object of type `C` it controls changes: `C`'s
@@ -331,6 +352,11 @@ where
         P: Fn(&K, &E, &Context<K>) -> Retry + Send + Sync + 'static,
         S: Future<Output = ()> + Send,
     {
+        if self.shard.is_some() && self.leadership.is_some() {
+            return Err(ControllerError::ShardedAndLeaderElected {
+                controller: self.name,
+            });
+        }
         let queue = self.queue.unwrap_or_else(|| {
             let config = QueueConfig::default().name(self.name.clone());
             #[cfg(feature = "metrics")]
@@ -431,14 +457,17 @@ where
             let worker = Arc::clone(&worker);
             async move { worker.process(key).await }
         };
-        match &self.leadership {
-            None => runner.run(reconcile, shutdown).await,
-            Some(leadership) => {
+        match (&self.leadership, &self.shard) {
+            (Some(leadership), _) => {
                 run_while_leading(
                     runner, reconcile, leadership, &primaries, &self.name, shutdown,
                 )
                 .await;
             }
+            (None, Some(shard)) => {
+                run_sharded(runner, reconcile, shard, &primaries, &self.name, shutdown).await;
+            }
+            (None, None) => runner.run(reconcile, shutdown).await,
         }
         drop(unwires);
         if own_recorder {

@@ -29,7 +29,9 @@
 //!   while the controller was down (see [`finalizer`]).
 //! - **Several replicas.** With [`leader_election`](Controller::leader_election) the
 //!   controller runs on every replica with warm caches and reconciles only on the one
-//!   that leads (see [`leader`](crate::leader)).
+//!   that leads (see [`leader`](crate::leader)); built with
+//!   [`sharded`](Controller::sharded) it shares the keys with the other replicas,
+//!   each reconciling its own shard (see [`shard`](crate::shard)).
 //! - **Read-your-writes.** Writes made through [`Context::api`] are remembered, and the
 //!   next reconcile of the same key waits (bounded) until the cache shows them, so a
 //!   quick requeue never creates a second child (see [`read_your_writes`]).
@@ -82,6 +84,7 @@ mod leading;
 mod mapping;
 pub mod read_your_writes;
 mod registry;
+mod sharding;
 mod worker;
 
 use std::time::Duration;
@@ -119,5 +122,12 @@ pub enum ControllerError {
         controller: String,
         /// The type whose informer was shut down.
         kind: &'static str,
+    },
+    /// The controller was given both a shard and leader election: sharding already
+    /// decides which replica reconciles which key.
+    #[error("the {controller} is sharded and leader-elected at once; use one of the two")]
+    ShardedAndLeaderElected {
+        /// The controller's name.
+        controller: String,
     },
 }

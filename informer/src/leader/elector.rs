@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
 
 use super::config::jittered;
+use super::error::error_chain;
 use super::leadership::{Holds, Leadership, LeadershipHandle, State};
 use super::lease_lock::{LeaseLock, is_conflict};
 use super::record::{Observer, Plan, Record, wall_now};
@@ -408,16 +409,4 @@ impl LeaderElector {
     fn request_limit(&self) -> Duration {
         (self.config.renew_deadline / 2).max(Duration::from_secs(1))
     }
-}
-
-/// An error and its causes, on one line.
-fn error_chain(error: &LeaderError) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

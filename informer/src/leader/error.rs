@@ -74,3 +74,15 @@ pub enum LeaderError {
         after: Duration,
     },
 }
+
+/// An error and its causes, on one line (for logs).
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -85,7 +85,9 @@ mod record;
 pub use config::{JITTER_FACTOR, LeaderElectionConfig};
 pub use elector::LeaderElector;
 pub use error::LeaderError;
+pub(crate) use error::error_chain;
 pub use leadership::{Leadership, LeadershipHandle, Term};
+pub(crate) use record::wall_now;
 
 /// Compile-time checks that the public types (and the run future) cross threads.
 #[cfg(test)]

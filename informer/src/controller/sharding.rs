@@ -1,0 +1,143 @@
+//! Running a controller's workers on this replica's shard of the keys.
+//!
+//! Every replica runs the controller; its primary cache holds only its shard (see
+//! [`Controller::sharded`](super::Controller::sharded)), its secondary caches are
+//! whole. A worker takes a key only if the [`ShardHandle`] says this member may
+//! reconcile it now; any other key is dropped (its owner reconciles it). When keys
+//! become this member's (a hand-off completed, a member left, its lease came back),
+//! every cached primary among them is queued, so a key dropped while it was not yet
+//! ours is not forgotten. A running reconcile is dropped when its key must be handed
+//! over and the hand-off timeout passed, or when this member's lease could have
+//! expired for the others.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::key::ObjectKey;
+use crate::shard::ShardHandle;
+use crate::store::Indexer;
+use crate::workqueue::{Action, Runner};
+
+/// Runs `runner`'s workers on the keys `shard` gives this replica until `shutdown`
+/// completes or the member stops; then shuts the queue down.
+pub(crate) async fn run_sharded<K, F, Fut, E, S>(
+    runner: Runner<ObjectKey>,
+    reconcile: F,
+    shard: &ShardHandle,
+    primaries: &Indexer<K>,
+    controller: &str,
+    shutdown: S,
+) where
+    K: Send + Sync + 'static,
+    F: Fn(ObjectKey) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: fmt::Display + Send + 'static,
+    S: Future<Output = ()> + Send,
+{
+    let queue = runner.queue().clone();
+    let stopped = {
+        let mut shard = shard.clone();
+        async move {
+            while !shard.is_stopped() {
+                if !shard.changed().await {
+                    break;
+                }
+            }
+            tracing::info!(controller, "the shard member stopped; the controller stops");
+        }
+    };
+    let stop = async {
+        tokio::select! {
+            () = shutdown => {}
+            () = stopped => {}
+        }
+    };
+    let requeue = queue_keys_as_they_become_ours(shard.clone(), primaries, &queue, controller);
+    let run = runner.run(gated(reconcile, shard.clone()), stop);
+    tokio::select! {
+        () = run => {}
+        () = requeue => {}
+    }
+    queue.shutdown();
+}
+
+/// Queues every cached primary that this member may now reconcile and could not at
+/// the previous assignment (or whose lease lapsed since). Runs until the member is
+/// gone.
+async fn queue_keys_as_they_become_ours<K>(
+    mut shard: ShardHandle,
+    primaries: &Indexer<K>,
+    queue: &crate::workqueue::WorkQueue<ObjectKey>,
+    controller: &str,
+) where
+    K: Send + Sync + 'static,
+{
+    let mut before = shard.assignment();
+    loop {
+        if !shard.changed().await {
+            return std::future::pending().await;
+        }
+        let now_assigned = shard.assignment();
+        let now = Instant::now();
+        // A lapse (no renewal within the renew deadline) made every key unworkable
+        // for a while: whatever is ours now is queued again.
+        let lapsed = now >= before.renew_deadline || !before.active;
+        let mut queued = 0usize;
+        for key in primaries.list_keys() {
+            let hash = crate::shard::key_hash_of(&key);
+            if now_assigned.may_work(hash, now) && (lapsed || !before.may_work(hash, now)) {
+                queue.add(ObjectKey::clone(&key));
+                queued += 1;
+            }
+        }
+        if queued > 0 {
+            tracing::info!(controller, queued, members = ?now_assigned.members, "keys became this member's: queued");
+        }
+        before = now_assigned;
+    }
+}
+
+/// `reconcile`, for keys this member may reconcile now; dropped when the member asks
+/// (hand-off timeout) or its lease could have expired for the others.
+fn gated<F, Fut, E>(
+    reconcile: F,
+    shard: ShardHandle,
+) -> impl Fn(ObjectKey) -> std::pin::Pin<Box<dyn Future<Output = Result<Action, E>> + Send>>
++ Send
++ Sync
++ 'static
+where
+    F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: Send + 'static,
+{
+    let reconcile = Arc::new(reconcile);
+    move |key: ObjectKey| {
+        let shard = shard.clone();
+        let reconcile = Arc::clone(&reconcile);
+        Box::pin(async move {
+            // Recorded as running before the check, so a hand-off that starts now
+            // either sees it running or is seen by the check.
+            let mut running = shard.enter(&key);
+            if !shard.may_reconcile(&key) {
+                return Ok(Action::Done);
+            }
+            let reconciling = pin!(reconcile(key.clone()));
+            tokio::select! {
+                result = reconciling => result,
+                () = running.dropped() => {
+                    tracing::warn!(%key, "reconcile dropped: the key moved to another member");
+                    Ok(Action::Done)
+                }
+                () = shard.lease_lost() => {
+                    tracing::warn!(%key, "reconcile dropped: this member's lease could have expired");
+                    Ok(Action::Done)
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,189 @@
+//! [`Assignment`]: which keys one member may reconcile, decided from its last read of
+//! the group. A pure value, tested without a server.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::ring::View;
+
+/// What one member may do, as of its last read of the group's Leases.
+#[derive(Debug, Clone)]
+pub(crate) struct Assignment {
+    /// This member's identity.
+    pub(crate) me: Arc<str>,
+    /// The target view: the members whose Lease existed at the last read.
+    pub(crate) members: View,
+    /// The view this member's Lease carried, as written (and confirmed) before that
+    /// read: the keys it claims.
+    pub(crate) published: View,
+    /// The other members' published views at that read.
+    pub(crate) others: Vec<(Arc<str>, View)>,
+    /// This member's lease is held (renewed, not fenced) and it is not stepping down.
+    pub(crate) active: bool,
+    /// When work stops unless renewed: the last successful renewal's send time plus
+    /// the renew deadline.
+    pub(crate) renew_deadline: Instant,
+    /// When another member could fence this one: the last successful renewal's send
+    /// time plus the lease duration. Reconciles still running then are dropped.
+    pub(crate) lease_expiry: Instant,
+    /// The member has stopped for good.
+    pub(crate) stopped: bool,
+}
+
+impl Assignment {
+    /// Before the first read: nothing is ours.
+    pub(crate) fn initial(me: Arc<str>) -> Self {
+        let now = Instant::now();
+        Self {
+            me,
+            members: View::default(),
+            published: View::default(),
+            others: Vec::new(),
+            active: false,
+            renew_deadline: now,
+            lease_expiry: now,
+            stopped: false,
+        }
+    }
+
+    /// Whether the key whose hash is `key` belongs to this member's shard in the
+    /// target view (what its cache keeps).
+    pub(crate) fn keeps(&self, key: u64) -> bool {
+        self.members.owns(&self.me, key)
+    }
+
+    /// Whether this member may reconcile the key whose hash is `key` at `now`: its
+    /// lease is held, it owns the key in the target view *and* in the view it
+    /// published before its last read, and no other member's published view claims
+    /// the key for that member.
+    pub(crate) fn may_work(&self, key: u64, now: Instant) -> bool {
+        self.active
+            && now < self.renew_deadline
+            && self.members.owns(&self.me, key)
+            && self.published.owns(&self.me, key)
+            && self
+                .others
+                .iter()
+                .all(|(member, view)| !view.owns(member, key))
+    }
+
+    /// Whether the key is claimed by this member's published view but not owned in
+    /// the target view: it is moving away, and the member must finish with it
+    /// before publishing the target view.
+    pub(crate) fn moving_away(&self, key: u64) -> bool {
+        self.published.owns(&self.me, key) && !self.members.owns(&self.me, key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::shard::ring::key_hash;
+
+    fn member(
+        me: &str,
+        members: &[&str],
+        published: &[&str],
+        others: &[(&str, &[&str])],
+    ) -> Assignment {
+        let now = Instant::now();
+        Assignment {
+            me: Arc::from(me),
+            members: View::of(members),
+            published: View::of(published),
+            others: others
+                .iter()
+                .map(|(who, view)| (Arc::from(*who), View::of(*view)))
+                .collect(),
+            active: true,
+            renew_deadline: now + Duration::from_secs(10),
+            lease_expiry: now + Duration::from_secs(15),
+            stopped: false,
+        }
+    }
+
+    fn keys() -> Vec<u64> {
+        (0..3000)
+            .map(|i| key_hash(Some("ns"), &format!("k{i}")))
+            .collect()
+    }
+
+    fn working(assignments: &[&Assignment], key: u64) -> usize {
+        let now = Instant::now();
+        assignments.iter().filter(|a| a.may_work(key, now)).count()
+    }
+
+    #[test]
+    fn settled_members_split_every_key_exactly_once() {
+        let all: &[&str] = &["a", "b", "c"];
+        let a = member("a", all, all, &[("b", all), ("c", all)]);
+        let b = member("b", all, all, &[("a", all), ("c", all)]);
+        let c = member("c", all, all, &[("a", all), ("b", all)]);
+        for key in keys() {
+            assert_eq!(working(&[&a, &b, &c], key), 1);
+            assert_eq!([&a, &b, &c].iter().filter(|m| m.keeps(key)).count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_newcomer_waits_until_the_old_owners_published_views_with_it() {
+        let old: &[&str] = &["a", "b"];
+        let new: &[&str] = &["a", "b", "c"];
+        // c has joined and published; a and b have seen it but not yet published.
+        let c = member("c", new, new, &[("a", old), ("b", old)]);
+        let a = member("a", new, old, &[("b", old), ("c", new)]);
+        let b = member("b", new, old, &[("a", old), ("c", new)]);
+        for key in keys() {
+            assert!(!c.may_work(key, Instant::now()));
+            assert!(working(&[&a, &b, &c], key) <= 1);
+            // What c will own is what a and b are letting go of.
+            if c.keeps(key) {
+                assert!(a.moving_away(key) || b.moving_away(key));
+            }
+        }
+        // a has published the new view, b not yet: c may take a's keys only.
+        let c = member("c", new, new, &[("a", new), ("b", old)]);
+        let mut from_a = 0;
+        for key in keys() {
+            if c.may_work(key, Instant::now()) {
+                assert!(View::of(old).owns("a", key));
+                from_a += 1;
+            }
+        }
+        assert!(from_a > 300, "{from_a}");
+    }
+
+    #[test]
+    fn a_member_that_saw_a_departure_takes_the_keys_once_it_published() {
+        let before: &[&str] = &["a", "b", "c"];
+        let after: &[&str] = &["a", "b"];
+        // c's lease is gone (released or fenced); a has not published the new view.
+        let a = member("a", after, before, &[("b", before)]);
+        let a_published = member("a", after, after, &[("b", before)]);
+        let mut gained = 0;
+        for key in keys() {
+            if View::of(before).owns("c", key) {
+                assert!(!a.may_work(key, Instant::now()));
+                if a_published.may_work(key, Instant::now()) {
+                    gained += 1;
+                }
+            }
+        }
+        assert!(gained > 300, "{gained}");
+    }
+
+    #[test]
+    fn nothing_is_worked_on_without_a_held_lease() {
+        let all: &[&str] = &["a"];
+        let mut a = member("a", all, all, &[]);
+        let key = key_hash(None, "x");
+        assert!(a.may_work(key, Instant::now()));
+        assert!(!a.may_work(key, a.renew_deadline));
+        a.active = false;
+        assert!(!a.may_work(key, Instant::now()));
+        assert!(!Assignment::initial(Arc::from("a")).may_work(key, Instant::now()));
+    }
+}

@@ -1,0 +1,71 @@
+//! Why a shard member could not be built, or why one request about a Lease failed.
+
+use std::time::Duration;
+
+/// A [`ShardConfig`](super::ShardConfig) that breaks a rule, or a failed request
+/// about a member Lease.
+///
+/// The config errors come from [`ShardMember::new`](super::ShardMember::new). The
+/// request errors are what the member logs when a renewal, a list or a fencing delete
+/// fails; it keeps trying, so they never end [`run`](super::ShardMember::run).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// The namespace or the group is empty.
+    #[error("a shard group needs a namespace and a group name (ShardConfig::new)")]
+    Unnamed,
+    /// The group is not usable as a label value and Lease name prefix.
+    #[error(
+        "shard group {group:?} must be 1-40 lowercase letters, digits or '-', starting and ending with a letter or digit"
+    )]
+    InvalidGroup {
+        /// The group as configured.
+        group: String,
+    },
+    /// The identity is not usable in a Lease name.
+    #[error(
+        "shard identity {identity:?} must be 1-200 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit"
+    )]
+    InvalidIdentity {
+        /// The identity as configured.
+        identity: String,
+    },
+    /// The timings break leader election's rules, which members' leases follow.
+    #[error("shard member lease timings are invalid")]
+    Timings(#[source] crate::leader::LeaderError),
+    /// A request about a Lease failed (the API server refused it or could not be
+    /// reached).
+    #[error("{action} shard Lease {lease} failed")]
+    Api {
+        /// What was asked: `renewing`, `creating`, `listing`, `fencing`, `releasing`.
+        action: &'static str,
+        /// The Lease (`namespace/name`), or the group's selector for a list.
+        lease: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// A request about a Lease got no answer in time.
+    #[error("{action} shard Lease {lease}: no answer within {after:?}")]
+    Timeout {
+        /// What was asked.
+        action: &'static str,
+        /// The Lease, or the group's selector for a list.
+        lease: String,
+        /// How long the member waited.
+        after: Duration,
+    },
+}
+
+impl ShardError {
+    /// The HTTP status the API server answered, if it answered with one.
+    pub(crate) fn status(&self) -> Option<u16> {
+        match self {
+            ShardError::Api {
+                source: kube::Error::Api(status),
+                ..
+            } => Some(status.code),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! [`ShardHandle`]: what the rest of the process asks a [`ShardMember`](super::ShardMember):
+//! whose keys are whose, and whether a key may be reconciled now.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until};
+
+use super::assignment::Assignment;
+use super::in_flight::{InFlight, InFlightGuard};
+use super::ring::key_hash;
+use crate::key::ObjectKey;
+use crate::reflector::KeyFilter;
+
+/// A view of one [`ShardMember`](super::ShardMember). Cheap to clone.
+///
+/// It is also a [`KeyFilter`]: an informer filtered by it keeps only this member's
+/// shard of the target view, and relists when the members change.
+#[derive(Debug, Clone)]
+pub struct ShardHandle {
+    state: watch::Receiver<Arc<Assignment>>,
+    generation: watch::Receiver<u64>,
+    in_flight: Arc<InFlight>,
+    identity: Arc<str>,
+}
+
+impl ShardHandle {
+    pub(crate) fn new(
+        state: watch::Receiver<Arc<Assignment>>,
+        generation: watch::Receiver<u64>,
+        in_flight: Arc<InFlight>,
+        identity: Arc<str>,
+    ) -> Self {
+        Self {
+            state,
+            generation,
+            in_flight,
+            identity,
+        }
+    }
+
+    /// This member's identity.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The members this one last read (identities, sorted), itself included once its
+    /// Lease exists.
+    pub fn members(&self) -> Vec<String> {
+        self.state
+            .borrow()
+            .members
+            .identities()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Whether `key` is in this member's shard of the members last read (what its
+    /// filtered cache keeps). It may not be reconciled yet: see
+    /// [`may_reconcile`](Self::may_reconcile).
+    pub fn owns(&self, key: &ObjectKey) -> bool {
+        self.state
+            .borrow()
+            .keeps(key_hash(key.namespace.as_deref(), &key.name))
+    }
+
+    /// Whether this member may reconcile `key` now: its lease is held, the key is in
+    /// its shard, and every other member has published a view in which the key is
+    /// not theirs (see the [protocol](super#the-protocol)).
+    pub fn may_reconcile(&self, key: &ObjectKey) -> bool {
+        self.state.borrow().may_work(
+            key_hash(key.namespace.as_deref(), &key.name),
+            Instant::now(),
+        )
+    }
+
+    /// Whether this member holds its lease (renewed within the renew deadline) and
+    /// is not stepping down.
+    pub fn is_active(&self) -> bool {
+        let state = self.state.borrow();
+        state.active && Instant::now() < state.renew_deadline
+    }
+
+    /// Whether the member has stopped (its `run` returned or is stepping down for
+    /// good).
+    pub fn is_stopped(&self) -> bool {
+        self.state.borrow().stopped
+    }
+
+    /// Waits until the member's assignment changes (a read of the group, a renewal,
+    /// a hand-off); `false` once the member is gone.
+    pub async fn changed(&mut self) -> bool {
+        self.state.changed().await.is_ok()
+    }
+
+    /// The current assignment.
+    pub(crate) fn assignment(&self) -> Arc<Assignment> {
+        Arc::clone(&self.state.borrow())
+    }
+
+    /// Records a reconcile of `key` as running, for hand-offs to wait on.
+    pub(crate) fn enter(&self, key: &ObjectKey) -> InFlightGuard {
+        self.in_flight.enter(key)
+    }
+
+    /// Resolves when this member's lease could have expired for the others (the
+    /// lease duration since the last successful renewal was sent) or the member is
+    /// gone: anything still running must stop.
+    pub(crate) async fn lease_lost(&self) {
+        let mut state = self.state.clone();
+        loop {
+            let expiry = state.borrow_and_update().lease_expiry;
+            if Instant::now() >= expiry {
+                return;
+            }
+            tokio::select! {
+                () = sleep_until(expiry) => {}
+                changed = state.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+}
+
+impl KeyFilter for ShardHandle {
+    fn keeps(&self, namespace: Option<&str>, name: &str) -> bool {
+        self.state.borrow().keeps(key_hash(namespace, name))
+    }
+
+    fn generation(&self) -> watch::Receiver<u64> {
+        self.generation.clone()
+    }
+}

@@ -1,0 +1,134 @@
+//! Sharding a controller's keys across replicas, on `coordination.k8s.io/v1` Leases.
+//!
+//! Leader election ([`leader`](crate::leader)) makes one replica of N work. Sharding
+//! makes all N work, each on its own part of the keys, for a controller that outgrows
+//! one process. The API server is the only referee: every replica keeps one Lease in
+//! a namespace, named `{group}-{identity}` and labelled [`GROUP_LABEL`]` = {group}`,
+//! and reads the others'.
+//!
+//! # Who owns a key
+//!
+//! Ownership is rendezvous (highest random weight) hashing of the object key over
+//! the members: every member scores every key with a fixed hash and the highest
+//! score wins. A member joining takes about `1/N` of each other member's keys; a
+//! member leaving gives away only its own. The cache of a sharded controller's
+//! primary type keeps only the member's shard, filtered before objects are decoded
+//! ([`ShardHandle`] is a [`KeyFilter`](crate::reflector::KeyFilter)), and relists
+//! when the members change.
+//!
+//! # The protocol
+//!
+//! A key must never be reconciled by two replicas at once, although replicas see
+//! membership changes at different moments. Each member, every retry period (2 s):
+//!
+//! 1. **Writes** its Lease (a new `renewTime`, under the resourceVersion it last
+//!    wrote), *publishing* in the [`VIEW_ANNOTATION`] the view it acts under: the
+//!    members it shares keys with. A member claims exactly the keys it owns in its
+//!    published view.
+//! 2. **Reads** every Lease of the group, from etcd (a list, not a cache), so the
+//!    read reflects every write that completed before it. The Leases present are the
+//!    *target view*.
+//! 3. **Fences** a member whose Lease has not changed for its lease duration, as this
+//!    member observed on its own clock: it deletes that Lease *under the
+//!    resourceVersion it observed*, so a renewal that landed meanwhile makes the
+//!    delete fail (409) and the member stays.
+//! 4. **Works** on key `k` only if it owns `k` in the target view *and* in its
+//!    published view, and no other member's published view (as just read) claims
+//!    `k` for that member.
+//! 5. **Hands over.** When the target view differs from its published view, it stops
+//!    taking keys it no longer owns, waits until their reconciles end (dropping them
+//!    after [`handoff_timeout`](ShardConfig::handoff_timeout)), and only then
+//!    publishes the target view (at once, not a retry period later), releasing them.
+//!
+//! On a clean shutdown a member stops taking keys, lets its reconciles end and
+//! deletes its Lease: the others take its keys at their next read.
+//!
+//! **Why two members never work on one key.** Say A and B both work on `k`. Each
+//! published a view claiming `k` and then read the group before starting; say A
+//! published first. B's read came after B's publication, so after A's, while A was
+//! still working on `k`: A's Lease then showed a claim on `k` (A releases a key only
+//! after its reconciles ended) and B would not have started, unless A's Lease was
+//! gone by then. It is gone only if A deleted it (after its reconciles ended) or
+//! someone fenced it, which needs a lease duration without an observed renewal:
+//! A's own renew deadline (counted from when it *sent* its last successful renewal,
+//! earlier than anyone observed it) is shorter, so A had stopped working by then.
+//! A write that landed after the fencer's read makes the fencing delete fail.
+//!
+//! # Failure cases
+//!
+//! - **Crash (SIGKILL).** The member's Lease stops changing; a lease duration after
+//!   another member last saw it change, that member fences it and publishes a view
+//!   without it at once: its keys are taken over within the lease duration plus one
+//!   retry period (and a few requests).
+//! - **Partition.** A member cut off from the API server cannot renew: it stops
+//!   taking keys at its renew deadline and drops running reconciles at its lease
+//!   expiry (the lease duration after its last successful renewal was *sent*), before
+//!   the others can fence it. When it is back, its renewal finds its Lease fenced
+//!   (404) and it joins again as a new member, waiting for the others to release
+//!   its keys.
+//! - **Paused process.** A member frozen longer than its lease (a debugger, a
+//!   stopped VM) may resume after it was fenced. Its deadlines are checked against
+//!   the clock before every key, so it takes no new key; a reconcile already past
+//!   that check runs until its next await. As with leader election, writes that must
+//!   never come from a replica that lost its keys should be conditional (a
+//!   resourceVersion precondition).
+//! - **Clock skew.** Other members' timestamps are never compared with ours: a
+//!   Lease's expiry is timed on this member's monotonic clock from the moment it saw
+//!   the Lease change. A difference in clock *rate* larger than `lease_duration /
+//!   renew_deadline` (1.5 by default) is not tolerated.
+//! - **Duplicate identities.** Two live processes with one identity share one Lease
+//!   and would both work: identities must be unique (the default one is).
+//!
+//! ```no_run
+//! use informer::shard::{ShardConfig, ShardMember};
+//!
+//! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! let member = ShardMember::new(client, ShardConfig::new("default", "backup-controller"))?;
+//! let shard = member.handle();
+//! // Until Ctrl-C, say: `async { tokio::signal::ctrl_c().await.ok(); }`
+//! let membership = tokio::spawn(member.run(std::future::pending()));
+//! let key = informer::key::ObjectKey::new(Some("default".into()), "nightly");
+//! println!("members {:?}; mine now: {}", shard.members(), shard.may_reconcile(&key));
+//! membership.await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod assignment;
+mod config;
+mod error;
+mod handle;
+mod in_flight;
+mod lease;
+mod member;
+mod ring;
+
+pub use config::{GROUP_LABEL, ShardConfig, VIEW_ANNOTATION};
+pub use error::ShardError;
+pub use handle::ShardHandle;
+pub use member::ShardMember;
+
+/// The ring hash of `key` (what [`ShardHandle`] decides by).
+pub(crate) fn key_hash_of(key: &crate::key::ObjectKey) -> u64 {
+    ring::key_hash(key.namespace.as_deref(), &key.name)
+}
+
+/// Compile-time checks that the public types (and the run future) cross threads.
+#[cfg(test)]
+mod send_sync {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>(_: &T) {}
+
+    const _: fn() = || {
+        send_sync::<ShardConfig>();
+        send_sync::<ShardHandle>();
+        send_sync::<ShardError>();
+    };
+
+    #[allow(dead_code)]
+    fn run_is_send(member: ShardMember) {
+        send(&member.run(std::future::pending()));
+    }
+}
