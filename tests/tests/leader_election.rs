@@ -8,7 +8,7 @@
 //! released lease is taken at a standby's next look.
 
 mod common;
-#[path = "leader_election/replicas.rs"]
+#[path = "common/replicas.rs"]
 mod replicas;
 
 use std::time::Duration;
@@ -41,7 +41,7 @@ fn takeover_bound() -> Duration {
 async fn two_then_three_replicas_elect_exactly_one_leader() {
     let env = TestEnv::shared().await.unwrap();
     let namespace = namespace_with_work(env, "two-three").await;
-    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    let mut replicas = Replicas::elected(&namespace, env.kubeconfig_path());
     replicas.spawn("a", None);
     replicas.spawn("b", None);
     let first = replicas
@@ -95,7 +95,7 @@ async fn two_then_three_replicas_elect_exactly_one_leader() {
 async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry() {
     let env = TestEnv::shared().await.unwrap();
     let namespace = namespace_with_work(env, "kill").await;
-    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    let mut replicas = Replicas::elected(&namespace, env.kubeconfig_path());
     for identity in ["a", "b", "c"] {
         replicas.spawn(identity, None);
     }
@@ -132,7 +132,7 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration_and_a_retry() {
 async fn a_clean_shutdown_hands_over_at_once() {
     let env = TestEnv::shared().await.unwrap();
     let namespace = namespace_with_work(env, "handover").await;
-    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    let mut replicas = Replicas::elected(&namespace, env.kubeconfig_path());
     replicas.spawn("a", None);
     replicas.spawn("b", None);
     let first = replicas
@@ -179,7 +179,7 @@ async fn a_leader_cut_off_from_the_api_server_stops_before_its_lease_expires() {
     let env = TestEnv::shared().await.unwrap();
     let namespace = namespace_with_work(env, "partition").await;
     let proxy = env.fault_proxy().await.unwrap();
-    let mut replicas = Replicas::new(&namespace, env.kubeconfig_path());
+    let mut replicas = Replicas::elected(&namespace, env.kubeconfig_path());
     // "a" goes through the proxy and leads first; the others come afterwards.
     replicas.spawn("a", Some(&proxy.config().cluster_url.to_string()));
     replicas

@@ -25,7 +25,7 @@ pub(crate) struct Assignment {
     /// the renew deadline.
     pub(crate) renew_deadline: Instant,
     /// When another member could fence this one: the last successful renewal's send
-    /// time plus the lease duration. Reconciles still running then are dropped.
+    /// time plus the lease duration.
     pub(crate) lease_expiry: Instant,
     /// The member has stopped for good.
     pub(crate) stopped: bool,
@@ -45,6 +45,13 @@ impl Assignment {
             lease_expiry: now,
             stopped: false,
         }
+    }
+
+    /// When reconciles still running must be dropped, unless the lease is renewed:
+    /// halfway between the renew deadline and the lease expiry, leaving the other half
+    /// as a margin for a timer that fires late on a loaded machine.
+    pub(crate) fn drop_deadline(&self) -> Instant {
+        self.renew_deadline + (self.lease_expiry - self.renew_deadline) / 2
     }
 
     /// Whether the key whose hash is `key` belongs to this member's shard in the

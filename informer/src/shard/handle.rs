@@ -103,13 +103,13 @@ impl ShardHandle {
         self.in_flight.enter(key)
     }
 
-    /// Resolves when this member's lease could have expired for the others (the
-    /// lease duration since the last successful renewal was sent) or the member is
-    /// gone: anything still running must stop.
+    /// Resolves when reconciles still running must stop: the lease was not renewed
+    /// and its expiry for the others draws near ([`Assignment::drop_deadline`]), or
+    /// the member is gone.
     pub(crate) async fn lease_lost(&self) {
         let mut state = self.state.clone();
         loop {
-            let expiry = state.borrow_and_update().lease_expiry;
+            let expiry = state.borrow_and_update().drop_deadline();
             if Instant::now() >= expiry {
                 return;
             }

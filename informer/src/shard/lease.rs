@@ -9,7 +9,9 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
+use kube::api::{
+    DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions,
+};
 
 use super::config::{GROUP_LABEL, VIEW_ANNOTATION};
 use super::ring::View;
@@ -44,24 +46,24 @@ impl GroupLeases {
         &self.describe
     }
 
-    /// This member's Lease publishing `view`, built over `last` (its metadata, so the
-    /// update carries its resourceVersion) or new.
+    /// This member's Lease publishing `view`; over `last` it carries `last`'s UID
+    /// and resourceVersion (preconditions of the renewal) and acquire time.
     fn own_lease(&self, last: Option<&Lease>, view: &View) -> Lease {
         let now = MicroTime(wall_now());
-        let mut metadata = last
-            .map(|l| l.metadata.clone())
-            .unwrap_or_else(|| ObjectMeta {
-                name: Some(self.name.clone()),
-                ..ObjectMeta::default()
-            });
-        metadata
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(GROUP_LABEL.to_owned(), self.config.group.clone());
-        metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(VIEW_ANNOTATION.to_owned(), view.to_annotation());
+        let metadata = ObjectMeta {
+            name: Some(self.name.clone()),
+            uid: last.and_then(|l| l.metadata.uid.clone()),
+            resource_version: last.and_then(|l| l.metadata.resource_version.clone()),
+            labels: Some(BTreeMap::from([(
+                GROUP_LABEL.to_owned(),
+                self.config.group.clone(),
+            )])),
+            annotations: Some(BTreeMap::from([(
+                VIEW_ANNOTATION.to_owned(),
+                view.to_annotation(),
+            )])),
+            ..ObjectMeta::default()
+        };
         let acquired = last
             .and_then(|l| l.spec.as_ref())
             .and_then(|s| s.acquire_time.clone())
@@ -90,13 +92,18 @@ impl GroupLeases {
     }
 
     /// Rewrites this member's Lease over `last` (a new renewTime), publishing `view`.
-    /// Fails with 409 if anyone wrote it since, 404 if it was fenced.
+    ///
+    /// A merge patch carrying `last`'s UID and resourceVersion: it fails with 409 if
+    /// anyone wrote the Lease since, and with 404 if it was fenced (deleted). An
+    /// update (PUT) would not do: Leases are created on update, which would bring a
+    /// fenced member back without it noticing.
     pub(crate) async fn renew(&self, last: &Lease, view: &View) -> Result<Lease, ShardError> {
         let lease = self.own_lease(Some(last), view);
         self.bounded(
             "renewing",
             &self.describe,
-            self.api.replace(&self.name, &PostParams::default(), &lease),
+            self.api
+                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&lease)),
         )
         .await
     }

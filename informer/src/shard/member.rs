@@ -53,6 +53,9 @@ struct Round {
     want: View,
     /// When the last successful write was sent.
     renewed: Option<Instant>,
+    /// A read of the group succeeded since this member's Lease was created: until
+    /// then no key is ours (what the others claim is not known).
+    read_since_created: bool,
     /// The other members' Leases by name.
     seen: HashMap<String, Seen>,
     /// The target view whose hand-off started, and when.
@@ -143,6 +146,11 @@ impl ShardMember {
             };
             match result {
                 Ok(lease) => {
+                    let created = round.own.as_ref().and_then(|l| l.metadata.uid.as_ref())
+                        != lease.metadata.uid.as_ref();
+                    if created {
+                        round.read_since_created = false;
+                    }
                     if round.published != round.want || round.own.is_none() {
                         tracing::info!(identity = %self.identity, view = ?round.want, "published the view this member acts under");
                     }
@@ -254,19 +262,33 @@ impl ShardMember {
 
     /// Publishes the assignment for `read` (the members and the others' views; `None`
     /// keeps the last read's) with this member's current deadlines.
+    ///
+    /// The published view goes into the assignment only with a read: what the others
+    /// claim must have been read *after* the claims this member acts on were
+    /// published. A failed read keeps the last read's views and only moves the
+    /// deadlines.
     fn refresh(
         &self,
-        round: &Round,
+        round: &mut Round,
         read: Option<(View, Vec<(Arc<str>, View)>)>,
     ) -> Arc<Assignment> {
         let previous = self.state.borrow().clone();
-        let (members, others) =
-            read.unwrap_or_else(|| (previous.members.clone(), previous.others.clone()));
+        let (members, published, others) = match read {
+            Some((members, others)) => {
+                round.read_since_created = round.own.is_some();
+                (members, round.published.clone(), others)
+            }
+            None => (
+                previous.members.clone(),
+                previous.published.clone(),
+                previous.others.clone(),
+            ),
+        };
         let (renew_deadline, lease_expiry, active) = match round.renewed {
             Some(sent) => (
                 sent + self.config.renew_deadline,
                 sent + self.config.lease_duration,
-                round.own.is_some(),
+                round.own.is_some() && round.read_since_created,
             ),
             None => (previous.renew_deadline, previous.lease_expiry, false),
         };
@@ -277,7 +299,7 @@ impl ShardMember {
         let assignment = Arc::new(Assignment {
             me: Arc::clone(&self.identity),
             members,
-            published: round.published.clone(),
+            published,
             others,
             active,
             renew_deadline,
@@ -328,6 +350,7 @@ impl ShardMember {
     fn fenced(&self, round: &mut Round) {
         round.own = None;
         round.renewed = None;
+        round.read_since_created = false;
         round.published = View::default();
         self.in_flight.drop_matching(|_| true);
         self.refresh(round, None);

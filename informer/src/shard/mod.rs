@@ -61,9 +61,9 @@
 //!   without it at once: its keys are taken over within the lease duration plus one
 //!   retry period (and a few requests).
 //! - **Partition.** A member cut off from the API server cannot renew: it stops
-//!   taking keys at its renew deadline and drops running reconciles at its lease
-//!   expiry (the lease duration after its last successful renewal was *sent*), before
-//!   the others can fence it. When it is back, its renewal finds its Lease fenced
+//!   taking keys at its renew deadline and drops running reconciles halfway from
+//!   there to its lease expiry (the lease duration after its last successful renewal
+//!   was *sent*), before the others can fence it. When it is back, its renewal finds its Lease fenced
 //!   (404) and it joins again as a new member, waiting for the others to release
 //!   its keys.
 //! - **Paused process.** A member frozen longer than its lease (a debugger, a

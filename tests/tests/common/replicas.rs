@@ -1,6 +1,8 @@
-//! Replica processes of a leader-elected controller (`elector_replica`), and what
-//! their logs show.
-#![allow(unreachable_pub)]
+//! Replica processes (`elector_replica`, `shard_replica`) of the multi-process tests,
+//! and what their logs show. Included by those test binaries with `#[path]`, not
+//! through `common`.
+// Each test binary uses part of it.
+#![allow(unreachable_pub, dead_code)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -10,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// The timings every replica runs with: short, so a test takes seconds, and
-/// valid for client-go's rules (lease > renew > retry * 1.2).
+/// valid for client-go's rules (lease > renew > retry * 1.2). The bounds tests assert
+/// come from these.
 pub const LEASE: Duration = Duration::from_secs(4);
 pub const RENEW: Duration = Duration::from_secs(3);
 pub const RETRY: Duration = Duration::from_millis(500);
@@ -45,9 +48,11 @@ pub struct Line {
     pub detail: String,
 }
 
-/// The replicas of one test, on one Lease in one namespace.
+/// The replicas of one test, in one namespace.
 pub struct Replicas {
-    namespace: String,
+    binary: &'static str,
+    /// Arguments every replica gets (besides `identity` and `server`).
+    args: Vec<String>,
     kubeconfig: PathBuf,
     logs_dir: PathBuf,
     lines: Arc<Mutex<Vec<Line>>>,
@@ -57,11 +62,61 @@ pub struct Replicas {
 }
 
 impl Replicas {
-    pub fn new(namespace: &str, kubeconfig: &Path) -> Self {
-        let logs_dir = std::env::temp_dir().join(format!("informer-leader-{namespace}"));
+    /// Replicas of leader-elected controllers (`elector_replica`) on the Lease
+    /// `replicas` in `namespace`.
+    pub fn elected(namespace: &str, kubeconfig: &Path) -> Self {
+        Self::new(
+            env!("CARGO_BIN_EXE_elector_replica"),
+            namespace,
+            kubeconfig,
+            RECONCILE,
+            vec!["lease=replicas".to_owned()],
+        )
+    }
+
+    /// Replicas of sharded controllers (`shard_replica`) of group `replicas` in
+    /// `namespace`, with `workers` workers each taking `reconcile` per key, and
+    /// `handoff` as hand-off timeout.
+    pub fn sharded(
+        namespace: &str,
+        kubeconfig: &Path,
+        workers: usize,
+        reconcile: Duration,
+        handoff: Duration,
+    ) -> Self {
+        Self::new(
+            env!("CARGO_BIN_EXE_shard_replica"),
+            namespace,
+            kubeconfig,
+            reconcile,
+            vec![
+                "group=replicas".to_owned(),
+                format!("workers={workers}"),
+                format!("handoff-ms={}", handoff.as_millis()),
+            ],
+        )
+    }
+
+    fn new(
+        binary: &'static str,
+        namespace: &str,
+        kubeconfig: &Path,
+        reconcile: Duration,
+        mut args: Vec<String>,
+    ) -> Self {
+        let logs_dir = std::env::temp_dir().join(format!("informer-replicas-{namespace}"));
         std::fs::create_dir_all(&logs_dir).unwrap();
+        let ms = |d: Duration| d.as_millis().to_string();
+        args.extend([
+            format!("namespace={namespace}"),
+            format!("lease-ms={}", ms(LEASE)),
+            format!("renew-ms={}", ms(RENEW)),
+            format!("retry-ms={}", ms(RETRY)),
+            format!("reconcile-ms={}", ms(reconcile)),
+        ]);
         Self {
-            namespace: namespace.to_owned(),
+            binary,
+            args,
             kubeconfig: kubeconfig.to_owned(),
             logs_dir,
             lines: Arc::default(),
@@ -74,17 +129,11 @@ impl Replicas {
     /// else to the kubeconfig's server.
     pub fn spawn(&mut self, identity: &str, server: Option<&str>) {
         let stderr = std::fs::File::create(self.logs_dir.join(format!("{identity}.log"))).unwrap();
-        let ms = |d: Duration| d.as_millis().to_string();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_elector_replica"));
+        let mut command = Command::new(self.binary);
         command
             .env("KUBECONFIG", &self.kubeconfig)
-            .arg(format!("namespace={}", self.namespace))
-            .arg("lease=replicas")
+            .args(&self.args)
             .arg(format!("identity={identity}"))
-            .arg(format!("lease-ms={}", ms(LEASE)))
-            .arg(format!("renew-ms={}", ms(RENEW)))
-            .arg(format!("retry-ms={}", ms(RETRY)))
-            .arg(format!("reconcile-ms={}", ms(RECONCILE)))
             .stdout(Stdio::piped())
             .stderr(stderr);
         if let Some(server) = server {
@@ -211,43 +260,82 @@ impl Replicas {
         leaders
     }
 
-    /// Asserts that no two replicas ever reconciled at overlapping times: each
-    /// `reconcile-start`..`reconcile-end` of one replica is disjoint from every one
-    /// of the others. A reconcile cut short by a kill ended at the kill.
-    pub fn assert_no_overlapping_reconciles(&self) {
+    /// Every reconcile as `(start, end, identity, key)`, sorted: from
+    /// `reconcile-start <key> ...` to the same replica's `reconcile-end <key>`. A
+    /// reconcile cut short by a kill ended at the kill; one still running, now.
+    pub fn spans(&self) -> Vec<(Micros, Micros, String, String)> {
         let end_of_test = now_micros();
         let mut open: HashMap<(String, String), Micros> = HashMap::new();
-        let mut spans: Vec<(Micros, Micros, String)> = Vec::new();
+        let mut spans = Vec::new();
         for line in self.lines() {
-            let slot = (line.identity.clone(), line.detail.clone());
+            let key = line.detail.split(' ').next().unwrap_or_default().to_owned();
+            let slot = (line.identity.clone(), key);
             match line.event.as_str() {
                 "reconcile-start" => {
                     open.insert(slot, line.at);
                 }
                 "reconcile-end" => {
                     let start = open.remove(&slot).expect("an end follows a start");
-                    spans.push((start, line.at, line.identity));
+                    spans.push((start, line.at, slot.0, slot.1));
                 }
                 _ => {}
             }
         }
-        for ((identity, _), start) in open {
+        for ((identity, key), start) in open {
             let end = self.killed.get(&identity).copied().unwrap_or(end_of_test);
-            spans.push((start, end, identity));
+            spans.push((start, end, identity, key));
         }
         spans.sort();
-        for (i, (start, end, identity)) in spans.iter().enumerate() {
-            for (other_start, other_end, other) in &spans[i + 1..] {
+        spans
+    }
+
+    /// Asserts that no two replicas ever reconciled at overlapping times: each
+    /// reconcile of one replica is disjoint from every one of the others.
+    pub fn assert_no_overlapping_reconciles(&self) {
+        Self::assert_disjoint(&self.spans(), "", &self.describe());
+    }
+
+    /// Asserts that no key was ever reconciled by two replicas at overlapping times.
+    pub fn assert_no_key_reconciled_twice_at_once(&self) {
+        let mut by_key: HashMap<String, Vec<(Micros, Micros, String, String)>> = HashMap::new();
+        for span in self.spans() {
+            by_key.entry(span.3.clone()).or_default().push(span);
+        }
+        for (key, spans) in by_key {
+            Self::assert_disjoint(&spans, &key, "");
+        }
+    }
+
+    /// For each key, the time from one replica's reconcile end to the next replica's
+    /// start, in µs, every time the key changed hands (negative: they overlapped).
+    pub fn handoff_gaps(&self) -> Vec<i128> {
+        let mut by_key: HashMap<String, Vec<(Micros, Micros, String)>> = HashMap::new();
+        for (start, end, identity, key) in self.spans() {
+            by_key.entry(key).or_default().push((start, end, identity));
+        }
+        let mut gaps = Vec::new();
+        for spans in by_key.values() {
+            for pair in spans.windows(2) {
+                if pair[0].2 != pair[1].2 {
+                    gaps.push(pair[1].0 as i128 - pair[0].1 as i128);
+                }
+            }
+        }
+        gaps
+    }
+
+    /// Asserts that spans of different replicas in `spans` (sorted) do not overlap.
+    fn assert_disjoint(spans: &[(Micros, Micros, String, String)], what: &str, story: &str) {
+        for (i, (start, end, identity, _)) in spans.iter().enumerate() {
+            for (other_start, other_end, other, _) in &spans[i + 1..] {
                 if other_start >= end {
                     break;
                 }
                 assert!(
                     other == identity,
-                    "{identity} reconciled {start}..{end} while {other} reconciled \
-                     {other_start}..{other_end}; {}",
-                    self.describe()
+                    "{what}: {identity} reconciled {start}..{end} while {other} reconciled \
+                     {other_start}..{other_end}; {story}"
                 );
-                let _ = other_end;
             }
         }
         assert!(!spans.is_empty(), "somebody reconciled");
@@ -261,7 +349,8 @@ impl Replicas {
             .count()
     }
 
-    /// The leadership lines and where the replicas' logs are, for failure messages.
+    /// The lines other than reconciles (leadership, members) and where the replicas'
+    /// logs are, for failure messages.
     pub fn describe(&self) -> String {
         let story: Vec<String> = self
             .lines()
@@ -270,7 +359,7 @@ impl Replicas {
             .map(|l| format!("{} {} {} {}", l.at, l.identity, l.event, l.detail))
             .collect();
         format!(
-            "leadership lines:\n{}\nreplica logs in {}",
+            "replica lines:\n{}\nreplica logs in {}",
             story.join("\n"),
             self.logs_dir.display()
         )

@@ -1,0 +1,103 @@
+//! One replica of a sharded controller, for the multi-process tests in
+//! `tests/sharding.rs`.
+//!
+//! It runs a [`ShardMember`] and a [`Controller::sharded`] of the ConfigMaps in one
+//! namespace, and prints one line per event to stdout: `<unix µs> <identity> <event>
+//! [detail]`, where the event is `started`, `members <a,b,...>` (whenever the members
+//! it reads change), `reconcile-start <key> <data.key>`, `reconcile-end <key>` (also
+//! when a reconcile is dropped) or `exit`. SIGTERM shuts it down cleanly.
+//!
+//! Arguments, as `name=value`: `namespace` (of the Leases and the ConfigMaps),
+//! `group`, `identity`, `lease-ms`, `renew-ms`, `retry-ms`, `handoff-ms`,
+//! `reconcile-ms` (how long each reconcile takes, unless the ConfigMap's
+//! `data.sleep-ms` says otherwise; one with `data.requeue` is requeued 50 ms after
+//! each reconcile, so it is nearly always being reconciled), `workers`, and optionally
+//! `server`
+//! (an API server URL replacing the kubeconfig's, e.g. a fault proxy). The kubeconfig
+//! comes from `KUBECONFIG`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use informer::controller::{Context, Controller, backoff};
+use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::shard::{ShardConfig, ShardMember};
+use informer::workqueue::Action;
+use informer_tests::replica::{Args, EndLine, init_logging, on_sigterm, say};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    init_logging();
+    let args = Args::from_env();
+    let namespace = args.get("namespace")?;
+    let identity: Arc<str> = Arc::from(args.get("identity")?);
+    let reconcile_time = args.millis("reconcile-ms")?;
+    let workers: usize = args.get("workers")?.parse()?;
+    let client = args.client().await?;
+
+    let member = ShardMember::new(
+        client.clone(),
+        ShardConfig::new(namespace.clone(), args.get("group")?)
+            .identity(identity.to_string())
+            .lease_duration(args.millis("lease-ms")?)
+            .renew_deadline(args.millis("renew-ms")?)
+            .retry_period(args.millis("retry-ms")?)
+            .handoff_timeout(args.millis("handoff-ms")?),
+    )?;
+    let shard = member.handle();
+    let report = tokio::spawn({
+        let identity = Arc::clone(&identity);
+        let mut shard = member.handle();
+        async move {
+            let mut said = Vec::new();
+            while shard.changed().await {
+                let members = shard.members();
+                if members != said {
+                    say(&identity, &format!("members {}", members.join(",")));
+                    said = members;
+                }
+            }
+        }
+    });
+
+    let shutdown = on_sigterm();
+    say(&identity, "started");
+    let membership = tokio::spawn(member.run(shutdown()));
+    let factory =
+        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let reconcile = {
+        let identity = Arc::clone(&identity);
+        move |cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| {
+            let identity = Arc::clone(&identity);
+            async move {
+                let key = cm.name_any();
+                let data = cm.data.clone().unwrap_or_default();
+                let value = data.get("key").cloned().unwrap_or_default();
+                let sleep = data
+                    .get("sleep-ms")
+                    .and_then(|ms| ms.parse().ok())
+                    .map_or(reconcile_time, Duration::from_millis);
+                say(&identity, &format!("reconcile-start {key} {value}"));
+                let _end = EndLine { identity, key };
+                tokio::time::sleep(sleep).await;
+                Ok::<_, Infallible>(if data.contains_key("requeue") {
+                    Action::RequeueAfter(Duration::from_millis(50))
+                } else {
+                    Action::Done
+                })
+            }
+        }
+    };
+    Controller::<ConfigMap>::sharded(&factory, &shard)
+        .workers(workers)
+        .run(reconcile, backoff, shutdown())
+        .await?;
+    membership.await?;
+    report.await?;
+    factory.shutdown().await;
+    say(&identity, "exit");
+    Ok(())
+}

@@ -1,0 +1,358 @@
+//! Controllers sharded across replicas, against the real API server: replicas are
+//! separate OS processes (`shard_replica`, a controller of ConfigMaps built with
+//! `Controller::sharded`), coordinating through one Lease each.
+//!
+//! What is asserted is the protocol's promise, read from the replicas' shared log:
+//! no key is ever reconciled by two replicas at overlapping times, through joins,
+//! a SIGKILL and a partition; every change is reconciled; and a killed member's keys
+//! are taken over within the bounds its timings give (see `common/replicas.rs`).
+
+mod common;
+#[path = "common/replicas.rs"]
+mod replicas;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use informer::key::ObjectKey;
+use informer::shard::{GROUP_LABEL, ShardConfig, ShardMember, VIEW_ANNOTATION};
+use informer::testenv::TestEnv;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{ListParams, Patch, PatchParams};
+use replicas::{LEASE, RENEW, RETRY, Replicas, SLACK, micros, now_micros};
+
+/// How many objects the replicas share.
+const OBJECTS: usize = 3000;
+
+/// Workers per replica: enough that a replica given keys starts them all at once.
+const WORKERS: usize = 64;
+
+/// How long one reconcile takes in the replicas.
+const RECONCILE: Duration = Duration::from_millis(20);
+
+/// How many objects are nearly always being reconciled (a long reconcile, requeued
+/// at once), so that every hand-off meets reconciles in flight.
+const BUSY: usize = 60;
+
+/// How long a busy object's reconcile takes: under the hand-off timeout, so hand-offs
+/// wait for it rather than drop it.
+const BUSY_RECONCILE: Duration = Duration::from_secs(3);
+
+/// How long reconciles of keys that moved away may run before they are dropped.
+const HANDOFF: Duration = Duration::from_secs(5);
+
+/// How long starting, syncing and reconciling everything may take on a loaded
+/// machine.
+const SETTLE: Duration = Duration::from_secs(90);
+
+/// The longest a survivor needs to fence a killed member: it saw the last renewal
+/// at most a retry period after it was made (it reads every retry period), fences
+/// once a lease duration passed since, at its next read.
+fn takeover_bound() -> Duration {
+    LEASE + RETRY * 2 + SLACK
+}
+
+/// Updates random objects until told to stop, remembering the last value written to
+/// each.
+struct Churn {
+    stop: Arc<AtomicBool>,
+    written: Arc<Mutex<HashMap<String, String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Churn {
+    fn start(api: Api<ConfigMap>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let written = Arc::new(Mutex::new(HashMap::new()));
+        let task = tokio::spawn({
+            let stop = Arc::clone(&stop);
+            let written = Arc::clone(&written);
+            async move {
+                let mut n = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    // A fixed stride walks over every object, a few per tick.
+                    n += 1;
+                    let name = format!("obj-{}", (n * 7919) % OBJECTS as u64);
+                    let value = format!("u{n}");
+                    let patch = serde_json::json!({ "data": { "key": value } });
+                    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .unwrap();
+                    written.lock().unwrap().insert(name, value);
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+            }
+        });
+        Self {
+            stop,
+            written,
+            task,
+        }
+    }
+
+    /// Stops and returns the last value written to each object it touched.
+    async fn stop(self) -> HashMap<String, String> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await.unwrap();
+        Arc::try_unwrap(self.written).unwrap().into_inner().unwrap()
+    }
+}
+
+/// Waits until each of `identities` printed `members <expected>` after `after`.
+async fn wait_for_members(
+    replicas: &Replicas,
+    identities: &[&str],
+    expected: &str,
+    after: u128,
+) -> u128 {
+    let mut last = 0;
+    for identity in identities {
+        let line = replicas
+            .wait_for(
+                &format!("{identity} to read members {expected}"),
+                after,
+                SETTLE,
+                |l| l.identity == *identity && l.event == "members" && l.detail == expected,
+            )
+            .await;
+        last = last.max(line.at);
+    }
+    last
+}
+
+/// The keys reconciled with each value: `"obj-1 u42"` and so on.
+fn reconciled_values(replicas: &Replicas) -> BTreeSet<String> {
+    replicas
+        .lines()
+        .into_iter()
+        .filter(|l| l.event == "reconcile-start")
+        .map(|l| l.detail)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_joining_killed_and_cut_off_never_reconcile_a_key_twice_at_once() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("shards").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &namespace);
+    common::create_config_maps(&api, "obj", OBJECTS, &[]).await;
+    for i in 0..BUSY {
+        let busy = serde_json::json!({ "data": {
+            "sleep-ms": BUSY_RECONCILE.as_millis().to_string(),
+            "requeue": "yes",
+        }});
+        api.patch(
+            &format!("obj-{}", i * (OBJECTS / BUSY)),
+            &PatchParams::default(),
+            &Patch::Merge(&busy),
+        )
+        .await
+        .unwrap();
+    }
+    let proxy = env.fault_proxy().await.unwrap();
+    let through_proxy = proxy.config().cluster_url.to_string();
+
+    let mut replicas = Replicas::sharded(
+        &namespace,
+        env.kubeconfig_path(),
+        WORKERS,
+        RECONCILE,
+        HANDOFF,
+    );
+    replicas.spawn("a", None);
+    replicas.spawn("b", None);
+    replicas.spawn("c", Some(&through_proxy));
+    wait_for_members(&replicas, &["a", "b", "c"], "a,b,c", 0).await;
+    common::eventually("every object reconciled once", SETTLE, || {
+        let keys: BTreeSet<String> = replicas
+            .lines()
+            .into_iter()
+            .filter(|l| l.event == "reconcile-start")
+            .map(|l| l.detail.split(' ').next().unwrap_or_default().to_owned())
+            .collect();
+        keys.len() == OBJECTS
+    })
+    .await;
+    for identity in ["a", "b", "c"] {
+        let share = replicas.reconciles_of(identity, 0);
+        assert!(
+            share > OBJECTS / 6,
+            "{identity} reconciled {share} of {OBJECTS}"
+        );
+    }
+
+    let churn = Churn::start(api.clone());
+    tokio::time::sleep(RETRY * 4).await;
+
+    // A fourth member joins: a quarter of the keys move to it, each only once its
+    // old owner has let go of it.
+    let joined_at = now_micros();
+    replicas.spawn("d", None);
+    wait_for_members(&replicas, &["a", "b", "c", "d"], "a,b,c,d", joined_at).await;
+    common::eventually("d to reconcile", SETTLE, || {
+        replicas.reconciles_of("d", joined_at) > 0
+    })
+    .await;
+    tokio::time::sleep(RETRY * 4).await;
+
+    // SIGKILL: b's keys are taken over once its lease expired.
+    let killed_at = replicas.kill("b");
+    let fenced_at = wait_for_members(&replicas, &["a", "c", "d"], "a,c,d", killed_at).await;
+    let took = Duration::from_micros((fenced_at - killed_at) as u64);
+    assert!(
+        took <= takeover_bound(),
+        "b's keys were taken over {took:?} after the kill; the timings allow {:?}\n{}",
+        takeover_bound(),
+        replicas.describe()
+    );
+    tokio::time::sleep(RETRY * 4).await;
+
+    // c is cut off (its requests hang): it stops by its renew deadline, the others
+    // fence it a lease duration after its last renewal they saw.
+    let cut_at = now_micros();
+    proxy.silence();
+    wait_for_members(&replicas, &["a", "d"], "a,d", cut_at).await;
+    let late = replicas
+        .lines()
+        .into_iter()
+        .filter(|l| {
+            l.identity == "c"
+                && l.event == "reconcile-start"
+                && l.at > cut_at + micros(RENEW + SLACK)
+        })
+        .count();
+    assert_eq!(
+        late,
+        0,
+        "c reconciled after its renew deadline\n{}",
+        replicas.describe()
+    );
+    tokio::time::sleep(RETRY * 4).await;
+
+    // Back in touch, c finds its Lease fenced and joins again as a new member (its
+    // own reading of the members never changed: it could not read while cut off).
+    let healed_at = now_micros();
+    proxy.heal();
+    proxy.disconnect().await;
+    proxy.reconnect().await.unwrap();
+    wait_for_members(&replicas, &["a", "d"], "a,c,d", healed_at).await;
+    common::eventually("c to reconcile again", SETTLE, || {
+        replicas.reconciles_of("c", healed_at) > 0
+    })
+    .await;
+
+    // Every object's last state is reconciled by somebody.
+    let written = churn.stop().await;
+    assert!(
+        written.len() > 100,
+        "the churn touched {} objects",
+        written.len()
+    );
+    let expected: Vec<String> = (0..OBJECTS)
+        .map(|i| {
+            let name = format!("obj-{i}");
+            let value = written.get(&name).cloned().unwrap_or_else(|| i.to_string());
+            format!("{name} {value}")
+        })
+        .collect();
+    common::eventually("every object's last state reconciled", SETTLE, || {
+        let seen = reconciled_values(&replicas);
+        expected.iter().all(|state| seen.contains(state))
+    })
+    .await;
+
+    replicas.assert_no_key_reconciled_twice_at_once();
+    // The test is only as sharp as its hand-offs are tight: some key must have been
+    // started by its new owner soon after its old owner's reconcile ended.
+    let gaps = replicas.handoff_gaps();
+    let tightest = gaps.iter().min().copied().unwrap_or(i128::MAX);
+    assert!(
+        tightest < micros(Duration::from_secs(2)) as i128,
+        "{} hand-offs, the tightest {tightest} µs apart",
+        gaps.len()
+    );
+}
+
+/// Two members in this process: their Leases (label, published view), how they
+/// split the keys, and a clean shutdown handing the keys over at once.
+#[tokio::test]
+async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("members").await.unwrap();
+    let config = |identity: &str| {
+        ShardConfig::new(namespace.clone(), "pair")
+            .identity(identity)
+            .lease_duration(LEASE)
+            .renew_deadline(RENEW)
+            .retry_period(RETRY)
+    };
+    let a = ShardMember::new(env.client().unwrap(), config("a")).unwrap();
+    let b = ShardMember::new(env.client().unwrap(), config("b")).unwrap();
+    let (a_handle, b_handle) = (a.handle(), b.handle());
+    let (stop_a, a_stopped) = tokio::sync::oneshot::channel::<()>();
+    let a_run = tokio::spawn(a.run(async {
+        a_stopped.await.ok();
+    }));
+    let b_run = tokio::spawn(b.run(std::future::pending()));
+
+    let keys: Vec<ObjectKey> = (0..600)
+        .map(|i| ObjectKey::new(Some("default".into()), format!("k{i}")))
+        .collect();
+    common::eventually("both members to settle", SETTLE, || {
+        a_handle.members() == ["a", "b"]
+            && b_handle.members() == ["a", "b"]
+            && keys
+                .iter()
+                .all(|key| a_handle.may_reconcile(key) != b_handle.may_reconcile(key))
+    })
+    .await;
+    let mine = keys
+        .iter()
+        .filter(|key| a_handle.may_reconcile(key))
+        .count();
+    assert!((200..400).contains(&mine), "a has {mine} of 600");
+    for key in &keys {
+        assert_eq!(a_handle.owns(key), a_handle.may_reconcile(key));
+    }
+
+    let leases = Api::<Lease>::namespaced(env.client().unwrap(), &namespace);
+    let listed = leases
+        .list(&ListParams::default().labels(&format!("{GROUP_LABEL}=pair")))
+        .await
+        .unwrap();
+    let mut names: Vec<String> = listed
+        .items
+        .iter()
+        .map(|l| l.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["pair-a", "pair-b"]);
+    for lease in &listed.items {
+        let annotations = lease.metadata.annotations.clone().unwrap();
+        assert_eq!(annotations[VIEW_ANNOTATION], "a,b");
+        let spec = lease.spec.clone().unwrap();
+        assert_eq!(spec.lease_duration_seconds, Some(LEASE.as_secs() as i32));
+    }
+
+    // a leaves: its Lease is deleted, and b takes every key at its next read.
+    let left_at = tokio::time::Instant::now();
+    stop_a.send(()).unwrap();
+    tokio::time::timeout(RENEW, a_run).await.unwrap().unwrap();
+    assert!(a_handle.is_stopped());
+    assert!(keys.iter().all(|key| !a_handle.may_reconcile(key)));
+    assert!(leases.get_opt("pair-a").await.unwrap().is_none());
+    common::eventually("b to take every key", RETRY * 3 + SLACK, || {
+        keys.iter().all(|key| b_handle.may_reconcile(key))
+    })
+    .await;
+    assert!(
+        left_at.elapsed() < LEASE,
+        "handed over without waiting for the lease"
+    );
+    assert_eq!(b_handle.members(), ["b"]);
+    b_run.abort();
+}
