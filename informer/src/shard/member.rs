@@ -41,6 +41,10 @@ struct Seen {
     at: Instant,
 }
 
+/// What a read of the group found: the members (the Leases present) and the other
+/// members' published views.
+type GroupRead = (View, Vec<(Arc<str>, View)>);
+
 /// What the loop keeps between rounds.
 #[derive(Default)]
 struct Round {
@@ -267,11 +271,7 @@ impl ShardMember {
     /// claim must have been read *after* the claims this member acts on were
     /// published. A failed read keeps the last read's views and only moves the
     /// deadlines.
-    fn refresh(
-        &self,
-        round: &mut Round,
-        read: Option<(View, Vec<(Arc<str>, View)>)>,
-    ) -> Arc<Assignment> {
+    fn refresh(&self, round: &mut Round, read: Option<GroupRead>) -> Arc<Assignment> {
         let previous = self.state.borrow().clone();
         let (members, published, others) = match read {
             Some((members, others)) => {
@@ -313,36 +313,32 @@ impl ShardMember {
     /// What to wait for before the next round: when the target view differs from the
     /// published one, the end of the reconciles of keys moving away (then publish at
     /// once), dropping them after the hand-off timeout; otherwise one retry period.
-    fn handoff<'a>(
-        &'a self,
-        round: &'a mut Round,
-        assignment: &'a Assignment,
-    ) -> impl Future<Output = ()> + 'a {
-        async move {
-            if assignment.members == round.published {
-                round.handoff = None;
-                round.want = round.published.clone();
-                return sleep(self.config.retry_period).await;
+    async fn handoff(&self, round: &mut Round, assignment: &Assignment) {
+        if assignment.members == round.published {
+            round.handoff = None;
+            round.want = round.published.clone();
+            return sleep(self.config.retry_period).await;
+        }
+        let now = Instant::now();
+        let started = match &round.handoff {
+            Some((target, since)) if *target == assignment.members => *since,
+            _ => now,
+        };
+        round.handoff = Some((assignment.members.clone(), started));
+        let moving = |key| assignment.moving_away(key);
+        let deadline = started + self.config.handoff_timeout;
+        let wait = if now >= deadline {
+            let dropped = self.in_flight.drop_matching(moving);
+            if dropped > 0 {
+                tracing::warn!(identity = %self.identity, dropped, "dropped reconciles of keys that moved away (hand-off timeout)");
             }
-            let now = Instant::now();
-            let started = match &round.handoff {
-                Some((target, since)) if *target == assignment.members => *since,
-                _ => now,
-            };
-            round.handoff = Some((assignment.members.clone(), started));
-            let moving = |key| assignment.moving_away(key);
-            if now >= started + self.config.handoff_timeout {
-                let dropped = self.in_flight.drop_matching(moving);
-                if dropped > 0 {
-                    tracing::warn!(identity = %self.identity, dropped, "dropped reconciles of keys that moved away (hand-off timeout)");
-                }
-            }
-            let left = (started + self.config.handoff_timeout)
-                .saturating_duration_since(now)
-                .min(self.config.retry_period);
-            if timeout(left, self.in_flight.drained(moving)).await.is_ok() {
-                round.want = assignment.members.clone();
-            }
+            // Dropped reconciles end at their next poll.
+            self.config.retry_period
+        } else {
+            (deadline - now).min(self.config.retry_period)
+        };
+        if timeout(wait, self.in_flight.drained(moving)).await.is_ok() {
+            round.want = assignment.members.clone();
         }
     }
 
