@@ -175,3 +175,16 @@ async fn leader_controller_hands_over_from_one_replica_to_the_other() {
          replica-2 stamped settings\n"
     );
 }
+
+#[tokio::test]
+async fn sharded_controller_splits_the_config_maps_as_replicas_come_and_go() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_sharded_controller")).await;
+    // The split is rendezvous hashing of fixed names over fixed members: the same on
+    // every run.
+    assert_eq!(
+        stdout,
+        "3 replicas share 30 ConfigMaps: replica-1 12, replica-2 7, replica-3 11\n\
+         replica-3 left, the others took its ConfigMaps: replica-1 14, replica-2 16\n\
+         replica-4 joined and took its share: replica-1 10, replica-2 8, replica-4 12\n"
+    );
+}
