@@ -7,8 +7,10 @@
 //! the others take its ConfigMaps at once); then a fourth joins and takes about a
 //! quarter, each ConfigMap only after its old owner let go of it.
 //!
-//! Which replica owns which ConfigMap comes from a fixed hash of its key over the
-//! members' names, so the split printed is the same on every run.
+//! Which replica owns which ConfigMap comes from a fixed hash of its key (namespace
+//! and name; the namespace is new on every run) over the members' names: a member
+//! leaving moves only its own ConfigMaps, a member joining takes only from the
+//! others.
 //!
 //! Run: `cargo run --bin sharded_controller` (uses your kubeconfig's cluster, or
 //! starts an embedded control plane when none is configured).
