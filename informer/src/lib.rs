@@ -42,6 +42,8 @@
 //!   read-your-writes, on the factory's shared informers.
 //! - [`leader`]: leader election on a Lease ([`LeaderElector`](leader::LeaderElector)),
 //!   so a controller runs as several replicas of which one works.
+//! - [`shard`]: a controller's keys split across replicas ([`ShardMember`](shard::ShardMember),
+//!   one Lease each, rendezvous hashing), so all of them work, never two on one key.
 //! - [`lister`]: [`Lister`](lister::Lister), typed reads of the cache, scope checked by
 //!   the compiler.
 //! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the

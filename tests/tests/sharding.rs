@@ -356,3 +356,125 @@ async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
     assert_eq!(b_handle.members(), ["b"]);
     b_run.abort();
 }
+
+/// A reconcile that never ends holds its key only until the hand-off timeout: when a
+/// second member joins, the first drops the reconciles of the keys that moved, and
+/// the newcomer starts each of them only after it was dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owner_starts() {
+    use informer::controller::{Context, Controller, backoff};
+    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::workqueue::Action;
+    use kube::ResourceExt;
+    use tokio::sync::mpsc;
+    use tokio::time::Instant;
+
+    const KEYS: usize = 20;
+    let handoff = Duration::from_secs(2);
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("stuck").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &namespace);
+    common::create_config_maps(&api, "stuck", KEYS, &[]).await;
+
+    /// What happened to a reconcile: who, which key, started or dropped, when.
+    type Event = (&'static str, String, &'static str, Instant);
+    struct Dropped(Option<(&'static str, String, mpsc::UnboundedSender<Event>)>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            if let Some((who, key, events)) = self.0.take() {
+                let _ = events.send((who, key, "dropped", Instant::now()));
+            }
+        }
+    }
+    let (events, mut received) = mpsc::unbounded_channel::<Event>();
+    let start = |identity: &'static str, stuck: bool| {
+        let member = ShardMember::new(
+            env.client().unwrap(),
+            ShardConfig::new(namespace.clone(), "stuck")
+                .identity(identity)
+                .lease_duration(LEASE)
+                .renew_deadline(RENEW)
+                .retry_period(RETRY)
+                .handoff_timeout(handoff),
+        )
+        .unwrap();
+        let shard = member.handle();
+        let factory = SharedInformerFactory::new(
+            env.client().unwrap(),
+            FactoryOptions::default().namespace(namespace.clone()),
+        );
+        let events = events.clone();
+        let reconcile = move |cm: Arc<ConfigMap>, _: Context<ConfigMap>| {
+            let events = events.clone();
+            async move {
+                let key = cm.name_any();
+                events
+                    .send((identity, key.clone(), "started", Instant::now()))
+                    .unwrap();
+                if stuck {
+                    let _guard = Dropped(Some((identity, key, events)));
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, std::convert::Infallible>(Action::Done)
+            }
+        };
+        let controller = Controller::<ConfigMap>::sharded(&factory, &shard)
+            .workers(KEYS)
+            .run(reconcile, backoff, std::future::pending());
+        (
+            shard,
+            tokio::spawn(member.run(std::future::pending())),
+            tokio::spawn(controller),
+        )
+    };
+
+    // a alone: every key's reconcile starts and never ends.
+    let (a_shard, a_member, a_controller) = start("a", true);
+    let mut started_on_a = BTreeSet::new();
+    while started_on_a.len() < KEYS {
+        let (who, key, what, _) = tokio::time::timeout(SETTLE, received.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((who, what), ("a", "started"));
+        started_on_a.insert(key);
+    }
+
+    // b joins: the keys that move to it are dropped on a after the hand-off timeout,
+    // then started on b.
+    let joined = Instant::now();
+    let (b_shard, b_member, b_controller) = start("b", false);
+    let mut dropped_on_a: HashMap<String, Instant> = HashMap::new();
+    let mut started_on_b: HashMap<String, Instant> = HashMap::new();
+    common::eventually_async("the hand-off to settle", SETTLE, || {
+        while let Ok((who, key, what, at)) = received.try_recv() {
+            match (who, what) {
+                ("a", "dropped") => assert!(dropped_on_a.insert(key, at).is_none()),
+                ("b", "started") => {
+                    started_on_b.entry(key).or_insert(at);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let settled = b_shard.members() == ["a", "b"]
+            && !started_on_b.is_empty()
+            && started_on_b.len() == dropped_on_a.len();
+        async move { settled }
+    })
+    .await;
+    for (key, started) in &started_on_b {
+        let dropped = dropped_on_a[key];
+        assert!(
+            dropped >= joined + handoff,
+            "{key} dropped before the hand-off timeout"
+        );
+        assert!(*started >= dropped, "b started {key} before a dropped it");
+        assert!(b_shard.owns(&ObjectKey::new(Some(namespace.clone()), key.clone())));
+        assert!(!a_shard.owns(&ObjectKey::new(Some(namespace.clone()), key.clone())));
+    }
+    for task in [a_member, b_member] {
+        task.abort();
+    }
+    a_controller.abort();
+    b_controller.abort();
+}
