@@ -86,6 +86,11 @@ async fn queue_keys_as_they_become_ours<K>(
         // A lapse (no renewal within the renew deadline) made every key unworkable
         // for a while: whatever is ours now is queued again.
         let lapsed = now >= before.renew_deadline || !before.active;
+        if !lapsed && now_assigned.same_keys_as(&before) {
+            // A renewal: only the deadlines moved.
+            before = now_assigned;
+            continue;
+        }
         let mut queued = 0usize;
         for key in primaries.list_keys() {
             let hash = crate::shard::key_hash_of(&key);

@@ -75,6 +75,16 @@ impl Assignment {
                 .all(|(member, view)| !view.owns(member, key))
     }
 
+    /// Whether `other` gives this member the same keys (only its deadlines may
+    /// differ): the same members, claims and standing.
+    pub(crate) fn same_keys_as(&self, other: &Assignment) -> bool {
+        self.active == other.active
+            && self.stopped == other.stopped
+            && self.members == other.members
+            && self.published == other.published
+            && self.others == other.others
+    }
+
     /// Whether the key is claimed by this member's published view but not owned in
     /// the target view: it is moving away, and the member must finish with it
     /// before publishing the target view.
