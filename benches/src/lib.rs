@@ -84,5 +84,6 @@ pub mod driver;
 pub mod measure;
 pub mod objects;
 pub mod report;
+pub mod shard_worker;
 pub mod synthetic;
 pub mod worker;
