@@ -29,6 +29,7 @@
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,34 +53,49 @@ pub const WORKERS: usize = 8;
 pub const STATE_EVERY: Duration = Duration::from_millis(50);
 
 /// The keys this replica reconciled since each became its own (see the
-/// [module docs](self)).
+/// [module docs](self)), with the members they were last checked against.
 struct Coverage {
     shard: ShardHandle,
-    keys: Mutex<HashSet<ObjectKey>>,
-    reconciles: std::sync::atomic::AtomicUsize,
+    covered: Mutex<Covered>,
+    reconciles: AtomicUsize,
+}
+
+/// The covered keys and the members of the assignment they were last checked
+/// against, printed together: a `state` line must not pair a count with members it
+/// was not checked under. (Between a change and its [`Coverage::forget_lost`], a
+/// reconcile may add a key the newer assignment gave this replica; that happens only
+/// when a member left, and the line still names it, so the driver waits on.)
+#[derive(Default)]
+struct Covered {
+    keys: HashSet<ObjectKey>,
+    members: Vec<String>,
 }
 
 impl Coverage {
     /// Records a reconcile of `key`. Checked under the lock against the current
-    /// assignment, so a change that [`forget_lost`](Self::forget_lost) has already
-    /// applied cannot be undone by a reconcile that started before it.
+    /// assignment, so that a reconcile that started before a change
+    /// [`forget_lost`](Self::forget_lost) applied does not undo it.
     fn reconciled(&self, key: ObjectKey) {
-        self.reconciles
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut keys = self.keys.lock().expect("not poisoned");
+        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        let mut covered = self.covered.lock().expect("not poisoned");
         if self.shard.may_reconcile(&key) {
-            keys.insert(key);
+            covered.keys.insert(key);
         }
     }
 
-    /// Forgets the keys this replica may not reconcile any more.
+    /// Forgets the keys this replica may not reconcile any more. The members are
+    /// read first: should the assignment change meanwhile, the keys are checked
+    /// against a newer one (and the next pass follows at once).
     fn forget_lost(&self) {
-        let mut keys = self.keys.lock().expect("not poisoned");
-        keys.retain(|key| self.shard.may_reconcile(key));
+        let mut covered = self.covered.lock().expect("not poisoned");
+        covered.members = self.shard.members();
+        covered.keys.retain(|key| self.shard.may_reconcile(key));
     }
 
-    fn covered(&self) -> usize {
-        self.keys.lock().expect("not poisoned").len()
+    /// The number of covered keys and the members they were checked against.
+    fn state(&self) -> (usize, Vec<String>) {
+        let covered = self.covered.lock().expect("not poisoned");
+        (covered.keys.len(), covered.members.clone())
     }
 }
 
@@ -123,24 +139,25 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
     let shard = member.handle();
     let coverage = Arc::new(Coverage {
         shard: shard.clone(),
-        keys: Mutex::default(),
-        reconciles: Default::default(),
+        covered: Mutex::default(),
+        reconciles: AtomicUsize::new(0),
     });
     let sample = {
         let coverage = Arc::clone(&coverage);
         let identity = identity.to_owned();
-        move || ShardSample {
-            identity: identity.clone(),
-            members: coverage.shard.members().len(),
-            covered: coverage.covered(),
-            reconciles: coverage
-                .reconciles
-                .load(std::sync::atomic::Ordering::Relaxed),
-            seconds: mark.wall_seconds(),
-            cpu_seconds: mark.cpu_seconds(),
-            baseline_rss_kib: baseline.rss_kib,
-            peak_rss_kib: memory().peak_kib,
-            rss_kib: memory().rss_kib,
+        move || {
+            let (covered, members) = coverage.state();
+            ShardSample {
+                identity: identity.clone(),
+                members: members.len(),
+                covered,
+                reconciles: coverage.reconciles.load(Ordering::Relaxed),
+                seconds: mark.wall_seconds(),
+                cpu_seconds: mark.cpu_seconds(),
+                baseline_rss_kib: baseline.rss_kib,
+                peak_rss_kib: memory().peak_kib,
+                rss_kib: memory().rss_kib,
+            }
         }
     };
     let forgetting = tokio::spawn(forget_lost_keys(Arc::clone(&coverage)));
@@ -185,9 +202,9 @@ async fn say_states(coverage: Arc<Coverage>) {
     let mut tick = tokio::time::interval(STATE_EVERY);
     loop {
         tick.tick().await;
-        let state = (coverage.covered(), coverage.shard.members().join(","));
+        let state = coverage.state();
         if said.as_ref() != Some(&state) {
-            say(&format!("state {} {}", state.0, state.1));
+            say(&format!("state {} {}", state.0, state.1.join(",")));
             said = Some(state);
         }
     }
