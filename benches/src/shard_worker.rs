@@ -162,7 +162,7 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
     };
     let forgetting = tokio::spawn(forget_lost_keys(Arc::clone(&coverage)));
     let states = tokio::spawn(say_states(Arc::clone(&coverage)));
-    let commands = tokio::spawn(obey_driver(stop, sample.clone()));
+    let commands = tokio::spawn(obey_driver(stop.clone(), sample.clone()));
 
     let membership = tokio::spawn(member.run(shutdown()));
     let factory =
@@ -178,6 +178,8 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
         .workers(WORKERS)
         .run(reconcile, backoff, shutdown())
         .await;
+    // Should the controller have failed, the member leaves too.
+    stop.send_replace(true);
     membership.await?;
     factory.shutdown().await;
     for task in [forgetting, states, commands] {
