@@ -201,6 +201,30 @@ pub struct ControllerSample {
     pub peak_rss_kib: u64,
 }
 
+/// One replica of a sharded controller (scenario 11), reported when the driver asks
+/// (once every replica's keys are covered) and when it stops.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShardSample {
+    /// The replica's identity in its shard group.
+    pub identity: String,
+    /// Members of the group it last read.
+    pub members: usize,
+    /// Keys it reconciled since each last became its own.
+    pub covered: usize,
+    /// Reconciles run since start.
+    pub reconciles: usize,
+    /// Seconds since start.
+    pub seconds: f64,
+    /// CPU seconds (user + system) since start.
+    pub cpu_seconds: f64,
+    /// RSS before starting (runtime and client built), KiB.
+    pub baseline_rss_kib: u64,
+    /// Peak RSS (`VmHWM`) so far, KiB.
+    pub peak_rss_kib: u64,
+    /// RSS (`VmRSS`) now, KiB.
+    pub rss_kib: u64,
+}
+
 /// What a worker prints as its last stdout line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -217,6 +241,8 @@ pub enum WorkerReport {
     Relist(RelistSample),
     /// See [`ControllerSample`].
     Controller(ControllerSample),
+    /// See [`ShardSample`].
+    Shard(ShardSample),
 }
 
 /// The median (the mean of the two middle values for an even count); NaN when empty.

@@ -8,6 +8,7 @@
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
 //! bench-worker relist   <ours|kube-runtime> <namespace>
 //! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
+//! bench-worker shard    <namespace> <group> <identity>
 //! ```
 //!
 //! A worker prints one JSON [`WorkerReport`] as its last line on stdout and exits.
@@ -99,6 +100,12 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
                 crate::controller::parse_args(args)?;
             Ok(WorkerReport::Controller(
                 crate::controller::run(implementation, namespace, objects, updates, tag).await?,
+            ))
+        }
+        "shard" => {
+            let (namespace, group, identity) = crate::shard_worker::parse_args(args)?;
+            Ok(WorkerReport::Shard(
+                crate::shard_worker::run(namespace, group, identity).await?,
             ))
         }
         other => bail!("unknown mode {other:?}"),

@@ -1,7 +1,7 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,3,4,5] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,3,4,5,11] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
 //!       [--controller-updates N] [--scale-objects N] [--pods N] [--json PATH] [--serve]
@@ -13,6 +13,10 @@
 //! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
 //! stdout holds medians and ratios; the progress and every single run go to stderr,
 //! and every sample to the `--json` file (default `target/bench-results.json`).
+//!
+//! Scenario 11 has no peer (kube-runtime has no sharding): it runs our sharded
+//! controller in 1, 2 and 3 replica processes on `bench-large` (`--large-objects`),
+//! `--pairs` rounds, and a takeover after a SIGKILL; see `sharded.rs`.
 //!
 //! `--serve` only starts the control plane and creates the objects of the chosen
 //! scenarios, prints `KUBECONFIG=<path>` and waits until killed, for running and
@@ -45,13 +49,14 @@ mod process;
 mod queries;
 mod relist;
 mod setup;
+mod sharded;
 mod sync;
 mod watch;
 
 /// The namespace of the first collection (scenarios 1 and 3).
 const SMALL_NAMESPACE: &str = "bench-small";
 
-/// The namespace of the large collection (scenario 2).
+/// The namespace of the large collection (scenarios 2 and 11).
 const LARGE_NAMESPACE: &str = "bench-large";
 
 /// The namespace of the Pods (scenario 9).
@@ -67,11 +72,11 @@ const MIB: f64 = 1024.0;
 pub struct Options {
     /// Pairs of runs (ours, kube-runtime) per server scenario.
     pub pairs: usize,
-    /// Which scenarios to run (1 to 9).
+    /// Which scenarios to run (1 to 9, and 11).
     pub only: Vec<u8>,
     /// Objects of scenarios 1, 3 and 4.
     pub objects: usize,
-    /// Objects of scenario 2.
+    /// Objects of scenarios 2 and 11.
     pub large_objects: usize,
     /// Payload bytes of each object of scenarios 1, 3 and 4.
     pub payload: usize,
@@ -102,7 +107,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             pairs: 3,
-            only: vec![1, 2, 3, 4, 5, 6, 7, 8, 9],
+            only: vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 11],
             objects: 10_000,
             large_objects: 50_000,
             payload: 1024,
@@ -209,6 +214,7 @@ struct Samples {
     queries: Vec<QuerySample>,
     pipeline: Vec<PipelineSample>,
     controller: Vec<ControllerSample>,
+    shard: Vec<sharded::ShardRun>,
 }
 
 /// The sides of a comparison with defaults: ours, kube-runtime, and client-go (JSON,
@@ -272,7 +278,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9]
+    let needs_server = [1, 2, 3, 7, 8, 9, 11]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -287,7 +293,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         if options.runs(1) || options.runs(3) {
             create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
         }
-        if options.runs(2) {
+        if options.runs(2) || options.runs(11) {
             create_objects(
                 client,
                 LARGE_NAMESPACE,
@@ -364,6 +370,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(9) {
         sync::pods(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(11) {
+        sharded::run(&bench, &mut rows, &mut samples).await?;
+    }
     drop(env);
 
     let load_after = load_average();
@@ -390,6 +399,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     if let Some(note) = watch::note(&samples, options.updates) {
         println!("{note}");
+    }
+    if options.runs(11) {
+        println!("{}", sharded::NOTE);
     }
     println!();
     print!("{}", markdown(&rows));

@@ -1,0 +1,245 @@
+//! Scenario 11's worker: one replica of a controller sharded across processes (ours
+//! only: kube-runtime has no sharding).
+//!
+//! ```text
+//! bench-worker shard <namespace> <group> <identity>
+//! ```
+//!
+//! It runs a [`ShardMember`] of `group` (its Lease in `namespace`, the default
+//! timings: 15 s lease, 10 s renew deadline, 2 s retry period) and a
+//! `Controller::<ConfigMap>::sharded` on the ConfigMaps of `namespace` with
+//! [`WORKERS`] workers and a trivial reconcile that records the key.
+//!
+//! **Covered keys.** A key is *covered* when this replica reconciled it since it last
+//! became this replica's: whenever the shard's assignment changes, keys it may no
+//! longer reconcile are forgotten, so that a key handed back later counts again only
+//! once reconciled again (the controller queues such keys itself). Once every replica
+//! reads the same members, their shards are disjoint, so the driver knows every
+//! object is covered when the replicas' counts add up to the collection.
+//!
+//! What it prints on stdout, besides JSON reports:
+//! - `state <covered> <members>` (members comma-separated, as this replica last read
+//!   them) whenever either changes, looked at every [`STATE_EVERY`];
+//! - on a line `report` on stdin, a [`WorkerReport::Shard`] JSON line: peak RSS
+//!   (`VmHWM`), CPU and wall time since start, keys covered;
+//! - on a line `stop` on stdin, at the end of stdin or on SIGTERM it shuts down
+//!   cleanly (the member lets its reconciles end and deletes its Lease, so the next
+//!   group starts fresh) and prints its final report as the last line.
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use informer::controller::{Context, Controller, backoff};
+use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::key::ObjectKey;
+use informer::shard::{ShardConfig, ShardHandle, ShardMember};
+use informer::workqueue::Action;
+use k8s_openapi::api::core::v1::ConfigMap;
+use tokio::sync::watch;
+
+use crate::measure::{Mark, memory};
+use crate::report::{ShardSample, WorkerReport};
+use crate::worker::read_driver_line;
+
+/// Reconciles run at once in each replica.
+pub const WORKERS: usize = 8;
+
+/// How often the worker looks whether its `state` line changed.
+pub const STATE_EVERY: Duration = Duration::from_millis(50);
+
+/// The keys this replica reconciled since each became its own (see the
+/// [module docs](self)), with the members they were last checked against.
+struct Coverage {
+    shard: ShardHandle,
+    covered: Mutex<Covered>,
+    reconciles: AtomicUsize,
+}
+
+/// The covered keys and the members of the assignment they were last checked
+/// against, printed together: a `state` line must not pair a count with members it
+/// was not checked under. (Between a change and its [`Coverage::forget_lost`], a
+/// reconcile may add a key the newer assignment gave this replica; that happens only
+/// when a member left, and the line still names it, so the driver waits on.)
+#[derive(Default)]
+struct Covered {
+    keys: HashSet<ObjectKey>,
+    members: Vec<String>,
+}
+
+impl Coverage {
+    /// Records a reconcile of `key`. Checked under the lock against the current
+    /// assignment, so that a reconcile that started before a change
+    /// [`forget_lost`](Self::forget_lost) applied does not undo it.
+    fn reconciled(&self, key: ObjectKey) {
+        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        let mut covered = self.covered.lock().expect("not poisoned");
+        if self.shard.may_reconcile(&key) {
+            covered.keys.insert(key);
+        }
+    }
+
+    /// Forgets the keys this replica may not reconcile any more. The members are
+    /// read first: should the assignment change meanwhile, the keys are checked
+    /// against a newer one (and the next pass follows at once).
+    fn forget_lost(&self) {
+        let mut covered = self.covered.lock().expect("not poisoned");
+        covered.members = self.shard.members();
+        covered.keys.retain(|key| self.shard.may_reconcile(key));
+    }
+
+    /// The number of covered keys and the members they were checked against.
+    fn state(&self) -> (usize, Vec<String>) {
+        let covered = self.covered.lock().expect("not poisoned");
+        (covered.keys.len(), covered.members.clone())
+    }
+}
+
+/// Parses the worker's arguments after the mode: namespace, group, identity.
+pub fn parse_args(args: &[String]) -> anyhow::Result<(&str, &str, &str)> {
+    let arg = |i: usize| -> anyhow::Result<&str> {
+        args.get(i)
+            .map(String::as_str)
+            .with_context(|| format!("shard: missing argument {i}; usage in the module docs"))
+    };
+    Ok((arg(1)?, arg(2)?, arg(3)?))
+}
+
+/// The worker's mode `shard` (see the [module docs](self)): runs until told to stop,
+/// then returns its final report.
+pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result<ShardSample> {
+    let client = kube::Client::try_default().await?;
+    let baseline = memory();
+    let mark = Mark::now();
+    let (stop, stopped) = watch::channel(false);
+    let shutdown = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        }
+    };
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            sigterm.recv().await;
+            stop.send_replace(true);
+        }
+    });
+
+    let member = ShardMember::new(
+        client.clone(),
+        ShardConfig::new(namespace, group).identity(identity),
+    )?;
+    let shard = member.handle();
+    let coverage = Arc::new(Coverage {
+        shard: shard.clone(),
+        covered: Mutex::default(),
+        reconciles: AtomicUsize::new(0),
+    });
+    let sample = {
+        let coverage = Arc::clone(&coverage);
+        let identity = identity.to_owned();
+        move || {
+            let (covered, members) = coverage.state();
+            ShardSample {
+                identity: identity.clone(),
+                members: members.len(),
+                covered,
+                reconciles: coverage.reconciles.load(Ordering::Relaxed),
+                seconds: mark.wall_seconds(),
+                cpu_seconds: mark.cpu_seconds(),
+                baseline_rss_kib: baseline.rss_kib,
+                peak_rss_kib: memory().peak_kib,
+                rss_kib: memory().rss_kib,
+            }
+        }
+    };
+    let forgetting = tokio::spawn(forget_lost_keys(Arc::clone(&coverage)));
+    let states = tokio::spawn(say_states(Arc::clone(&coverage)));
+    let commands = tokio::spawn(obey_driver(stop.clone(), sample.clone()));
+
+    let membership = tokio::spawn(member.run(shutdown()));
+    let factory =
+        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let reconcile = {
+        let coverage = Arc::clone(&coverage);
+        move |cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| {
+            coverage.reconciled(ObjectKey::of(&*cm));
+            std::future::ready(Ok::<_, Infallible>(Action::Done))
+        }
+    };
+    let controller = Controller::<ConfigMap>::sharded(&factory, &shard)
+        .workers(WORKERS)
+        .run(reconcile, backoff, shutdown())
+        .await;
+    // Should the controller have failed, the member leaves too.
+    stop.send_replace(true);
+    membership.await?;
+    factory.shutdown().await;
+    for task in [forgetting, states, commands] {
+        task.abort();
+    }
+    controller?;
+    Ok(sample())
+}
+
+/// Applies every change of the shard's assignment to the covered keys, until the
+/// member is gone.
+async fn forget_lost_keys(coverage: Arc<Coverage>) {
+    let mut shard = coverage.shard.clone();
+    while shard.changed().await {
+        coverage.forget_lost();
+    }
+}
+
+/// Prints a `state` line whenever the covered count or the members change.
+async fn say_states(coverage: Arc<Coverage>) {
+    let mut said = None;
+    let mut tick = tokio::time::interval(STATE_EVERY);
+    loop {
+        tick.tick().await;
+        let state = coverage.state();
+        if said.as_ref() != Some(&state) {
+            say(&format!("state {} {}", state.0, state.1.join(",")));
+            said = Some(state);
+        }
+    }
+}
+
+/// Answers the driver's lines on stdin: `report` prints a report, `stop` (or the end
+/// of stdin) stops the worker.
+async fn obey_driver(stop: watch::Sender<bool>, sample: impl Fn() -> ShardSample) {
+    loop {
+        // Empty only at the end of stdin (a line keeps its newline).
+        let line = read_driver_line().await.unwrap_or_default();
+        if line.is_empty() {
+            stop.send_replace(true);
+            return;
+        }
+        match line.trim() {
+            "report" => match serde_json::to_string(&WorkerReport::Shard(sample())) {
+                Ok(json) => say(&json),
+                Err(error) => eprintln!("shard worker: cannot encode its report: {error}"),
+            },
+            "stop" => {
+                stop.send_replace(true);
+                return;
+            }
+            "" => {}
+            other => eprintln!("shard worker: unknown command {other:?}"),
+        }
+    }
+}
+
+/// One line on stdout, flushed (the driver reads it at once).
+fn say(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
