@@ -58,8 +58,9 @@
 //!
 //! - **Crash (SIGKILL).** The member's Lease stops changing; a lease duration after
 //!   another member last saw it change, that member fences it and publishes a view
-//!   without it at once: its keys are taken over within the lease duration plus one
-//!   retry period (and a few requests).
+//!   without it at once: its keys are taken over within the lease duration plus two
+//!   retry periods (the last renewal is seen up to one retry period late, the
+//!   expiry noticed at the next read) and a few requests.
 //! - **Partition.** A member cut off from the API server cannot renew: it stops
 //!   taking keys at its renew deadline and drops running reconciles halfway from
 //!   there to its lease expiry (the lease duration after its last successful renewal
