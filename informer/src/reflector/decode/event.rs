@@ -2,7 +2,9 @@
 //!
 //! The object is decoded on its own, so one that does not fit `K` (or is of another
 //! kind) becomes a [`WatchEvent::Undecodable`] and the stream goes on; an `ERROR` event
-//! is the API server's `Status`, returned as the error it describes.
+//! is the API server's `Status`, returned as the error it describes. With a key filter,
+//! an event about an object the filter does not keep is a [`WatchEvent::FilteredOut`]
+//! carrying only its resourceVersion: the object is not decoded.
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -11,6 +13,7 @@ use serde_json::value::RawValue;
 use super::managed_fields::ManagedFields;
 use super::object::{RawHeader, decode_object};
 use crate::reflector::error::ReflectorError;
+use crate::reflector::key_filter::SharedKeyFilter;
 use crate::reflector::lister_watcher::WatchEvent;
 
 #[derive(Deserialize)]
@@ -52,11 +55,13 @@ impl<'a> RawBookmark<'a> {
     }
 }
 
-/// Decodes one line of a watch stream.
+/// Decodes one line of a watch stream; an object `key_filter` does not keep is not
+/// decoded.
 pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
     line: &[u8],
     kind: &str,
     managed_fields: ManagedFields,
+    key_filter: Option<&SharedKeyFilter>,
 ) -> Result<WatchEvent<K>, kube::Error> {
     let event: RawEvent<'_> = serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
     let wrap: fn(K) -> WatchEvent<K> = match event.kind {
@@ -86,6 +91,14 @@ pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
             ))));
         }
     };
+    if let Some(filter) = key_filter {
+        let header = RawHeader::read(event.object);
+        if !header.kept_by(filter) {
+            return Ok(WatchEvent::FilteredOut {
+                resource_version: header.resource_version().unwrap_or_default().to_owned(),
+            });
+        }
+    }
     // Events carry the object's kind: an object of another kind is skipped, not
     // forced into the wrong type.
     let header_kind = if starts_with_kind(event.object, kind) {
@@ -156,6 +169,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"ConfigMapList","metadata":{"name":"s"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(matches!(
@@ -170,6 +184,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(matches!(added, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
@@ -178,6 +193,7 @@ mod tests {
             br#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"9"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(matches!(
@@ -196,7 +212,7 @@ mod tests {
             let line = format!(
                 r#"{{"type":"BOOKMARK","object":{{"kind":"ConfigMap","metadata":{{"resourceVersion":"12","annotations":{annotations}}}}}}}"#
             );
-            decode_event(line.as_bytes(), "ConfigMap", ManagedFields::Drop).unwrap()
+            decode_event(line.as_bytes(), "ConfigMap", ManagedFields::Drop, None).unwrap()
         };
         let ends = |event: WatchEvent<ConfigMap>| match event {
             WatchEvent::Bookmark {
@@ -223,6 +239,7 @@ mod tests {
             br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap_err();
         assert!(crate::reflector::error::is_expired(&err), "{err:?}");
@@ -234,6 +251,7 @@ mod tests {
             br#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":[]}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(
@@ -245,6 +263,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"Secret","metadata":{"name":"s","namespace":"n"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(
@@ -263,6 +282,7 @@ mod tests {
             br#"{"type":"MODIFIED","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"n","labels":{"app":"web"},"managedFields":[{"manager":"m"}]}}}"#,
             "PartialObjectMetadata",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         let WatchEvent::Modified(partial) = event else {
@@ -282,6 +302,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         let WatchEvent::Added(object) = event else {
