@@ -311,4 +311,53 @@ mod tests {
         assert_eq!(object.data["data"]["k"], "v");
         assert!(object.metadata.managed_fields.is_none());
     }
+
+    /// An event about an object the key filter does not keep is not decoded (one that
+    /// would not decode is no error): only its resourceVersion comes out. A kept one,
+    /// and every bookmark, decodes as without a filter.
+    #[test]
+    fn an_event_not_kept_is_filtered_out_with_its_resource_version() {
+        use crate::reflector::{FnKeyFilter, SharedKeyFilter};
+        use std::sync::Arc;
+        let filter = SharedKeyFilter::new(Arc::new(FnKeyFilter::new(|namespace, name| {
+            namespace == Some("n") && name == "kept"
+        })));
+        let decode = |line: &str| -> WatchEvent<ConfigMap> {
+            decode_event(
+                line.as_bytes(),
+                "ConfigMap",
+                ManagedFields::Drop,
+                Some(&filter),
+            )
+            .unwrap()
+        };
+        for kind in ["ADDED", "MODIFIED", "DELETED"] {
+            let line = format!(
+                r#"{{"type":"{kind}","object":{{"kind":"ConfigMap","metadata":{{"name":"other","namespace":"n","resourceVersion":"7"}},"data":[]}}}}"#
+            );
+            assert!(
+                matches!(decode(&line), WatchEvent::FilteredOut { resource_version } if resource_version == "7"),
+                "{kind}"
+            );
+        }
+        let elsewhere = decode(
+            r#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"kept","namespace":"m","resourceVersion":"8"}}}"#,
+        );
+        assert!(matches!(elsewhere, WatchEvent::FilteredOut { .. }));
+        let kept = decode(
+            r#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"kept","namespace":"n","resourceVersion":"9"},"data":{"a":"b"}}}"#,
+        );
+        assert!(matches!(kept, WatchEvent::Modified(cm) if cm.data.as_ref().unwrap()["a"] == "b"));
+        let kept_bad = decode(
+            r#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"kept","namespace":"n"},"data":[]}}"#,
+        );
+        assert!(matches!(
+            kept_bad,
+            WatchEvent::Undecodable(ReflectorError::Decode(_))
+        ));
+        let bookmark = decode(
+            r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"10"}}}"#,
+        );
+        assert!(matches!(bookmark, WatchEvent::Bookmark { .. }));
+    }
 }

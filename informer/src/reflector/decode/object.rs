@@ -125,3 +125,32 @@ pub(super) fn decode_error(raw: &RawValue, kind: &str, source: serde_json::Error
         source,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header borrows its strings from the JSON, copying only one with escapes,
+    /// and reads nothing else into memory.
+    #[test]
+    fn the_header_borrows_what_it_can_and_skips_the_rest() {
+        let raw: Box<RawValue> = serde_json::from_str(
+            r#"{"kind":"ConfigMap","metadata":{"name":"a\u0062","namespace":"ns",
+                "resourceVersion":"5","uid":"u","labels":{"x":"y"}},"data":{"k":"v"}}"#,
+        )
+        .unwrap();
+        let header = RawHeader::read(&raw);
+        assert!(matches!(
+            &header.metadata.namespace,
+            Some(JsonStr(Cow::Borrowed("ns")))
+        ));
+        assert!(matches!(&header.metadata.name, Some(JsonStr(Cow::Owned(name))) if name == "ab"));
+        assert_eq!(
+            (header.resource_version(), header.uid()),
+            (Some("5"), Some("u"))
+        );
+        assert_eq!(header.key(), "ns/ab");
+        let unnamed: Box<RawValue> = serde_json::from_str(r#"{"metadata":{"name":7}}"#).unwrap();
+        assert_eq!(RawHeader::read(&unnamed).key(), "<unnamed>");
+    }
+}

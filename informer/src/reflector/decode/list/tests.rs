@@ -277,3 +277,72 @@ fn list_with_null_items_is_empty() {
     assert!(page.items.is_empty());
     assert_eq!(page.continue_token, None);
 }
+
+/// Keeps the names listed.
+fn keeping(names: &'static [&'static str]) -> SharedKeyFilter {
+    SharedKeyFilter::new(Arc::new(crate::reflector::FnKeyFilter::new(
+        move |namespace, name| namespace == Some("ns") && names.contains(&name),
+    )))
+}
+
+/// Items the key filter does not keep are skipped unread: not decoded (one that would
+/// not decode is not reported), not taken from the cache, only counted; the others
+/// decode as without a filter, however the response is cut.
+#[test]
+fn a_key_filter_skips_items_before_decoding_them() {
+    let items = [
+        item("kept", "40", "u1", r#"{"k":"listed"}"#),
+        item("dropped", "41", "u2", r#"{"k":"listed"}"#),
+        // Would not decode, but is not ours: no error.
+        item("dropped-bad", "42", "u3", r#"{"k":7}"#),
+        item("kept-bad", "43", "u4", r#"{"k":7}"#),
+        // Cached, but no longer kept: not handed back.
+        item("dropped-cached", "44", "u5", r#"{"k":"listed"}"#),
+        item("kept-cached", "45", "u6", r#"{"k":"listed"}"#),
+    ];
+    let text = format!(
+        r#"{{"metadata":{{"resourceVersion":"46"}},"items":[{}]}}"#,
+        items.join(",")
+    );
+    let filter = keeping(&["kept", "kept-bad", "kept-cached"]);
+    let cache = Cache(vec![
+        cached("dropped-cached", "44", "u5"),
+        cached("kept-cached", "45", "u6"),
+    ]);
+    let bytes = text.as_bytes();
+    for cache in [None, Some(&cache as &dyn CachedObjects<ConfigMap>)] {
+        for size in [1, 7, 64, bytes.len()] {
+            let body = futures::stream::iter(
+                bytes
+                    .chunks(size)
+                    .map(|chunk| Ok::<_, std::io::Error>(chunk.to_vec())),
+            )
+            .into_async_read();
+            let decoder =
+                ListDecoder::new("ConfigMap", ManagedFields::Drop, cache).key_filter(Some(&filter));
+            let page = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(decode_list_stream(body, decoder))
+                .unwrap();
+            let mut kept: Vec<_> = page
+                .items
+                .iter()
+                .chain(page.unchanged.iter().map(|cm| &**cm))
+                .filter_map(|cm| cm.metadata.name.clone())
+                .collect();
+            kept.sort();
+            assert_eq!(kept, ["kept", "kept-cached"], "chunks of {size}");
+            assert_eq!(page.unchanged.len(), usize::from(cache.is_some()));
+            assert!(
+                page.items
+                    .iter()
+                    .all(|cm| cm.metadata.managed_fields.is_none())
+            );
+            let undecodable: Vec<_> = page.undecodable.iter().map(|e| e.key.as_str()).collect();
+            assert_eq!(undecodable, ["ns/kept-bad"]);
+            assert_eq!(page.filtered_out, 3);
+            assert_eq!(page.resource_version, "46");
+        }
+    }
+}
