@@ -1,7 +1,6 @@
 //! The reflector's side of its [`KeyFilter`](super::KeyFilter): the filter each
 //! request carries, the filtering it does itself for lister-watchers that do not, and
-//! the generation it relists on. The rules are in the [`key_filter`](super::key_filter)
-//! module docs.
+//! the generation it relists on. The rules are on [`KeyFilter`](super::KeyFilter).
 
 use kube::Resource;
 use tokio::sync::watch;

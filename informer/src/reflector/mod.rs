@@ -30,6 +30,10 @@
 //!   `metadata.managedFields` are dropped while decoding unless asked for
 //!   ([`ManagedFields`]).
 //! - A resync timer asks the store to resync (re-deliver what it knows).
+//! - A [`KeyFilter`] ([`Config::key_filter`](Config#structfield.key_filter)) keeps only
+//!   the objects it names, skipped before they are decoded; when its generation moves
+//!   the reflector ends its watch and relists at once, so the store holds exactly what
+//!   it keeps (see [`KeyFilter`] for the rules).
 //! - By default ([`Config::streaming_list`](Config#structfield.streaming_list)) each
 //!   (re)sync is first tried as a streaming list (client-go's WatchList): one watch
 //!   that sends every object, then a bookmark, then goes on as the watch; the objects
