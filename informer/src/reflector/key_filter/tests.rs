@@ -279,9 +279,9 @@ async fn a_new_generation_relists_and_the_cache_holds_exactly_the_kept_set() {
     }
 }
 
-/// Generation changes that come together make one relist: at the last version seen
-/// (not back in time) and whole, so the watch cache serves it, with the filter as the
-/// last change left it.
+/// Generation changes that come together make one relist, at once: at the last
+/// version seen (not back in time) and whole, so the watch cache serves it, with the
+/// filter as the last change left it.
 #[tokio::test(start_paused = true)]
 async fn quick_generation_changes_coalesce_into_one_relist() {
     let script = Script::default();
@@ -300,7 +300,8 @@ async fn quick_generation_changes_coalesce_into_one_relist() {
     keep(&filter, &["b"]);
     keep(&filter, &["a", "b"]);
     keep(&filter, &["c"]);
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // At once: no backoff before a relist nothing went wrong to cause.
+    tokio::time::sleep(Duration::from_millis(10)).await;
 
     assert_eq!(
         run.calls(),
@@ -415,4 +416,86 @@ fn a_filter_from_a_closure_moves_its_generation_when_replaced() {
     assert_eq!(*filter.generation().borrow(), 1);
     assert!(filter.keeps(None, "b"));
     assert!(format!("{filter:?}").contains("generation: 1"));
+}
+
+/// A store that moves the filter's generation on when it is told to add `b`.
+struct ChangingOnAdd {
+    log: crate::reflector::tests::Store,
+    filter: Arc<FnKeyFilter>,
+}
+
+impl crate::reflector::ReflectorStore<ConfigMap> for ChangingOnAdd {
+    fn add(&self, object: ConfigMap) {
+        if object.metadata.name.as_deref() == Some("b") {
+            keep(&self.filter, &["a", "b", "c", "d"]);
+        }
+        self.log.add(object);
+    }
+    fn update(&self, object: ConfigMap) {
+        self.log.update(object);
+    }
+    fn delete(&self, object: ConfigMap) {
+        self.log.delete(object);
+    }
+    fn replace(&self, objects: Vec<ConfigMap>, unchanged: Vec<Arc<ConfigMap>>, rv: &str) {
+        self.log.replace(objects, unchanged, rv);
+    }
+    fn resync(&self) {}
+}
+
+/// A new generation ends the watch at the next event boundary even while events keep
+/// coming: the events after the change are not applied, the relist brings their
+/// outcome.
+#[tokio::test(start_paused = true)]
+async fn a_change_ends_a_busy_watch_at_the_next_event() {
+    let filter = keeping(&["a", "b", "c", "d"]);
+    let lists = Arc::new(AtomicUsize::new(0));
+    let source = ListWatch::new(
+        {
+            let lists = lists.clone();
+            move |_request| {
+                let names: &[&str] = if lists.fetch_add(1, Ordering::SeqCst) == 0 {
+                    &["a"]
+                } else {
+                    &["a", "b", "c", "d"]
+                };
+                let listed = page(names, if names.len() == 1 { "10" } else { "13" }, None);
+                async move { listed }
+            }
+        },
+        |request: crate::reflector::WatchRequest| async move {
+            let events = if request.resource_version == "10" {
+                vec![
+                    Ok(WatchEvent::Added(cm("b", "11"))),
+                    Ok(WatchEvent::Added(cm("c", "12"))),
+                    Ok(WatchEvent::Added(cm("d", "13"))),
+                ]
+            } else {
+                Vec::new()
+            };
+            // All ready at once: the stream never waits between them.
+            Ok(futures::stream::iter(events).chain(futures::stream::pending()))
+        },
+    );
+    let store = Arc::new(ChangingOnAdd {
+        log: crate::reflector::tests::Store::default(),
+        filter: filter.clone(),
+    });
+    let reflector = Arc::new(crate::reflector::Reflector::from_parts(
+        Arc::new(source),
+        store.clone(),
+        Config::default().key_filter(filter),
+    ));
+    let running = tokio::spawn({
+        let reflector = reflector.clone();
+        async move { reflector.run(std::future::pending()).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    assert_eq!(
+        *store.log.log.lock().unwrap(),
+        ["replace [a] at 10", "add b", "replace [a,b,c,d] at 13"]
+    );
+    assert_eq!(reflector.stats().filter_relists, 1);
+    running.abort();
 }
