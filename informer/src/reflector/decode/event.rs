@@ -24,6 +24,16 @@ struct RawEvent<'a> {
     object: &'a RawValue,
 }
 
+/// An event's type and its object's header, read in one pass that skips every other
+/// field unread: enough to pass over an object the key filter does not keep.
+#[derive(Deserialize)]
+struct RawEventHeader<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    object: RawHeader<'a>,
+}
+
 /// What a bookmark's object says: its resourceVersion and whether it ends a streaming
 /// list's initial events
 /// ([`INITIAL_EVENTS_END_ANNOTATION`](crate::reflector::INITIAL_EVENTS_END_ANNOTATION)).
@@ -63,6 +73,19 @@ pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
     managed_fields: ManagedFields,
     key_filter: Option<&SharedKeyFilter>,
 ) -> Result<WatchEvent<K>, kube::Error> {
+    if let Some(filter) = key_filter
+        && let Ok(head) = serde_json::from_slice::<RawEventHeader<'_>>(line)
+        && matches!(head.kind, "ADDED" | "MODIFIED" | "DELETED")
+        && !head.object.kept_by(filter)
+    {
+        return Ok(WatchEvent::FilteredOut {
+            resource_version: head
+                .object
+                .resource_version()
+                .unwrap_or_default()
+                .to_owned(),
+        });
+    }
     let event: RawEvent<'_> = serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
     let wrap: fn(K) -> WatchEvent<K> = match event.kind {
         "ADDED" => WatchEvent::Added,
@@ -91,14 +114,6 @@ pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
             ))));
         }
     };
-    if let Some(filter) = key_filter {
-        let header = RawHeader::read(event.object);
-        if !header.kept_by(filter) {
-            return Ok(WatchEvent::FilteredOut {
-                resource_version: header.resource_version().unwrap_or_default().to_owned(),
-            });
-        }
-    }
     // Events carry the object's kind: an object of another kind is skipped, not
     // forced into the wrong type.
     let header_kind = if starts_with_kind(event.object, kind) {

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::managed_fields::{Decoded, ManagedFields};
-use super::object::{RawHeader, decode_error, decode_object};
+use super::object::{RawHeader, decode_error};
 use crate::key::ObjectKeyRef;
 use crate::reflector::error::DecodeError;
 use crate::reflector::key_filter::SharedKeyFilter;
@@ -369,23 +369,44 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
     }
 
     /// [`item`](Self::item) with a key filter or during a relist: finds the item's
-    /// end and reads its header, then skips it if the filter does not keep it, takes
-    /// it from the cache if the cache holds it at the same resourceVersion and uid, or
-    /// decodes it.
+    /// end and reads its header in one pass (every other field skipped unread), then
+    /// skips the item if the filter does not keep it, takes it from the cache if the
+    /// cache holds it at the same resourceVersion and uid, or decodes it.
     fn item_by_header(&mut self, input: &[u8], eof: bool) -> Result<Option<usize>, kube::Error> {
-        let Parsed::Value(raw, used) =
-            parse_one::<&RawValue>(input, eof).map_err(kube::Error::SerdeError)?
-        else {
-            self.retry_len = input.len().saturating_mul(2);
-            return Ok(None);
-        };
-        self.retry_len = 0;
-        let header = RawHeader::read(raw);
+        match parse_one::<RawHeader<'_>>(input, eof) {
+            Ok(Parsed::Value(header, used)) => {
+                self.retry_len = 0;
+                self.take(&header, &input[..used])?;
+                Ok(Some(used))
+            }
+            Ok(Parsed::More) => {
+                self.retry_len = input.len().saturating_mul(2);
+                Ok(None)
+            }
+            // A header that does not read as one (a name that is no string, say): the
+            // item is found whole, and named as far as it can be.
+            Err(_) => {
+                let Parsed::Value(raw, used) =
+                    parse_one::<&RawValue>(input, eof).map_err(kube::Error::SerdeError)?
+                else {
+                    self.retry_len = input.len().saturating_mul(2);
+                    return Ok(None);
+                };
+                self.retry_len = 0;
+                self.take(&RawHeader::read(raw), raw.get().as_bytes())?;
+                Ok(Some(used))
+            }
+        }
+    }
+
+    /// The item `item` (whole), whose header is `header`: skipped, taken from the
+    /// cache, or decoded.
+    fn take(&mut self, header: &RawHeader<'_>, item: &[u8]) -> Result<(), kube::Error> {
         if let Some(filter) = self.key_filter
             && !header.kept_by(filter)
         {
             self.filtered_out += 1;
-            return Ok(Some(used));
+            return Ok(());
         }
         let cached = match (self.cache, header.name(), header.resource_version()) {
             (Some(cache), Some(name), Some(version)) => cache.cached(
@@ -398,14 +419,16 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             ),
             _ => None,
         };
-        match cached {
-            Some(object) => self.unchanged.push(object),
-            None => match decode_object(raw, self.kind, self.managed_fields) {
-                Ok(object) => self.items.push(object),
-                Err(e) => self.undecodable.push(e),
-            },
+        if let Some(object) = cached {
+            self.unchanged.push(object);
+            return Ok(());
         }
-        Ok(Some(used))
+        match parse_object::<K>(item, true, self.managed_fields) {
+            Ok(Parsed::Value(object, _)) => self.items.push(object),
+            Ok(Parsed::More) => return Err(malformed("an item ended early")),
+            Err(e) => self.undecodable.push(header.decode_error(self.kind, e)),
+        }
+        Ok(())
     }
 
     /// The page, once every byte was given to [`advance`](Self::advance); `rest` is

@@ -92,6 +92,23 @@ impl<'a> RawHeader<'a> {
         }
     }
 
+    /// Why the object of `kind` this header heads did not decode.
+    pub(super) fn decode_error(&self, kind: &str, source: serde_json::Error) -> DecodeError {
+        let object_key = self.name().map(|name| {
+            Arc::new(ObjectKey {
+                namespace: self.namespace().map(str::to_owned),
+                name: name.to_owned(),
+            })
+        });
+        DecodeError {
+            kind: kind.to_owned(),
+            key: self.key(),
+            object_key,
+            resource_version: self.resource_version().map(str::to_owned),
+            source,
+        }
+    }
+
     /// Whether `filter` keeps the object; one without a name is kept (and decoded,
     /// to be named by what it is).
     pub(super) fn kept_by(&self, filter: &SharedKeyFilter) -> bool {
@@ -110,20 +127,7 @@ pub(super) fn decode_object<K: DeserializeOwned>(
 
 /// Why the object `raw` of `kind` did not decode, naming it as far as it can be read.
 pub(super) fn decode_error(raw: &RawValue, kind: &str, source: serde_json::Error) -> DecodeError {
-    let header = RawHeader::read(raw);
-    let object_key = header.name().map(|name| {
-        Arc::new(ObjectKey {
-            namespace: header.namespace().map(str::to_owned),
-            name: name.to_owned(),
-        })
-    });
-    DecodeError {
-        kind: kind.to_owned(),
-        key: header.key(),
-        object_key,
-        resource_version: header.resource_version().map(str::to_owned),
-        source,
-    }
+    RawHeader::read(raw).decode_error(kind, source)
 }
 
 #[cfg(test)]

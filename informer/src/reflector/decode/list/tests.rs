@@ -1,6 +1,7 @@
 //! The streaming list decoder: items, errors, chunking, the cache and the key filter.
 
 use super::*;
+use crate::reflector::decode::object::decode_object;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 
@@ -345,4 +346,24 @@ fn a_key_filter_skips_items_before_decoding_them() {
             assert_eq!(page.resource_version, "46");
         }
     }
+}
+
+/// An item whose header does not read as one (a name that is not a string) is not a
+/// broken list: it is found whole, kept (the filter cannot say no to it) and reported
+/// as undecodable, as without a filter.
+#[test]
+fn with_a_key_filter_an_item_with_an_odd_header_is_reported_not_fatal() {
+    let text = r#"{"metadata":{"resourceVersion":"3"},"items":[
+        {"metadata":{"name":7,"namespace":"ns"},"data":{"k":"v"}},
+        {"metadata":{"name":"kept","namespace":"ns"},"data":{"k":"v"}}]}"#;
+    let filter = keeping(&["kept"]);
+    let page: ListPage<ConfigMap> = decode_list(
+        text,
+        ListDecoder::new("ConfigMap", ManagedFields::Drop, None).key_filter(Some(&filter)),
+    )
+    .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.undecodable.len(), 1);
+    assert_eq!(page.undecodable[0].key, "<unnamed>");
+    assert_eq!(page.filtered_out, 0);
 }
