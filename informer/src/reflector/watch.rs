@@ -161,15 +161,14 @@ where
         .await;
         let ended = match ended {
             Ok(Stopped::FilterChanged) => return WatchEnd::Relist,
-            Ok(Stopped::Error(e)) => Ok(Some(e)),
-            Ok(Stopped::Closed) => Ok(None),
-            Err(elapsed) => Err(elapsed),
-        };
-        let Ok(ended) = ended else {
-            // Past the server's own timeout and still open: the connection died
-            // without a word. Resume from the last version on a new one.
-            self.report(&ReflectorError::DeadWatch(started.elapsed()));
-            return WatchEnd::Resume;
+            Ok(Stopped::Error(e)) => Some(e),
+            Ok(Stopped::Closed) => None,
+            Err(_) => {
+                // Past the server's own timeout and still open: the connection died
+                // without a word. Resume from the last version on a new one.
+                self.report(&ReflectorError::DeadWatch(started.elapsed()));
+                return WatchEnd::Resume;
+            }
         };
         match ended {
             // The server closed the watch (its timeout): resume.
