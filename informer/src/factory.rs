@@ -3,8 +3,9 @@
 //! client-go's `SharedInformerFactory`, generic instead of generated:
 //! `factory.informer::<Deployment>()` returns the same informer every time it is
 //! asked, so every controller in a process shares one watch and one cache per type.
-//! Informers are keyed by (type, namespace, label selector, field selector):
-//! [`SharedInformerFactory::informer_for`] asks for a differently scoped one.
+//! Informers are keyed by (type, namespace, label selector, field selector, key
+//! filter): [`SharedInformerFactory::informer_for`] asks for a differently scoped one,
+//! such as one that keeps only a shard's objects ([`InformerScope::filtered`]).
 //! [`informable`](SharedInformerFactory::informable) and
 //! [`informable_for`](SharedInformerFactory::informable_for) share the same informers
 //! and make them maintain an [`Informable`] type's key function and indexes.
@@ -90,7 +91,7 @@ mod sync_error;
 use managed::FactoryInformers;
 use managed::ManagedInformer;
 use scope::Target;
-pub use scope::{FactoryScope, InformerScope};
+pub use scope::{FactoryScope, InformerScope, NamedKeyFilter};
 pub use sync_error::{CacheSyncError, Unsynced};
 
 type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
@@ -483,7 +484,9 @@ impl SharedInformerFactory {
             .get(&TypeId::of::<K>())
             .copied()
             .unwrap_or(options.queue);
-        let mut informer_options = base.reflector(options.reflector.clone()).queue(queue);
+        let mut informer_options = base
+            .reflector(scope.reflector_config(&options.reflector))
+            .queue(queue);
         let resync = options
             .resync_per_type
             .get(&TypeId::of::<K>())

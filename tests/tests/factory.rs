@@ -1,18 +1,19 @@
 //! SharedInformerFactory against a real API server: sharing, scoping, start, sync
-//! report, options, CRDs, shutdown.
+//! report, options, CRDs, shutdown, key-filtered scopes.
 
 mod common;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{config_map, eventually};
 use informer::factory::{CacheSyncError, FactoryOptions, InformerScope, SharedInformerFactory};
-use informer::reflector::ManagedFields;
+use informer::reflector::{FnKeyFilter, ManagedFields};
 use informer::shared_informer::{HasSynced, ResourceEventHandlerFns};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -49,7 +50,7 @@ async fn one_informer_per_type_and_scope_shared_by_all_who_ask() {
     let labelled = factory.informer_for::<ConfigMap>(InformerScope {
         namespace: Some(ns.clone()),
         label_selector: Some("app=x".into()),
-        field_selector: None,
+        ..InformerScope::default()
     });
     assert_ne!(a, labelled, "another selector is another informer");
     let _secrets = factory.informer::<Secret>();
@@ -174,4 +175,158 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
         .collect();
     assert_eq!(unsynced, [format!("Secret in {ns}")]);
     assert!(!late.has_synced());
+}
+
+/// The number in a ConfigMap's name `cm-<n>`.
+fn number(name: &str) -> usize {
+    name.trim_start_matches("cm-")
+        .parse()
+        .expect("named cm-<n>")
+}
+
+/// Keeps `cm-<n>` when `keeps(n)`.
+fn by_number(keeps: fn(usize) -> bool) -> impl Fn(Option<&str>, &str) -> bool {
+    move |_, name| {
+        name.strip_prefix("cm-")
+            .and_then(|n| n.parse().ok())
+            .is_some_and(keeps)
+    }
+}
+
+/// What the server holds now that `keeps` keeps, by a fresh (consistent) list:
+/// name -> resourceVersion.
+async fn kept_on_server(
+    api: &Api<ConfigMap>,
+    keeps: fn(usize) -> bool,
+) -> BTreeMap<String, String> {
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|cm| keeps(number(&cm.name_any())))
+        .map(|cm| (cm.name_any(), cm.resource_version().unwrap()))
+        .collect()
+}
+
+/// Churn on `cm-<from>..cm-<to>`: creates them, updates every third, deletes every
+/// fourth, and updates or deletes some of the older ones.
+async fn churn(api: &Api<ConfigMap>, from: usize, to: usize) {
+    for n in from..to {
+        api.create(
+            &PostParams::default(),
+            &config_map(&format!("cm-{n}"), "new", &[]),
+        )
+        .await
+        .unwrap();
+    }
+    for n in (0..to).filter(|n| n % 3 == 0) {
+        let patch = serde_json::json!({ "data": { "key": format!("changed at {to}") } });
+        // Deleted ones are gone: a 404 is fine.
+        let _ = api
+            .patch(
+                &format!("cm-{n}"),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await;
+    }
+    for n in (from..to).filter(|n| n % 4 == 1) {
+        api.delete(&format!("cm-{n}"), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+}
+
+/// A factory informer whose scope carries a key filter that switches at run time: under
+/// churn, and after each switch, its cache holds exactly what the server holds that
+/// the filter keeps (name and resourceVersion, against a fresh list), and what its
+/// handler was told adds up to the same; objects not kept are counted, never cached.
+#[tokio::test]
+async fn a_filtered_scope_caches_exactly_the_kept_objects_through_churn_and_switches() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("factory-filter").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    churn(&api, 0, 10).await;
+
+    let even: fn(usize) -> bool = |n| n % 2 == 0;
+    let odd: fn(usize) -> bool = |n| n % 2 == 1;
+    let low: fn(usize) -> bool = |n| n < 12;
+    let filter = Arc::new(FnKeyFilter::new(by_number(even)));
+    let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryOptions::default());
+    let scope = InformerScope {
+        namespace: Some(ns.clone()),
+        ..InformerScope::default()
+    }
+    .filtered("parity", filter.clone());
+    let informer = factory.informer_for::<ConfigMap>(scope);
+    // What the handler was told, applied to a map: name -> resourceVersion.
+    let told: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
+    let (on_add, on_update, on_delete) = (told.clone(), told.clone(), told.clone());
+    informer
+        .add_event_handler(
+            ResourceEventHandlerFns::<ConfigMap>::new()
+                .on_add(move |cm, _| {
+                    let previous = on_add
+                        .lock()
+                        .unwrap()
+                        .insert(cm.name_any(), cm.resource_version().unwrap());
+                    assert!(
+                        previous.is_none(),
+                        "an add of {} while known",
+                        cm.name_any()
+                    );
+                })
+                .on_update(move |_, cm| {
+                    let previous = on_update
+                        .lock()
+                        .unwrap()
+                        .insert(cm.name_any(), cm.resource_version().unwrap());
+                    assert!(previous.is_some(), "an update of unknown {}", cm.name_any());
+                })
+                .on_delete(move |gone| {
+                    let name = gone.object().name_any();
+                    assert!(on_delete.lock().unwrap().remove(&name).is_some(), "{name}");
+                }),
+        )
+        .unwrap();
+    factory.start();
+    factory.wait_for_cache_sync().await.unwrap();
+
+    let cached = || -> BTreeMap<String, String> {
+        informer
+            .lister()
+            .list_all()
+            .iter()
+            .map(|cm| (cm.name_any(), cm.resource_version().unwrap()))
+            .collect()
+    };
+    let mut relists = 0;
+    let mut next = 10;
+    for (round, keeps) in [even, odd, low, even].into_iter().enumerate() {
+        if round > 0 {
+            // Switch while objects change.
+            let switch = async {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                filter.set(by_number(keeps));
+            };
+            tokio::join!(churn(&api, next, next + 10), switch);
+            next += 10;
+            relists += 1;
+        }
+        churn(&api, next, next + 10).await;
+        next += 10;
+        let expected = kept_on_server(&api, keeps).await;
+        assert!(!expected.is_empty());
+        eventually(
+            &format!("round {round}: the cache holds the kept set"),
+            WAIT,
+            || cached() == expected && *told.lock().unwrap() == expected,
+        )
+        .await;
+        let stats = informer.reflector_stats().unwrap();
+        assert!(stats.filtered_out > 0);
+        assert!(stats.filter_relists >= relists, "{stats:?}");
+    }
+    factory.shutdown().await;
 }

@@ -13,7 +13,7 @@ use common::flavour::Flavour;
 use common::{config_map, create_config_maps, eventually};
 use futures::StreamExt;
 use informer::fifo::DeletedObject;
-use informer::reflector::{ApiListerWatcher, ManagedFields};
+use informer::reflector::{ApiListerWatcher, Config, FnKeyFilter, ManagedFields};
 use informer::shared_informer::{
     InformerError, InformerOptions, Notification, ResourceEventHandler, SharedIndexInformer,
     wait_for_cache_sync,
@@ -115,6 +115,75 @@ crate::for_each_flavour! {
     deletion_missed_while_disconnected_arrives_as_a_tombstone => missed_deletion_tombstone;
     a_relist_after_410_keeps_the_cached_copies_of_unchanged_objects => relist_after_410;
     lister_queries_agree_with_the_api_server => lister_queries;
+    a_key_filter_keeps_only_its_objects_and_a_switch_relists => key_filter;
+}
+
+/// A hand-made informer given a key filter in its reflector settings caches only the
+/// objects it keeps, listed or watched (the rest are skipped before decoding, for every
+/// flavour); when the filter switches, newly kept objects arrive as adds and no longer
+/// kept ones leave as tombstones.
+async fn key_filter<F: Flavour>() {
+    let env = TestEnv::shared().await.unwrap();
+    let (ns, api) = namespace_api(env, "informer-filter").await;
+    for name in ["a1", "a2", "b1"] {
+        api.create(&PostParams::default(), &config_map(name, "1", &[]))
+            .await
+            .unwrap();
+    }
+    common::wait_for_watch_cache(&api, 3).await;
+    let filter = Arc::new(FnKeyFilter::new(|_, name| name.starts_with('a')));
+    let informer = informer_of::<F>(
+        env.client().unwrap(),
+        Some(&ns),
+        |lw| lw,
+        InformerOptions::default().reflector(Config::default().key_filter(filter.clone())),
+    );
+    let log = Log::default();
+    informer.add_event_handler(log.clone()).unwrap();
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    let cached = || {
+        let mut names: Vec<String> = informer
+            .lister()
+            .list_all()
+            .iter()
+            .map(|o| o.name_any())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(cached(), ["a1", "a2"]);
+
+    for name in ["a3", "b2"] {
+        api.create(&PostParams::default(), &config_map(name, "1", &[]))
+            .await
+            .unwrap();
+    }
+    set_value(&api, "b1", "2").await;
+    api.delete("b2", &DeleteParams::default()).await.unwrap();
+    set_value(&api, "a1", "2").await;
+    eventually("the update of a1", WAIT, || log.count("update a1") == 1).await;
+    assert_eq!(cached(), ["a1", "a2", "a3"]);
+    F::assert_shape(&informer.lister().namespaced(&ns).get("a3").unwrap());
+
+    filter.set(|_, name| name.starts_with('b') || name == "a2");
+    eventually("the switch", WAIT, || cached() == ["a2", "b1"]).await;
+    eventually("its notifications", WAIT, || {
+        log.count("add b1") == 1 && log.count("tombstone a1") == 1 && log.count("tombstone a3") == 1
+    })
+    .await;
+    let mut lines = log.lines();
+    lines.sort();
+    lines.dedup();
+    assert!(
+        lines.iter().all(|line| !line.contains("b2")),
+        "b2 was never kept: {lines:?}"
+    );
+    let stats = informer.reflector_stats().unwrap();
+    assert_eq!(stats.filter_relists, 1);
+    assert!(stats.filtered_out >= 4, "{stats:?}");
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
 }
 
 async fn sequence_and_replay<F: Flavour>() {

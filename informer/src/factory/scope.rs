@@ -1,11 +1,17 @@
-//! Where the factory's informers look: a namespace and selectors ([`InformerScope`]),
-//! the resource scopes it can address generically ([`FactoryScope`]), and what one
-//! informer lists ([`Target`]).
+//! Where the factory's informers look: a namespace, selectors and a key filter
+//! ([`InformerScope`]), the resource scopes it can address generically
+//! ([`FactoryScope`]), and what one informer lists ([`Target`]).
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
 use kube::{Client, Resource};
 
-/// Where an informer looks: a namespace (or all) and selectors.
+use crate::reflector::{self, KeyFilter};
+
+/// Where an informer looks: a namespace (or all), selectors, and a key filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct InformerScope {
     /// Only this namespace (ignored for cluster-scoped types); `None`: all.
@@ -14,11 +20,37 @@ pub struct InformerScope {
     pub label_selector: Option<String>,
     /// Only objects matching this field selector.
     pub field_selector: Option<String>,
+    /// Only objects this filter keeps, chosen by key before they are decoded (see
+    /// [`filtered`](Self::filtered)).
+    pub key_filter: Option<NamedKeyFilter>,
 }
 
 impl InformerScope {
+    /// This scope, keeping only the objects `filter` keeps, skipped before they are
+    /// decoded, with a relist whenever its generation moves (see
+    /// [`KeyFilter`]). `id` names the filter: scopes with filters of the same id are
+    /// the same scope, so they share one informer; a filtered scope is never the
+    /// unfiltered one (its handlers see a filter that shrinks as deletions of objects
+    /// that still exist). Informers' names end with it: `ConfigMap in default
+    /// [shard web/replica-1]`.
+    #[must_use]
+    pub fn filtered(mut self, id: impl Into<String>, filter: Arc<dyn KeyFilter>) -> Self {
+        self.key_filter = Some(NamedKeyFilter::new(id, filter));
+        self
+    }
+
+    /// The reflector settings of an informer in this scope: `config` with the
+    /// scope's key filter, if any.
+    pub(super) fn reflector_config(&self, config: &reflector::Config) -> reflector::Config {
+        match &self.key_filter {
+            Some(named) => config.clone().key_filter(Arc::clone(&named.filter)),
+            None => config.clone(),
+        }
+    }
+
     /// The informer's name in logs, errors and metrics: `ConfigMap in default
-    /// (app=web)`; `ConfigMap` for every namespace and no selector.
+    /// (app=web) [shard web/replica-1]`; `ConfigMap` for every namespace, no selector
+    /// and no key filter.
     pub(crate) fn name_for(&self, kind: &str) -> String {
         let mut name = kind.to_owned();
         if let Some(namespace) = &self.namespace {
@@ -33,7 +65,58 @@ impl InformerScope {
         if !selectors.is_empty() {
             name.push_str(&format!(" ({})", selectors.join(", ")));
         }
+        if let Some(filter) = &self.key_filter {
+            name.push_str(&format!(" [{}]", filter.id));
+        }
         name
+    }
+}
+
+/// A [`KeyFilter`] with an id, as an [`InformerScope`] carries it: compared, hashed and
+/// printed by its id alone.
+#[derive(Clone)]
+pub struct NamedKeyFilter {
+    id: String,
+    filter: Arc<dyn KeyFilter>,
+}
+
+impl NamedKeyFilter {
+    /// `filter`, named `id`.
+    pub fn new(id: impl Into<String>, filter: Arc<dyn KeyFilter>) -> Self {
+        Self {
+            id: id.into(),
+            filter,
+        }
+    }
+
+    /// The id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The filter.
+    pub fn filter(&self) -> &Arc<dyn KeyFilter> {
+        &self.filter
+    }
+}
+
+impl PartialEq for NamedKeyFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for NamedKeyFilter {}
+
+impl Hash for NamedKeyFilter {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
+
+impl fmt::Debug for NamedKeyFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("NamedKeyFilter").field(&self.id).finish()
     }
 }
 

@@ -139,7 +139,7 @@ async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
         InformerScope {
             namespace: Some("ns".into()),
             label_selector: Some("app=x".into()),
-            field_selector: None,
+            ..InformerScope::default()
         },
     );
     assert_ne!(dynamic, labelled, "another selector is another informer");
@@ -222,5 +222,66 @@ async fn metadata_informable_maintains_the_metadata_indexes() {
     assert_eq!(
         with_namespace(plain.indexer().index_names()),
         ["by_app", "namespace"]
+    );
+}
+
+/// A scope with a key filter is an entry of its own, never the unfiltered informer of
+/// the same type and namespace, shared by all who name the same filter id, for full,
+/// metadata-only and dynamic informers alike; its name carries the id.
+#[tokio::test]
+async fn a_filtered_scope_is_its_own_entry_shared_by_filter_id() {
+    use crate::dynamic::DynamicResource;
+    use crate::reflector::{FnKeyFilter, KeyFilter};
+
+    let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
+    let shard: Arc<dyn KeyFilter> = Arc::new(FnKeyFilter::new(|_, name| name < "m"));
+    let scope = |id: &str, filter: &Arc<dyn KeyFilter>| {
+        InformerScope {
+            namespace: Some("ns".into()),
+            ..InformerScope::default()
+        }
+        .filtered(id, Arc::clone(filter))
+    };
+    let unfiltered = factory.informer::<ConfigMap>();
+    let filtered = factory.informer_for::<ConfigMap>(scope("shard web/replica-1", &shard));
+    assert_ne!(unfiltered, filtered, "a filtered informer is never shared");
+    // The id says which filter it is: another handle on it names the same informer.
+    let same_id: Arc<dyn KeyFilter> = Arc::new(FnKeyFilter::new(|_, _| true));
+    assert_eq!(
+        filtered,
+        factory.informer_for::<ConfigMap>(scope("shard web/replica-1", &same_id))
+    );
+    let other = factory.informer_for::<ConfigMap>(scope("shard web/replica-2", &shard));
+    assert_ne!(filtered, other);
+    let metadata = factory.metadata_informer_for::<ConfigMap>(scope("shard web/replica-1", &shard));
+    assert_ne!(metadata, factory.metadata_informer::<ConfigMap>());
+    let config_maps = DynamicResource::of::<ConfigMap>();
+    let dynamic = factory.dynamic_informer_for(&config_maps, scope("shard web/replica-1", &shard));
+    assert_ne!(dynamic, factory.dynamic_informer(&config_maps));
+    assert_eq!(factory.len(), 7);
+
+    let mut names: Vec<String> = factory
+        .state
+        .locked()
+        .informers
+        .values()
+        .map(|e| e.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "ConfigMap (dynamic) in ns",
+            "ConfigMap (dynamic) in ns [shard web/replica-1]",
+            "ConfigMap in ns",
+            "ConfigMap in ns [shard web/replica-1]",
+            "ConfigMap in ns [shard web/replica-2]",
+            "ConfigMap metadata in ns",
+            "ConfigMap metadata in ns [shard web/replica-1]",
+        ]
+    );
+    assert_eq!(
+        format!("{:?}", scope("shard web/replica-1", &shard).key_filter),
+        r#"Some(NamedKeyFilter("shard web/replica-1"))"#
     );
 }

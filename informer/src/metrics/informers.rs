@@ -187,7 +187,7 @@ impl Collector for InformerCollector {
 /// The reflector's counters: name (the encoder appends `_total`), help, value.
 type ReflectorCounter = (&'static str, &'static str, fn(&StatsSnapshot) -> u64);
 
-const REFLECTOR_COUNTERS: [ReflectorCounter; 7] = [
+const REFLECTOR_COUNTERS: [ReflectorCounter; 9] = [
     (
         "informer_reflector_lists",
         "Completed lists, streaming lists included",
@@ -220,6 +220,16 @@ const REFLECTOR_COUNTERS: [ReflectorCounter; 7] = [
         "informer_reflector_relists_after_expired",
         "Relists because the server answered 410 Gone (the resourceVersion had expired)",
         |s| s.expired,
+    ),
+    (
+        "informer_reflector_filtered_out",
+        "Objects skipped before decoding because the key filter does not keep them",
+        |s| s.filtered_out,
+    ),
+    (
+        "informer_reflector_relists_after_filter_change",
+        "Relists because the key filter changed",
+        |s| s.filter_relists,
     ),
 ];
 

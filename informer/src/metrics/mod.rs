@@ -34,6 +34,9 @@
 //! `informer_reflector_watches_total`, `informer_reflector_short_watches_total`,
 //! `informer_reflector_watch_events_total`, `informer_reflector_errors_total`,
 //! `informer_reflector_relists_after_expired_total` (410 Gone),
+//! `informer_reflector_filtered_out_total` and
+//! `informer_reflector_relists_after_filter_change_total` (a
+//! [`KeyFilter`](crate::reflector::KeyFilter) skipped objects, or changed),
 //! `informer_reflector_sync_failures` (failed lists in a row) and
 //! `informer_reflector_last_resource_version_age_seconds`. These are read from the
 //! counters every informer keeps anyway, at scrape time: observing an informer costs

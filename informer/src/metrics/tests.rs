@@ -219,6 +219,21 @@ async fn an_observed_informer_reports_its_cache_handlers_and_reflector_until_dro
         ),
         1.0
     );
+    // No key filter: nothing skipped, no relist for one.
+    assert_eq!(
+        must(
+            &text,
+            &format!("informer_reflector_filtered_out_total{label}")
+        ),
+        0.0
+    );
+    assert_eq!(
+        must(
+            &text,
+            &format!("informer_reflector_relists_after_filter_change_total{label}")
+        ),
+        0.0
+    );
     assert!(must(&text, &format!("informer_reflector_watches_total{label}")) >= 2.0);
     assert!(must(&text, &format!("informer_reflector_errors_total{label}")) >= 1.0);
     assert_eq!(

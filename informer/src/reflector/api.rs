@@ -252,7 +252,8 @@ where
         }
         let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
         let body = self.client.request_stream(http).await?;
-        let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref());
+        let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref())
+            .key_filter(request.key_filter.as_ref());
         let mut page = decode_list_stream(body, decoder).await?;
         fill_types(&mut page.items, &self.types);
         Ok(page)
@@ -282,6 +283,12 @@ where
         true
     }
 
+    /// Objects a request's key filter does not keep are skipped before they are
+    /// decoded: only their namespace and name are read.
+    fn filters_keys(&self) -> bool {
+        true
+    }
+
     fn resource(&self) -> Option<&str> {
         Some(&self.resource)
     }
@@ -302,18 +309,19 @@ where
             }
             let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
             let body = self.client.request_stream(http).await?;
-            let kind = self.kind.clone();
+            let decoding = (self.kind.clone(), request.key_filter);
             let managed_fields = self.managed_fields;
             // One event per line, read into a buffer reused from line to line.
             let events = futures::stream::unfold(
-                (body, Vec::new(), kind),
-                move |(mut body, mut line, kind)| async move {
+                (body, Vec::new(), decoding),
+                move |(mut body, mut line, decoding)| async move {
+                    let (kind, key_filter) = &decoding;
                     loop {
                         line.clear();
                         let event = match body.read_until(b'\n', &mut line).await {
                             Ok(0) => return None,
                             Ok(_) if line.trim_ascii().is_empty() => continue,
-                            Ok(_) => decode_event(&line, &kind, managed_fields),
+                            Ok(_) => decode_event(&line, kind, managed_fields, key_filter.as_ref()),
                             // A cut or timed-out connection ends the watch like a server
                             // close: the reflector resumes from the last resourceVersion
                             // it saw.
@@ -323,7 +331,7 @@ where
                             }
                             Err(e) => Err(kube::Error::ReadEvents(e)),
                         };
-                        return Some((event, (body, line, kind)));
+                        return Some((event, (body, line, decoding)));
                     }
                 },
             );
@@ -464,6 +472,7 @@ mod tests {
             timeout: Duration::from_secs(300),
             allow_bookmarks: true,
             streaming_list: false,
+            key_filter: None,
         };
         assert_eq!(
             query(&request),
@@ -485,6 +494,7 @@ mod tests {
             timeout: Duration::from_secs(300),
             allow_bookmarks: false,
             streaming_list: true,
+            key_filter: None,
         };
         assert_eq!(
             query(&request),

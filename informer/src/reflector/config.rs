@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::backoff::BackoffConfig;
 use super::error::ReflectorError;
+use super::key_filter::KeyFilter;
 use super::metrics::ReflectorMetrics;
 
 /// Decides at each resync tick whether to resync (client-go's `ShouldResync`); the
@@ -61,6 +62,10 @@ pub struct Config {
     pub metrics: Option<Arc<dyn ReflectorMetrics>>,
     /// Called with every error.
     pub error_handler: Option<WatchErrorHandler>,
+    /// Keep only the objects this filter keeps, skipped before they are decoded, and
+    /// relist when its generation changes (see [`KeyFilter`]; `None`, the default,
+    /// keeps everything).
+    pub key_filter: Option<Arc<dyn KeyFilter>>,
 }
 
 impl Default for Config {
@@ -75,6 +80,7 @@ impl Default for Config {
             backoff: BackoffConfig::default(),
             metrics: None,
             error_handler: None,
+            key_filter: None,
         }
     }
 }
@@ -91,6 +97,7 @@ impl fmt::Debug for Config {
             .field("backoff", &self.backoff)
             .field("metrics", &self.metrics.is_some())
             .field("error_handler", &self.error_handler.is_some())
+            .field("key_filter", &self.key_filter.is_some())
             .finish()
     }
 }
@@ -156,6 +163,12 @@ impl Config {
         handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
     ) -> Self {
         self.error_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Keep only the objects `filter` keeps (see [`KeyFilter`]).
+    pub fn key_filter(mut self, filter: Arc<dyn KeyFilter>) -> Self {
+        self.key_filter = Some(filter);
         self
     }
 }

@@ -46,8 +46,9 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>>;
 /// and watch.
 ///
 /// What it leaves out: paging (one page, no continue token), label and field
-/// selectors, bookmarks other than the one that ends a streaming list's initial
-/// events, and any check that a change makes sense (an add of a name that exists, a
+/// selectors, key filters (a reflector with a
+/// [`KeyFilter`](super::KeyFilter) applies it to what the source sends), bookmarks
+/// other than the one that ends a streaming list's initial events, and any check that a change makes sense (an add of a name that exists, a
 /// modify or delete of one that does not): it records and sends what it is told, so a
 /// test can script an odd server too.
 ///

@@ -7,10 +7,79 @@
 //! decoded, so they cost neither memory nor a decode. When the filter changes (a
 //! replica joined or left), the reflector relists, so the store ends holding exactly
 //! what the filter keeps.
+//!
+//! The rules (where the filter applies, what a change of it does) are on
+//! [`KeyFilter`], where users read them.
+
+use std::fmt;
+use std::sync::{Arc, RwLock};
 
 use tokio::sync::watch;
 
 /// Which objects a reflector keeps, by namespace and name.
+///
+/// # Where it applies
+///
+/// Set it in [`Config::key_filter`](super::Config#structfield.key_filter) (an
+/// informer's [`InformerOptions::reflector`](crate::shared_informer::InformerOptions::reflector),
+/// or a factory scope's
+/// [`InformerScope::filtered`](crate::factory::InformerScope::filtered)). Every object
+/// that enters the reflector passes it: list items (paged or whole, first lists and
+/// relists), a streaming list's initial events, and watch events, deletions included.
+/// The reflector hands it to the lister-watcher with each request
+/// ([`ListRequest::key_filter`](super::ListRequest::key_filter),
+/// [`WatchRequest::key_filter`](super::WatchRequest::key_filter)):
+/// [`ApiListerWatcher`](super::ApiListerWatcher) reads only an object's namespace and
+/// name from the raw JSON and skips an object not kept there, before decoding it, so
+/// it is never stored, never wrapped in an `Arc`, and never reported as undecodable.
+/// For a lister-watcher that does not filter
+/// ([`ListerWatcher::filters_keys`](super::ListerWatcher::filters_keys) is false, as
+/// for [`FakeSource`](super::FakeSource) and [`ListWatch`](super::ListWatch)), the
+/// reflector applies the filter to what it gets, with the same outcome (an undecodable
+/// object not kept is not reported either).
+///
+/// A skipped watch event still moves the reflector's resourceVersion on, as a bookmark
+/// would, so a watch that resumes does not replay it. Skipped objects are counted in
+/// [`StatsSnapshot::filtered_out`](super::StatsSnapshot::filtered_out).
+///
+/// # When the filter changes
+///
+/// [`KeyFilter::generation`] says when [`keeps`](KeyFilter::keeps) may answer
+/// differently. Change what `keeps` answers first, then the generation: the reflector
+/// ends its watch (a streaming list's included) at the next event boundary and
+/// relists at once, without a backoff, from the last resourceVersion it saw (client-go's
+/// `relistResourceVersion`: never back in time, and served from the watch cache). The
+/// relist replaces the store's content as any relist does, so the store holds exactly
+/// the objects kept: newly kept ones arrive as adds, and ones no longer kept leave as
+/// the relist's deletions (for an informer, tombstones: deletions whose final state is
+/// unknown, as for any object missing from a relist).
+///
+/// **So the handlers of a filtered informer see a filter that shrinks as deletions of
+/// objects that may well still exist.** That is why a filtered informer is never shared
+/// with unfiltered users (the factory keeps a filtered scope apart from the unfiltered
+/// one of the same type and namespace).
+///
+/// Several generation changes before the relist starts make one relist. A list in
+/// flight when the generation changes was filtered with whatever `keeps` said while it
+/// was decoded, so the reflector relists once more after it: after the last change,
+/// the store converges on what the filter keeps. A list is not cut short by a change
+/// (a filter that changes faster than a list takes would otherwise never let one
+/// finish).
+///
+/// ```
+/// use std::sync::Arc;
+/// use informer::reflector::{Config, FnKeyFilter, KeyFilter};
+///
+/// // Keep the objects whose name starts with "a"; later, those starting with "b".
+/// let filter = Arc::new(FnKeyFilter::new(|_namespace, name| name.starts_with('a')));
+/// let config = Config::default().key_filter(filter.clone());
+/// assert!(filter.keeps(Some("default"), "alpha"));
+/// let generation = filter.generation();
+/// filter.set(|_namespace, name| name.starts_with('b'));
+/// assert!(generation.has_changed().unwrap());
+/// assert!(!filter.keeps(Some("default"), "alpha"));
+/// # let _ = config;
+/// ```
 pub trait KeyFilter: Send + Sync + 'static {
     /// Whether the object `namespace`/`name` (no namespace: cluster-scoped) is kept.
     fn keeps(&self, namespace: Option<&str>, name: &str) -> bool;
@@ -19,3 +88,94 @@ pub trait KeyFilter: Send + Sync + 'static {
     /// differently than before.
     fn generation(&self) -> watch::Receiver<u64>;
 }
+
+type Predicate = dyn Fn(Option<&str>, &str) -> bool + Send + Sync;
+
+/// A [`KeyFilter`] made of a closure that can be replaced at run time
+/// ([`set`](Self::set)), which moves the generation on.
+pub struct FnKeyFilter {
+    keeps: RwLock<Arc<Predicate>>,
+    generation: watch::Sender<u64>,
+}
+
+impl fmt::Debug for FnKeyFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnKeyFilter")
+            .field("generation", &*self.generation.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FnKeyFilter {
+    /// A filter that keeps what `keeps(namespace, name)` says, at generation 0.
+    pub fn new(keeps: impl Fn(Option<&str>, &str) -> bool + Send + Sync + 'static) -> Self {
+        Self {
+            keeps: RwLock::new(Arc::new(keeps)),
+            generation: watch::Sender::new(0),
+        }
+    }
+
+    /// Replaces the closure, then moves the generation on: reflectors using the
+    /// filter relist.
+    pub fn set(&self, keeps: impl Fn(Option<&str>, &str) -> bool + Send + Sync + 'static) {
+        *self.keeps.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keeps);
+        self.generation.send_modify(|generation| *generation += 1);
+    }
+}
+
+impl KeyFilter for FnKeyFilter {
+    fn keeps(&self, namespace: Option<&str>, name: &str) -> bool {
+        let keeps = self.keeps.read().unwrap_or_else(|e| e.into_inner());
+        keeps(namespace, name)
+    }
+
+    fn generation(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+}
+
+/// A [`KeyFilter`] as list and watch requests carry it: shared, compared by identity
+/// (two requests are equal when they carry the same filter), and printed without its
+/// state.
+#[derive(Clone)]
+pub struct SharedKeyFilter(Arc<dyn KeyFilter>);
+
+impl SharedKeyFilter {
+    /// Wraps `filter`.
+    pub fn new(filter: Arc<dyn KeyFilter>) -> Self {
+        Self(filter)
+    }
+
+    /// Whether the object `namespace`/`name` is kept (see [`KeyFilter::keeps`]).
+    pub fn keeps(&self, namespace: Option<&str>, name: &str) -> bool {
+        self.0.keeps(namespace, name)
+    }
+
+    /// The filter.
+    pub fn filter(&self) -> &Arc<dyn KeyFilter> {
+        &self.0
+    }
+}
+
+impl From<Arc<dyn KeyFilter>> for SharedKeyFilter {
+    fn from(filter: Arc<dyn KeyFilter>) -> Self {
+        Self(filter)
+    }
+}
+
+impl PartialEq for SharedKeyFilter {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SharedKeyFilter {}
+
+impl fmt::Debug for SharedKeyFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedKeyFilter(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests;

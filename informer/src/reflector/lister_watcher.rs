@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use super::error::{DecodeError, ReflectorError};
+use super::key_filter::SharedKeyFilter;
 use crate::key::ObjectKeyRef;
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
@@ -26,6 +27,11 @@ pub struct ListRequest {
     pub limit: Option<u32>,
     /// The `continue` token of the previous page.
     pub continue_token: Option<String>,
+    /// Only the objects this filter keeps are wanted (the reflector's
+    /// [`Config::key_filter`](super::Config#structfield.key_filter)): a lister-watcher
+    /// that [filters keys](ListerWatcher::filters_keys) skips the others before
+    /// decoding them, and counts them in [`ListPage::filtered_out`].
+    pub key_filter: Option<SharedKeyFilter>,
 }
 
 /// One page of a list.
@@ -39,6 +45,10 @@ pub struct ListPage<K> {
     pub unchanged: Vec<Arc<K>>,
     /// The objects that did not decode, skipped.
     pub undecodable: Vec<DecodeError>,
+    /// Listed objects the request's [`key_filter`](ListRequest::key_filter) does not
+    /// keep: skipped without being decoded (and not reported if they would not have
+    /// decoded).
+    pub filtered_out: usize,
     /// The list's resourceVersion.
     pub resource_version: String,
     /// The token for the next page, when there is one.
@@ -63,6 +73,10 @@ pub struct WatchRequest {
     /// answers with an error status. Only sent to lister-watchers that say they
     /// serve it ([`ListerWatcher::supports_streaming_list`]).
     pub streaming_list: bool,
+    /// Only the objects this filter keeps are wanted: a lister-watcher that
+    /// [filters keys](ListerWatcher::filters_keys) sends a
+    /// [`WatchEvent::FilteredOut`] for the others' events, without decoding them.
+    pub key_filter: Option<SharedKeyFilter>,
 }
 
 /// One event of a watch stream.
@@ -83,6 +97,13 @@ pub enum WatchEvent<K> {
         /// before it are the whole collection at `resource_version`.
         initial_events_end: bool,
     },
+    /// An event (added, modified or deleted) about an object the request's
+    /// [`key_filter`](WatchRequest::key_filter) does not keep: not decoded, and known
+    /// only by the resourceVersion the watch has reached with it.
+    FilteredOut {
+        /// The object's resourceVersion: the watch resumes after it.
+        resource_version: String,
+    },
     /// An event whose object did not decode (or was of another kind); the reflector
     /// reports it and goes on.
     Undecodable(ReflectorError),
@@ -101,6 +122,7 @@ impl<K> Default for ListPage<K> {
             items: Vec::new(),
             unchanged: Vec::new(),
             undecodable: Vec::new(),
+            filtered_out: 0,
             resource_version: String::new(),
             continue_token: None,
         }
@@ -153,6 +175,17 @@ pub trait ListerWatcher<K>: Send + Sync {
     /// the field existed would answer a streaming list as a plain watch, and the
     /// reflector would wait for an end of the initial events that never comes.
     fn supports_streaming_list(&self) -> bool {
+        false
+    }
+
+    /// Whether [`list`](Self::list), [`list_reusing`](Self::list_reusing) and
+    /// [`watch`](Self::watch) honour the requests' key filter
+    /// ([`ListRequest::key_filter`], [`WatchRequest::key_filter`]): skip the objects
+    /// it does not keep before decoding them. The reflector applies the filter itself
+    /// to what comes from a lister-watcher that does not (the default, `false`), so
+    /// either way only kept objects reach the store; this says only where the work is
+    /// done.
+    fn filters_keys(&self) -> bool {
         false
     }
 

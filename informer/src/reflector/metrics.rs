@@ -30,6 +30,13 @@ pub trait ReflectorMetrics: Send + Sync {
     fn short_watch(&self) {}
     /// A watch event (including bookmarks) was received.
     fn watch_event(&self) {}
+    /// `objects` listed or watched objects were skipped, not decoded, because the key
+    /// filter does not keep them (see [`KeyFilter`](super::KeyFilter)).
+    fn filtered_out(&self, objects: usize) {
+        let _ = objects;
+    }
+    /// The key filter's generation changed: the reflector relists.
+    fn filter_changed(&self) {}
     /// An error happened (the reflector goes on).
     fn error(&self, error: &ReflectorError) {
         let _ = error;
@@ -81,6 +88,8 @@ pub struct ReflectorStats {
     watches: AtomicU64,
     short_watches: AtomicU64,
     watch_events: AtomicU64,
+    filtered_out: AtomicU64,
+    filter_relists: AtomicU64,
     errors: AtomicU64,
     expired: AtomicU64,
     streaming_list_requests: AtomicU64,
@@ -110,6 +119,11 @@ pub struct StatsSnapshot {
     pub short_watches: u64,
     /// Watch events received, bookmarks included.
     pub watch_events: u64,
+    /// Objects skipped before decoding because the key filter does not keep them
+    /// (list items, a streaming list's initial events and watch events alike).
+    pub filtered_out: u64,
+    /// Relists because the key filter's generation changed.
+    pub filter_relists: u64,
     /// Errors seen.
     pub errors: u64,
     /// Watches or lists the server ended with 410 Gone (the resourceVersion had
@@ -179,6 +193,8 @@ impl ReflectorStats {
             watches: self.watches.load(Ordering::Relaxed),
             short_watches: self.short_watches.load(Ordering::Relaxed),
             watch_events: self.watch_events.load(Ordering::Relaxed),
+            filtered_out: self.filtered_out.load(Ordering::Relaxed),
+            filter_relists: self.filter_relists.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
             expired: self.expired.load(Ordering::Relaxed),
             streaming_list_requests: self.streaming_list_requests.load(Ordering::Relaxed),
@@ -210,6 +226,13 @@ impl ReflectorMetrics for ReflectorStats {
     }
     fn watch_event(&self) {
         self.watch_events.fetch_add(1, Ordering::Relaxed);
+    }
+    fn filtered_out(&self, objects: usize) {
+        self.filtered_out
+            .fetch_add(objects as u64, Ordering::Relaxed);
+    }
+    fn filter_changed(&self) {
+        self.filter_relists.fetch_add(1, Ordering::Relaxed);
     }
     fn error(&self, error: &ReflectorError) {
         self.errors.fetch_add(1, Ordering::Relaxed);

@@ -30,6 +30,10 @@
 //!   `metadata.managedFields` are dropped while decoding unless asked for
 //!   ([`ManagedFields`]).
 //! - A resync timer asks the store to resync (re-deliver what it knows).
+//! - A [`KeyFilter`] ([`Config::key_filter`](Config#structfield.key_filter)) keeps only
+//!   the objects it names, skipped before they are decoded; when its generation moves
+//!   the reflector ends its watch and relists at once, so the store holds exactly what
+//!   it keeps (see [`KeyFilter`] for the rules).
 //! - By default ([`Config::streaming_list`](Config#structfield.streaming_list)) each
 //!   (re)sync is first tried as a streaming list (client-go's WatchList): one watch
 //!   that sends every object, then a bookmark, then goes on as the watch; the objects
@@ -63,20 +67,20 @@ mod config;
 mod decode;
 mod error;
 mod fake_source;
+mod filtering;
 mod key_filter;
 mod list_watch;
 mod lister_watcher;
 mod metrics;
 mod store;
+mod watch;
 mod watch_list;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Poll, ready};
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::Resource;
 use rand::Rng;
 use tokio::time::Instant;
@@ -88,7 +92,7 @@ pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
-pub use key_filter::KeyFilter;
+pub use key_filter::{FnKeyFilter, KeyFilter, SharedKeyFilter};
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
     CachedObjects, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest,
@@ -98,9 +102,9 @@ pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;
 
 use backoff::Backoff;
-use error::{
-    is_connection_refused, is_expired, is_too_large_resource_version, is_too_many_requests,
-};
+use error::{is_expired, is_too_large_resource_version};
+use filtering::FilterGeneration;
+use watch::Relist;
 use watch_list::{OpenWatch, StreamingList};
 
 /// A watch shorter than this that brought no events is treated as an error.
@@ -135,6 +139,9 @@ pub struct Reflector<K> {
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     store: Arc<dyn ReflectorStore<K>>,
     config: Config,
+    /// The key filter, when the reflector applies it itself: the lister-watcher does
+    /// not ([`ListerWatcher::filters_keys`]).
+    own_key_filter: Option<Arc<dyn KeyFilter>>,
     stats: Arc<ReflectorStats>,
     running: AtomicBool,
     /// A server refused a streaming list: list and watch for good.
@@ -164,6 +171,8 @@ struct Progress {
     /// off), so relists at a specific version are paged too (client-go's
     /// `paginatedResult`).
     paginated_result: bool,
+    /// The key filter's generation, followed to relist when it moves.
+    key_filter_generation: Option<FilterGeneration>,
 }
 
 impl<K> Reflector<K>
@@ -186,12 +195,17 @@ where
         config: Config,
     ) -> Self {
         let name = crate::key::short_type_name::<K>();
+        let own_key_filter = config
+            .key_filter
+            .clone()
+            .filter(|_| !lister_watcher.filters_keys());
         Self {
             name,
             resource: lister_watcher.resource().unwrap_or(name).to_owned(),
             lister_watcher,
             store,
             config,
+            own_key_filter,
             stats: Arc::default(),
             running: AtomicBool::new(false),
             streaming_list_refused: AtomicBool::new(false),
@@ -248,6 +262,7 @@ where
                 event_resource_version: String::new(),
                 resource_version_unavailable: false,
                 paginated_result: false,
+                key_filter_generation: self.config.key_filter.as_deref().map(FilterGeneration::of),
             };
             let mut backoff = Backoff::new(self.config.backoff.clone());
             loop {
@@ -255,8 +270,10 @@ where
                     Ok(streamed) => {
                         self.synced();
                         listed.store(true, Ordering::Relaxed);
-                        if let Err(e) = self.watch(&mut progress, streamed).await {
-                            self.report(&e);
+                        match self.watch(&mut progress, streamed).await {
+                            Ok(Relist::AtOnce) => continue,
+                            Ok(Relist::AfterBackoff) => {}
+                            Err(e) => self.report(&e),
                         }
                     }
                     Err(e) => self.sync_failed(e),
@@ -292,6 +309,7 @@ where
     /// Fills the store: by a streaming list when it can (returning its watch, to go on
     /// reading), else by a list.
     async fn sync(&self, progress: &mut Progress) -> Result<Option<OpenWatch<K>>, ReflectorError> {
+        progress.key_filter_syncing();
         if self.uses_streaming_list()
             && let StreamingList::Synced(watch) = self.streaming_list(progress).await?
         {
@@ -369,9 +387,10 @@ where
             resource_version: resource_version.to_owned(),
             limit,
             continue_token: None,
+            key_filter: self.request_key_filter(),
         };
         loop {
-            let page = match list(request.clone()).await {
+            let mut page = match list(request.clone()).await {
                 Ok(page) => page,
                 Err(e) if is_expired(&e) && request.continue_token.is_some() => {
                     // The continue token expired mid-list: start over, unpaged.
@@ -383,6 +402,7 @@ where
                 }
                 Err(e) => return Err(e),
             };
+            self.filter_page(&mut page);
             for error in page.undecodable {
                 self.report(&ReflectorError::Decode(error));
             }
@@ -401,192 +421,6 @@ where
                 }
             }
         }
-    }
-
-    /// Watches from the last resourceVersion, first reading on `streamed` (the watch
-    /// of the streaming list that synced the store) when there is one.
-    async fn watch(
-        &self,
-        progress: &mut Progress,
-        mut streamed: Option<OpenWatch<K>>,
-    ) -> Result<(), ReflectorError> {
-        let mut connect_backoff = Backoff::new(self.config.backoff.clone());
-        loop {
-            self.stats.set_phase(Phase::Watching);
-            if let Some(open) = streamed.take() {
-                tracing::debug!(resource_version = %progress.last_resource_version, "watching on from the streamed list");
-                match self.read_watch(open, progress).await {
-                    WatchEnd::Resume => continue,
-                    WatchEnd::BackOff => {
-                        self.back_off(&mut connect_backoff).await;
-                        continue;
-                    }
-                    WatchEnd::Return(result) => return result,
-                }
-            }
-            let timeout = random_in(&self.config.watch_timeout);
-            let request = WatchRequest {
-                resource_version: progress.last_resource_version.clone(),
-                timeout,
-                allow_bookmarks: self.config.allow_bookmarks,
-                streaming_list: false,
-            };
-            let started = Instant::now();
-            let deadline = started + timeout + dead_watch_grace(timeout);
-            let opened = tokio::time::timeout_at(deadline, self.lister_watcher.watch(request));
-            let Ok(opened) = opened.await else {
-                // Not even the response's headers came back: a dead connection.
-                self.report(&ReflectorError::DeadWatch(started.elapsed()));
-                self.back_off(&mut connect_backoff).await;
-                continue;
-            };
-            let stream = match opened {
-                Ok(stream) => stream,
-                Err(e) if is_connection_refused(&e) || is_too_many_requests(&e) => {
-                    // The server is down or busy: the list we have is still good.
-                    self.report(&ReflectorError::Watch(e));
-                    self.back_off(&mut connect_backoff).await;
-                    continue;
-                }
-                Err(e) if is_expired(&e) || is_too_large_resource_version(&e) => {
-                    return self.expired(e);
-                }
-                Err(e) => return Err(ReflectorError::Watch(e)),
-            };
-            connect_backoff.reset();
-            self.record(|metrics| metrics.watch_started());
-            tracing::debug!(resource_version = %progress.last_resource_version, ?timeout, "watching");
-            let open = OpenWatch {
-                stream,
-                started,
-                deadline,
-                events: 0,
-            };
-            match self.read_watch(open, progress).await {
-                WatchEnd::Resume => {}
-                WatchEnd::BackOff => self.back_off(&mut connect_backoff).await,
-                WatchEnd::Return(result) => return result,
-            }
-        }
-    }
-
-    /// Reads an open watch until it ends, applying its events.
-    async fn read_watch(&self, open: OpenWatch<K>, progress: &mut Progress) -> WatchEnd {
-        let OpenWatch {
-            mut stream,
-            started,
-            deadline,
-            mut events,
-        } = open;
-        // Events are applied inside the poll, where the stream hands them out:
-        // awaiting `next()` would copy every object (hundreds of bytes) twice more,
-        // into the future's state and out of it.
-        let ended = tokio::time::timeout_at(
-            deadline,
-            std::future::poll_fn(|cx| {
-                loop {
-                    match ready!(stream.poll_next_unpin(cx)) {
-                        Some(Ok(event)) => {
-                            events += 1;
-                            self.apply(event, progress);
-                        }
-                        Some(Err(e)) => return Poll::Ready(Some(e)),
-                        None => return Poll::Ready(None),
-                    }
-                }
-            }),
-        )
-        .await;
-        let Ok(ended) = ended else {
-            // Past the server's own timeout and still open: the connection died
-            // without a word. Resume from the last version on a new one.
-            self.report(&ReflectorError::DeadWatch(started.elapsed()));
-            return WatchEnd::Resume;
-        };
-        match ended {
-            // The server closed the watch (its timeout): resume.
-            None => {}
-            Some(e) if is_expired(&e) => return WatchEnd::Return(self.expired(e)),
-            Some(e) if is_too_many_requests(&e) => {
-                // The server asks us to slow down (client-go: back off, then watch
-                // again from the last resourceVersion; the cache is still good).
-                self.report(&ReflectorError::Watch(e));
-                return WatchEnd::BackOff;
-            }
-            Some(kube::Error::Api(status)) => {
-                // An error event from the server: start over with a relist.
-                let error = ReflectorError::Watch(kube::Error::Api(status));
-                return WatchEnd::Return(Err(error));
-            }
-            // The connection broke: resume the watch where it was.
-            Some(e) => self.report(&ReflectorError::Watch(e)),
-        }
-        let elapsed = started.elapsed();
-        if events == 0 && elapsed < SHORT_WATCH {
-            self.record(|metrics| metrics.short_watch());
-            return WatchEnd::Return(Err(ReflectorError::ShortWatch(elapsed)));
-        }
-        tracing::debug!(events, ?elapsed, "watch ended; resuming");
-        WatchEnd::Resume
-    }
-
-    /// Waits out the next delay of `backoff`, saying so in the stats.
-    async fn back_off(&self, backoff: &mut Backoff) {
-        self.stats.set_phase(Phase::BackingOff);
-        tokio::time::sleep(backoff.next_delay()).await;
-    }
-
-    /// 410 Gone on a watch: relist, at once and without an error (client-go logs this
-    /// at debug level: it is the normal way to catch up after a long disconnect).
-    fn expired(&self, e: kube::Error) -> Result<(), ReflectorError> {
-        let error = ReflectorError::Expired(e);
-        tracing::debug!(%error, "relisting");
-        self.notify(&error);
-        Ok(())
-    }
-
-    fn apply(&self, event: WatchEvent<K>, progress: &mut Progress) {
-        self.record(|metrics| metrics.watch_event());
-        // The object's resourceVersion is copied into a reused buffer before the object
-        // moves into the store (and recorded after it), so events allocate nothing here.
-        let mut rv = std::mem::take(&mut progress.event_resource_version);
-        rv.clear();
-        match event {
-            WatchEvent::Added(object) => {
-                push_resource_version(&mut rv, &object);
-                self.store.add(object);
-            }
-            WatchEvent::Modified(object) => {
-                push_resource_version(&mut rv, &object);
-                self.store.update(object);
-            }
-            WatchEvent::Deleted(object) => {
-                push_resource_version(&mut rv, &object);
-                self.store.delete(object);
-            }
-            WatchEvent::Bookmark {
-                resource_version, ..
-            } => rv = resource_version,
-            WatchEvent::Undecodable(error) => {
-                if let ReflectorError::Decode(e) = &error {
-                    if let Some(version) = &e.resource_version {
-                        rv.push_str(version);
-                    }
-                    // Whatever the event's type, the server now holds something under
-                    // this name that a fresh list would skip: the cache must not keep
-                    // an older version of it (nor a deleted one).
-                    if let Some(key) = &e.object_key {
-                        self.store.forget(key);
-                    }
-                }
-                self.report(&error);
-            }
-        }
-        if !rv.is_empty() {
-            self.record(|metrics| metrics.resource_version(&rv));
-            progress.last_resource_version.clone_from(&rv);
-        }
-        progress.event_resource_version = rv;
     }
 
     fn set_resource_version(&self, progress: &mut Progress, resource_version: String) {
@@ -647,16 +481,6 @@ where
     }
 }
 
-/// How reading a watch ended.
-enum WatchEnd {
-    /// Watch again from the last resourceVersion, at once.
-    Resume,
-    /// Watch again from the last resourceVersion, after a backoff.
-    BackOff,
-    /// Stop watching: `Ok` relists at once, `Err` after a report and a backoff.
-    Return(Result<(), ReflectorError>),
-}
-
 /// Marks a reflector stopped, and free to run again, when its `run` ends.
 struct Stopping<'a, K>(&'a Reflector<K>);
 
@@ -673,12 +497,6 @@ fn append<T>(all: &mut Vec<T>, more: Vec<T>) {
         *all = more;
     } else {
         all.extend(more);
-    }
-}
-
-fn push_resource_version<K: Resource>(buffer: &mut String, object: &K) {
-    if let Some(version) = &object.meta().resource_version {
-        buffer.push_str(version);
     }
 }
 

@@ -30,6 +30,8 @@
 //!   a streaming list again (client-go lists at once, and is denied the same way:
 //!   two errors where one says it all).
 //! - Any other error answer falls back to a list for this sync only.
+//! - Objects the key filter does not keep are passed over, as in a list (see
+//!   [`KeyFilter`](super::KeyFilter)).
 //! - An object the store already holds at the streamed version is taken from the store
 //!   ([`ReflectorStore::cached_objects`](super::ReflectorStore::cached_objects)), and the decoded copy dropped at once: a
 //!   resync by streaming list does not hold the collection twice, as a relist does not.
@@ -136,6 +138,7 @@ where
                 timeout,
                 allow_bookmarks: true,
                 streaming_list: true,
+                key_filter: self.request_key_filter(),
             };
             self.stats.set_phase(Phase::Listing);
             self.record(|metrics| metrics.streaming_list_requested());
@@ -222,12 +225,25 @@ where
     ) -> Option<String> {
         initial.events += 1;
         match event {
-            WatchEvent::Added(object) => initial.add(object),
-            WatchEvent::Modified(object) => {
-                initial.remove(meta_namespace_key_ref(&object));
-                initial.add(object);
+            // An object the key filter does not keep is passed over; one that was
+            // gathered before the filter changed goes in the relist that follows.
+            WatchEvent::Added(object) => {
+                if self.passes_filter(&object) {
+                    initial.add(object);
+                }
             }
-            WatchEvent::Deleted(object) => initial.remove(meta_namespace_key_ref(&object)),
+            WatchEvent::Modified(object) => {
+                if self.passes_filter(&object) {
+                    initial.remove(meta_namespace_key_ref(&object));
+                    initial.add(object);
+                }
+            }
+            WatchEvent::Deleted(object) => {
+                if self.passes_filter(&object) {
+                    initial.remove(meta_namespace_key_ref(&object));
+                }
+            }
+            WatchEvent::FilteredOut { .. } => self.record(|metrics| metrics.filtered_out(1)),
             WatchEvent::Bookmark {
                 resource_version,
                 initial_events_end: true,
@@ -235,6 +251,8 @@ where
             // Progress, but not the end: the objects so far are not the whole
             // collection, and the store's version moves only with them.
             WatchEvent::Bookmark { .. } => {}
+            WatchEvent::Undecodable(ReflectorError::Decode(e))
+                if !self.passes_filter_undecodable(&e) => {}
             WatchEvent::Undecodable(error) => {
                 // Left out, as from a list; and a version gathered before it is stale.
                 if let ReflectorError::Decode(e) = &error

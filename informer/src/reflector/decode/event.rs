@@ -2,7 +2,9 @@
 //!
 //! The object is decoded on its own, so one that does not fit `K` (or is of another
 //! kind) becomes a [`WatchEvent::Undecodable`] and the stream goes on; an `ERROR` event
-//! is the API server's `Status`, returned as the error it describes.
+//! is the API server's `Status`, returned as the error it describes. With a key filter,
+//! an event about an object the filter does not keep is a [`WatchEvent::FilteredOut`]
+//! carrying only its resourceVersion: the object is not decoded.
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -11,6 +13,7 @@ use serde_json::value::RawValue;
 use super::managed_fields::ManagedFields;
 use super::object::{RawHeader, decode_object};
 use crate::reflector::error::ReflectorError;
+use crate::reflector::key_filter::SharedKeyFilter;
 use crate::reflector::lister_watcher::WatchEvent;
 
 #[derive(Deserialize)]
@@ -19,6 +22,16 @@ struct RawEvent<'a> {
     kind: &'a str,
     #[serde(borrow)]
     object: &'a RawValue,
+}
+
+/// An event's type and its object's header, read in one pass that skips every other
+/// field unread: enough to pass over an object the key filter does not keep.
+#[derive(Deserialize)]
+struct RawEventHeader<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    object: RawHeader<'a>,
 }
 
 /// What a bookmark's object says: its resourceVersion and whether it ends a streaming
@@ -52,12 +65,27 @@ impl<'a> RawBookmark<'a> {
     }
 }
 
-/// Decodes one line of a watch stream.
+/// Decodes one line of a watch stream; an object `key_filter` does not keep is not
+/// decoded.
 pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
     line: &[u8],
     kind: &str,
     managed_fields: ManagedFields,
+    key_filter: Option<&SharedKeyFilter>,
 ) -> Result<WatchEvent<K>, kube::Error> {
+    if let Some(filter) = key_filter
+        && let Ok(head) = serde_json::from_slice::<RawEventHeader<'_>>(line)
+        && matches!(head.kind, "ADDED" | "MODIFIED" | "DELETED")
+        && !head.object.kept_by(filter)
+    {
+        return Ok(WatchEvent::FilteredOut {
+            resource_version: head
+                .object
+                .resource_version()
+                .unwrap_or_default()
+                .to_owned(),
+        });
+    }
     let event: RawEvent<'_> = serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
     let wrap: fn(K) -> WatchEvent<K> = match event.kind {
         "ADDED" => WatchEvent::Added,
@@ -156,6 +184,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"ConfigMapList","metadata":{"name":"s"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(matches!(
@@ -170,6 +199,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(matches!(added, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
@@ -178,6 +208,7 @@ mod tests {
             br#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"9"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(matches!(
@@ -196,7 +227,7 @@ mod tests {
             let line = format!(
                 r#"{{"type":"BOOKMARK","object":{{"kind":"ConfigMap","metadata":{{"resourceVersion":"12","annotations":{annotations}}}}}}}"#
             );
-            decode_event(line.as_bytes(), "ConfigMap", ManagedFields::Drop).unwrap()
+            decode_event(line.as_bytes(), "ConfigMap", ManagedFields::Drop, None).unwrap()
         };
         let ends = |event: WatchEvent<ConfigMap>| match event {
             WatchEvent::Bookmark {
@@ -223,6 +254,7 @@ mod tests {
             br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap_err();
         assert!(crate::reflector::error::is_expired(&err), "{err:?}");
@@ -234,6 +266,7 @@ mod tests {
             br#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"x","namespace":"n"},"data":[]}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(
@@ -245,6 +278,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"Secret","metadata":{"name":"s","namespace":"n"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         assert!(
@@ -263,6 +297,7 @@ mod tests {
             br#"{"type":"MODIFIED","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"n","labels":{"app":"web"},"managedFields":[{"manager":"m"}]}}}"#,
             "PartialObjectMetadata",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         let WatchEvent::Modified(partial) = event else {
@@ -282,6 +317,7 @@ mod tests {
             br#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}}"#,
             "ConfigMap",
             ManagedFields::Drop,
+            None,
         )
         .unwrap();
         let WatchEvent::Added(object) = event else {
@@ -289,5 +325,54 @@ mod tests {
         };
         assert_eq!(object.data["data"]["k"], "v");
         assert!(object.metadata.managed_fields.is_none());
+    }
+
+    /// An event about an object the key filter does not keep is not decoded (one that
+    /// would not decode is no error): only its resourceVersion comes out. A kept one,
+    /// and every bookmark, decodes as without a filter.
+    #[test]
+    fn an_event_not_kept_is_filtered_out_with_its_resource_version() {
+        use crate::reflector::{FnKeyFilter, SharedKeyFilter};
+        use std::sync::Arc;
+        let filter = SharedKeyFilter::new(Arc::new(FnKeyFilter::new(|namespace, name| {
+            namespace == Some("n") && name == "kept"
+        })));
+        let decode = |line: &str| -> WatchEvent<ConfigMap> {
+            decode_event(
+                line.as_bytes(),
+                "ConfigMap",
+                ManagedFields::Drop,
+                Some(&filter),
+            )
+            .unwrap()
+        };
+        for kind in ["ADDED", "MODIFIED", "DELETED"] {
+            let line = format!(
+                r#"{{"type":"{kind}","object":{{"kind":"ConfigMap","metadata":{{"name":"other","namespace":"n","resourceVersion":"7"}},"data":[]}}}}"#
+            );
+            assert!(
+                matches!(decode(&line), WatchEvent::FilteredOut { resource_version } if resource_version == "7"),
+                "{kind}"
+            );
+        }
+        let elsewhere = decode(
+            r#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"kept","namespace":"m","resourceVersion":"8"}}}"#,
+        );
+        assert!(matches!(elsewhere, WatchEvent::FilteredOut { .. }));
+        let kept = decode(
+            r#"{"type":"MODIFIED","object":{"kind":"ConfigMap","metadata":{"name":"kept","namespace":"n","resourceVersion":"9"},"data":{"a":"b"}}}"#,
+        );
+        assert!(matches!(kept, WatchEvent::Modified(cm) if cm.data.as_ref().unwrap()["a"] == "b"));
+        let kept_bad = decode(
+            r#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"kept","namespace":"n"},"data":[]}}"#,
+        );
+        assert!(matches!(
+            kept_bad,
+            WatchEvent::Undecodable(ReflectorError::Decode(_))
+        ));
+        let bookmark = decode(
+            r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"10"}}}"#,
+        );
+        assert!(matches!(bookmark, WatchEvent::Bookmark { .. }));
     }
 }

@@ -14,9 +14,10 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::managed_fields::{Decoded, ManagedFields};
-use super::object::{RawHeader, decode_error, decode_object};
+use super::object::{RawHeader, decode_error};
 use crate::key::ObjectKeyRef;
 use crate::reflector::error::DecodeError;
+use crate::reflector::key_filter::SharedKeyFilter;
 use crate::reflector::lister_watcher::{CachedObjects, ListPage};
 
 #[derive(Deserialize, Default)]
@@ -170,13 +171,17 @@ fn malformed(what: &str) -> kube::Error {
 /// tried again only once twice as many of its bytes are there, so a large item costs
 /// time linear in its size however finely the response is chunked.
 ///
-/// With a [`CachedObjects`] (a relist), each item's end is found first and its
-/// metadata read; an item the cache holds at the same resourceVersion and uid is
-/// taken from the cache ([`ListPage::unchanged`]) and never decoded.
+/// With a [`CachedObjects`] (a relist) or a [key filter](Self::key_filter), each
+/// item's end is found first and its metadata read: an item the filter does not keep
+/// is skipped ([`ListPage::filtered_out`]) and never decoded, nor reported if it would
+/// not decode; an item the cache holds at the same resourceVersion and uid is taken
+/// from the cache ([`ListPage::unchanged`]) and never decoded.
 pub(in crate::reflector) struct ListDecoder<'k, K> {
     kind: &'k str,
     managed_fields: ManagedFields,
     cache: Option<&'k dyn CachedObjects<K>>,
+    key_filter: Option<&'k SharedKeyFilter>,
+    filtered_out: usize,
     state: ListState,
     /// The current item did not decode, with this error: only its end is sought.
     skipping: Option<serde_json::Error>,
@@ -200,6 +205,8 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             kind,
             managed_fields,
             cache,
+            key_filter: None,
+            filtered_out: 0,
             state: ListState::Start,
             skipping: None,
             retry_len: 0,
@@ -209,6 +216,12 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             undecodable: Vec::new(),
             metadata: RawListMeta::default(),
         }
+    }
+
+    /// Skips the items `filter` does not keep, before decoding them.
+    pub(in crate::reflector) fn key_filter(mut self, filter: Option<&'k SharedKeyFilter>) -> Self {
+        self.key_filter = filter;
+        self
     }
 
     /// Consumes what it can of `input` (everything received and not yet consumed);
@@ -323,8 +336,8 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             return Ok(None);
         }
         self.attempts += 1;
-        if let Some(cache) = self.cache {
-            return self.item_or_cached(cache, input, eof);
+        if self.cache.is_some() || self.key_filter.is_some() {
+            return self.item_by_header(input, eof);
         }
         if self.skipping.is_none() {
             match parse_object::<K>(input, eof, self.managed_fields) {
@@ -355,42 +368,67 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
         }
     }
 
-    /// [`item`](Self::item) during a relist: finds the item's end, then takes it from
-    /// `cache` if the cache holds it at the same resourceVersion and uid, or decodes it.
-    fn item_or_cached(
-        &mut self,
-        cache: &dyn CachedObjects<K>,
-        input: &[u8],
-        eof: bool,
-    ) -> Result<Option<usize>, kube::Error> {
-        let Parsed::Value(raw, used) =
-            parse_one::<&RawValue>(input, eof).map_err(kube::Error::SerdeError)?
-        else {
-            self.retry_len = input.len().saturating_mul(2);
-            return Ok(None);
-        };
-        self.retry_len = 0;
-        let header = RawHeader::read(raw);
-        let meta = &header.metadata;
-        let cached = match (&meta.name, &meta.resource_version) {
-            (Some(name), Some(version)) => cache.cached(
+    /// [`item`](Self::item) with a key filter or during a relist: finds the item's
+    /// end and reads its header in one pass (every other field skipped unread), then
+    /// skips the item if the filter does not keep it, takes it from the cache if the
+    /// cache holds it at the same resourceVersion and uid, or decodes it.
+    fn item_by_header(&mut self, input: &[u8], eof: bool) -> Result<Option<usize>, kube::Error> {
+        match parse_one::<RawHeader<'_>>(input, eof) {
+            Ok(Parsed::Value(header, used)) => {
+                self.retry_len = 0;
+                self.take(&header, &input[..used])?;
+                Ok(Some(used))
+            }
+            Ok(Parsed::More) => {
+                self.retry_len = input.len().saturating_mul(2);
+                Ok(None)
+            }
+            // A header that does not read as one (a name that is no string, say): the
+            // item is found whole, and named as far as it can be.
+            Err(_) => {
+                let Parsed::Value(raw, used) =
+                    parse_one::<&RawValue>(input, eof).map_err(kube::Error::SerdeError)?
+                else {
+                    self.retry_len = input.len().saturating_mul(2);
+                    return Ok(None);
+                };
+                self.retry_len = 0;
+                self.take(&RawHeader::read(raw), raw.get().as_bytes())?;
+                Ok(Some(used))
+            }
+        }
+    }
+
+    /// The item `item` (whole), whose header is `header`: skipped, taken from the
+    /// cache, or decoded.
+    fn take(&mut self, header: &RawHeader<'_>, item: &[u8]) -> Result<(), kube::Error> {
+        if let Some(filter) = self.key_filter
+            && !header.kept_by(filter)
+        {
+            self.filtered_out += 1;
+            return Ok(());
+        }
+        let cached = match (self.cache, header.name(), header.resource_version()) {
+            (Some(cache), Some(name), Some(version)) => cache.cached(
                 ObjectKeyRef {
-                    namespace: meta.namespace.as_deref(),
+                    namespace: header.namespace(),
                     name,
                 },
                 version,
-                meta.uid.as_deref(),
+                header.uid(),
             ),
             _ => None,
         };
-        match cached {
-            Some(object) => self.unchanged.push(object),
-            None => match decode_object(raw, self.kind, self.managed_fields) {
-                Ok(object) => self.items.push(object),
-                Err(e) => self.undecodable.push(e),
-            },
+        if let Some(object) = cached {
+            self.unchanged.push(object);
+            return Ok(());
         }
-        Ok(Some(used))
+        match parse_object::<K>(item, true, self.managed_fields) {
+            Ok(Parsed::Value(object, _)) => self.items.push(object),
+            Ok(Parsed::More) => return Err(malformed("an item ended early")),
+            Err(e) => self.undecodable.push(header.decode_error(self.kind, e)),
+        }
+        Ok(())
     }
 
     /// The page, once every byte was given to [`advance`](Self::advance); `rest` is
@@ -403,6 +441,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             items: self.items,
             unchanged: self.unchanged,
             undecodable: self.undecodable,
+            filtered_out: self.filtered_out,
             resource_version: self.metadata.resource_version.unwrap_or_default(),
             continue_token: self.metadata.continue_token.filter(|t| !t.is_empty()),
         })
@@ -410,282 +449,4 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use futures::TryStreamExt;
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    #[test]
-    fn list_decodes_each_item_and_skips_the_bad_one() {
-        let text = r#"{"kind":"ConfigMapList","metadata":{"resourceVersion":"42","continue":"abc"},
-            "items":[
-              {"metadata":{"name":"good","namespace":"ns","resourceVersion":"40"},"data":{"a":"b"}},
-              {"metadata":{"name":"bad","namespace":"ns","resourceVersion":"41"},"data":{"a":7}}
-            ]}"#;
-        let page: ListPage<ConfigMap> = decode_list(
-            text,
-            ListDecoder::new("ConfigMap", ManagedFields::Drop, None),
-        )
-        .unwrap();
-        assert_eq!(page.items.len(), 1);
-        assert_eq!(page.items[0].metadata.name.as_deref(), Some("good"));
-        assert_eq!(page.resource_version, "42");
-        assert_eq!(page.continue_token.as_deref(), Some("abc"));
-        assert_eq!(page.undecodable.len(), 1);
-        assert_eq!(page.undecodable[0].key, "ns/bad");
-        assert_eq!(page.undecodable[0].resource_version.as_deref(), Some("41"));
-    }
-
-    /// Feeds `text` to the streaming decoder in the given chunks.
-    fn decode_chunks(chunks: Vec<Vec<u8>>) -> Result<ListPage<ConfigMap>, kube::Error> {
-        decode_chunks_with(chunks, None)
-    }
-
-    /// Feeds `text` to the streaming decoder in the given chunks, with `cache`.
-    fn decode_chunks_with(
-        chunks: Vec<Vec<u8>>,
-        cache: Option<&dyn CachedObjects<ConfigMap>>,
-    ) -> Result<ListPage<ConfigMap>, kube::Error> {
-        let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))
-            .into_async_read();
-        let decoder = ListDecoder::new("ConfigMap", ManagedFields::Drop, cache);
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(decode_list_stream(body, decoder))
-    }
-
-    /// Cached ConfigMaps, found by key, resourceVersion and uid.
-    struct Cache(Vec<Arc<ConfigMap>>);
-
-    impl CachedObjects<ConfigMap> for Cache {
-        fn cached(
-            &self,
-            key: ObjectKeyRef<'_>,
-            resource_version: &str,
-            uid: Option<&str>,
-        ) -> Option<Arc<ConfigMap>> {
-            self.0
-                .iter()
-                .find(|cm| {
-                    let meta = &cm.metadata;
-                    meta.namespace.as_deref() == key.namespace
-                        && meta.name.as_deref() == Some(key.name)
-                        && meta.resource_version.as_deref() == Some(resource_version)
-                        && (uid.is_none() || meta.uid.as_deref() == uid)
-                })
-                .cloned()
-        }
-    }
-
-    fn item(name: &str, rv: &str, uid: &str, data: &str) -> String {
-        format!(
-            r#"{{"kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"ns",
-                "resourceVersion":"{rv}","uid":"{uid}","managedFields":[{{"manager":"m"}}]}},
-                "data":{data}}}"#
-        )
-    }
-
-    fn cached(name: &str, rv: &str, uid: &str) -> Arc<ConfigMap> {
-        Arc::new(serde_json::from_str(&item(name, rv, uid, r#"{"k":"cached"}"#)).unwrap())
-    }
-
-    #[test]
-    fn a_relist_takes_objects_the_cache_holds_at_the_listed_version() {
-        let cache = Cache(vec![
-            cached("same", "40", "u-same"),
-            cached("changed", "39", "u-changed"),
-            cached("recreated", "41", "u-old"),
-            cached("bad-but-cached", "44", "u-bad"),
-        ]);
-        let items = [
-            item("same", "40", "u-same", r#"{"k":"listed"}"#),
-            item("changed", "41", "u-changed", r#"{"k":"listed"}"#),
-            item("recreated", "41", "u-new", r#"{"k":"listed"}"#),
-            item("new", "42", "u-new2", r#"{"k":"listed"}"#),
-            item("bad", "43", "u-x", r#"{"k":7}"#),
-            // Unchanged since it was cached: not decoded again, so not reported.
-            item("bad-but-cached", "44", "u-bad", r#"{"k":7}"#),
-        ];
-        let text = format!(
-            r#"{{"metadata":{{"resourceVersion":"45"}},"items":[{}]}}"#,
-            items.join(",")
-        );
-        let bytes = text.as_bytes();
-        for size in [1, 7, 64, bytes.len()] {
-            let page = decode_chunks_with(
-                bytes.chunks(size).map(<[u8]>::to_vec).collect(),
-                Some(&cache),
-            )
-            .unwrap();
-            let names = |objects: &mut dyn Iterator<Item = &ConfigMap>| -> Vec<String> {
-                objects.filter_map(|cm| cm.metadata.name.clone()).collect()
-            };
-            assert_eq!(
-                names(&mut page.items.iter()),
-                ["changed", "recreated", "new"],
-                "chunks of {size}"
-            );
-            assert!(
-                page.items
-                    .iter()
-                    .all(|cm| cm.data.as_ref().unwrap()["k"] == "listed")
-            );
-            assert!(
-                page.items
-                    .iter()
-                    .all(|cm| cm.metadata.managed_fields.is_none())
-            );
-            assert_eq!(
-                names(&mut page.unchanged.iter().map(|cm| &**cm)),
-                ["same", "bad-but-cached"]
-            );
-            assert!(Arc::ptr_eq(&page.unchanged[0], &cache.0[0]));
-            assert_eq!(
-                page.undecodable
-                    .iter()
-                    .map(|e| e.key.as_str())
-                    .collect::<Vec<_>>(),
-                ["ns/bad"]
-            );
-            assert_eq!(page.resource_version, "45");
-        }
-    }
-
-    fn summary(
-        page: &ListPage<ConfigMap>,
-    ) -> (Vec<Option<String>>, Vec<String>, String, Option<String>) {
-        (
-            page.items
-                .iter()
-                .map(|cm| cm.metadata.name.clone())
-                .collect(),
-            page.undecodable.iter().map(|e| e.key.clone()).collect(),
-            page.resource_version.clone(),
-            page.continue_token.clone(),
-        )
-    }
-
-    const CHUNKED: &str = r#"{"kind":"ConfigMapList","apiVersion":"v1","n":12345,"t":true,
-        "metadata":{"resourceVersion":"42","continue":"abc","remainingItemCount":7},
-        "items":[
-          {"metadata":{"name":"a\u0062","namespace":"ns","resourceVersion":"40"},"data":{"k":"v \"q\" ]}"}},
-          {"metadata":{"name":"bad","namespace":"ns","resourceVersion":"41"},"data":{"a":7}},
-          {"metadata":{"name":"c","namespace":"ns","labels":{"x":"y"}},"data":{"big":"0123456789012345678901234567890123456789"}}
-        ],"extra":[1,[2,{"x":null}]]}
-"#;
-
-    #[test]
-    fn streamed_list_decodes_the_same_however_it_is_cut() {
-        let whole = decode_list::<ConfigMap>(
-            CHUNKED,
-            ListDecoder::new("ConfigMap", ManagedFields::Drop, None),
-        )
-        .unwrap();
-        let expected = summary(&whole);
-        assert_eq!(
-            expected,
-            (
-                vec![Some("ab".to_owned()), Some("c".to_owned())],
-                vec!["ns/bad".to_owned()],
-                "42".to_owned(),
-                Some("abc".to_owned())
-            )
-        );
-        let bytes = CHUNKED.as_bytes();
-        for cut in 0..=bytes.len() {
-            let page = decode_chunks(vec![bytes[..cut].to_vec(), bytes[cut..].to_vec()]).unwrap();
-            assert_eq!(summary(&page), expected, "cut at {cut}");
-            assert_eq!(page.items, whole.items);
-        }
-        for size in [1, 2, 3, 7, 64] {
-            let page = decode_chunks(bytes.chunks(size).map(<[u8]>::to_vec).collect()).unwrap();
-            assert_eq!(summary(&page), expected, "chunks of {size}");
-        }
-    }
-
-    #[test]
-    fn streamed_list_rejects_truncated_and_trailing_data() {
-        let bytes = CHUNKED.trim_end().as_bytes();
-        for cut in 0..bytes.len() {
-            assert!(
-                decode_chunks(vec![bytes[..cut].to_vec()]).is_err(),
-                "a list cut at {cut} must not decode"
-            );
-        }
-        let trailing = format!("{CHUNKED} {{}}");
-        assert!(decode_chunks(vec![trailing.into_bytes()]).is_err());
-        assert!(decode_chunks(vec![b"[]".to_vec()]).is_err());
-        let empty = decode_chunks(vec![b" {} ".to_vec()]).unwrap();
-        assert!(empty.items.is_empty() && empty.resource_version.is_empty());
-    }
-
-    #[test]
-    fn a_large_item_in_small_chunks_is_tried_a_logarithmic_number_of_times() {
-        let big = "x".repeat(1 << 20);
-        let text = format!(
-            r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{{"metadata":{{"name":"big"}},"data":{{"k":"{big}"}}}}]}}"#
-        );
-        let mut decoder = ListDecoder::<ConfigMap>::new("ConfigMap", ManagedFields::Drop, None);
-        let mut pending = Vec::new();
-        for chunk in text.as_bytes().chunks(1024) {
-            pending.extend_from_slice(chunk);
-            let used = decoder.advance(&pending, false).unwrap();
-            pending.drain(..used);
-        }
-        let used = decoder.advance(&pending, true).unwrap();
-        // 1,025 chunks, but each attempt waits for twice the bytes of the last one.
-        assert!(decoder.attempts <= 16, "{} attempts", decoder.attempts);
-        let page = decoder.finish(&pending[used..]).unwrap();
-        assert_eq!(page.items[0].data.as_ref().unwrap()["k"].len(), 1 << 20);
-    }
-
-    #[test]
-    fn size_hinted_decoding_gives_equal_values_with_tight_vectors() {
-        use k8s_openapi::api::core::v1::Pod;
-        let pod = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"n",
-            "finalizers":["f"],"ownerReferences":[{"apiVersion":"v1","kind":"X","name":"o","uid":"u"}],
-            "managedFields":[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1",
-              "fieldsV1":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{}}}},"f:list":[1,[2,3],{"a":[]}]}}]},
-          "spec":{"containers":[{"name":"c","image":"i","args":["a","b","c","d","e"],"env":[],
-              "ports":[{"containerPort":80},{"containerPort":443,"protocol":"TCP"}],
-              "resources":{"limits":{"cpu":"1","memory":"1Gi"}}}],
-            "tolerations":[{"key":"k","operator":"Exists","effect":"NoSchedule","tolerationSeconds":5}],
-            "nodeSelector":{"a":"b"},"priority":-3,"enableServiceLinks":true},
-          "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2024-01-01T00:00:00Z"}],
-            "podIP":"10.0.0.1","startTime":"2024-01-01T00:00:00Z"}}"#;
-        let plain: Pod = serde_json::from_str(pod).unwrap();
-        let raw: Box<RawValue> = serde_json::from_str(pod).unwrap();
-        let hinted: Pod = decode_object(&raw, "Pod", ManagedFields::Keep).unwrap();
-        assert_eq!(hinted, plain);
-        assert_eq!(
-            hinted.metadata.managed_fields.as_ref().unwrap().capacity(),
-            1
-        );
-        assert_eq!(hinted.metadata.finalizers.as_ref().unwrap().capacity(), 1);
-        let list = format!(r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{pod},{pod}]}}"#);
-        let page: ListPage<Pod> =
-            decode_list(&list, ListDecoder::new("Pod", ManagedFields::Keep, None)).unwrap();
-        assert_eq!(page.items, vec![plain.clone(), plain]);
-        assert_eq!(
-            page.items[1]
-                .metadata
-                .owner_references
-                .as_ref()
-                .unwrap()
-                .capacity(),
-            1
-        );
-    }
-
-    #[test]
-    fn list_with_null_items_is_empty() {
-        let page: ListPage<ConfigMap> = decode_list(
-            r#"{"metadata":{"resourceVersion":"1"},"items":null}"#,
-            ListDecoder::new("ConfigMap", ManagedFields::Drop, None),
-        )
-        .unwrap();
-        assert!(page.items.is_empty());
-        assert_eq!(page.continue_token, None);
-    }
-}
+mod tests;

@@ -1,6 +1,7 @@
 //! One object: decoded into `K` through the [adapter](super::managed_fields), or, when
 //! it does not fit `K`, named in a [`DecodeError`] by what can be read of its metadata.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -10,38 +11,109 @@ use serde_json::value::RawValue;
 use super::managed_fields::{self, ManagedFields};
 use crate::key::ObjectKey;
 use crate::reflector::error::DecodeError;
+use crate::reflector::key_filter::SharedKeyFilter;
 
-/// Just enough of an object to name it in an error.
+/// Just enough of an object to name it (in an error, or to a key filter) and to find
+/// its cached copy: its metadata's namespace, name, resourceVersion and uid, borrowed
+/// from the JSON where they hold no escapes. Every other field is skipped without
+/// being copied.
 #[derive(Deserialize, Default)]
-pub(super) struct RawHeader {
-    #[serde(default)]
-    pub(super) metadata: RawObjectMeta,
+pub(super) struct RawHeader<'a> {
+    #[serde(borrow, default)]
+    metadata: RawObjectMeta<'a>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct RawObjectMeta {
-    #[serde(default)]
-    pub(super) namespace: Option<String>,
-    #[serde(default)]
-    pub(super) name: Option<String>,
-    #[serde(default)]
-    pub(super) resource_version: Option<String>,
-    #[serde(default)]
-    pub(super) uid: Option<String>,
+struct RawObjectMeta<'a> {
+    #[serde(borrow, default)]
+    namespace: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    resource_version: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    uid: Option<JsonStr<'a>>,
 }
 
-impl RawHeader {
-    pub(super) fn read(raw: &RawValue) -> Self {
+/// A JSON string, borrowed from the input unless it holds escapes (serde's own `Cow`
+/// always copies).
+struct JsonStr<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Cow<'de, str>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(text))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(text.to_owned()))
+            }
+        }
+        deserializer.deserialize_str(Visit).map(JsonStr)
+    }
+}
+
+fn text<'s>(field: &'s Option<JsonStr<'_>>) -> Option<&'s str> {
+    field.as_ref().map(|text| text.0.as_ref())
+}
+
+impl<'a> RawHeader<'a> {
+    pub(super) fn read(raw: &'a RawValue) -> Self {
         serde_json::from_str(raw.get()).unwrap_or_default()
     }
 
+    pub(super) fn namespace(&self) -> Option<&str> {
+        text(&self.metadata.namespace)
+    }
+
+    pub(super) fn name(&self) -> Option<&str> {
+        text(&self.metadata.name)
+    }
+
+    pub(super) fn resource_version(&self) -> Option<&str> {
+        text(&self.metadata.resource_version)
+    }
+
+    pub(super) fn uid(&self) -> Option<&str> {
+        text(&self.metadata.uid)
+    }
+
     pub(super) fn key(&self) -> String {
-        let name = self.metadata.name.as_deref().unwrap_or("<unnamed>");
-        match &self.metadata.namespace {
+        let name = self.name().unwrap_or("<unnamed>");
+        match self.namespace() {
             Some(ns) => format!("{ns}/{name}"),
             None => name.to_owned(),
         }
+    }
+
+    /// Why the object of `kind` this header heads did not decode.
+    pub(super) fn decode_error(&self, kind: &str, source: serde_json::Error) -> DecodeError {
+        let object_key = self.name().map(|name| {
+            Arc::new(ObjectKey {
+                namespace: self.namespace().map(str::to_owned),
+                name: name.to_owned(),
+            })
+        });
+        DecodeError {
+            kind: kind.to_owned(),
+            key: self.key(),
+            object_key,
+            resource_version: self.resource_version().map(str::to_owned),
+            source,
+        }
+    }
+
+    /// Whether `filter` keeps the object; one without a name is kept (and decoded,
+    /// to be named by what it is).
+    pub(super) fn kept_by(&self, filter: &SharedKeyFilter) -> bool {
+        self.name()
+            .is_none_or(|name| filter.keeps(self.namespace(), name))
     }
 }
 
@@ -55,18 +127,34 @@ pub(super) fn decode_object<K: DeserializeOwned>(
 
 /// Why the object `raw` of `kind` did not decode, naming it as far as it can be read.
 pub(super) fn decode_error(raw: &RawValue, kind: &str, source: serde_json::Error) -> DecodeError {
-    let header = RawHeader::read(raw);
-    let object_key = header.metadata.name.clone().map(|name| {
-        Arc::new(ObjectKey {
-            namespace: header.metadata.namespace.clone(),
-            name,
-        })
-    });
-    DecodeError {
-        kind: kind.to_owned(),
-        key: header.key(),
-        object_key,
-        resource_version: header.metadata.resource_version,
-        source,
+    RawHeader::read(raw).decode_error(kind, source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header borrows its strings from the JSON, copying only one with escapes,
+    /// and reads nothing else into memory.
+    #[test]
+    fn the_header_borrows_what_it_can_and_skips_the_rest() {
+        let raw: Box<RawValue> = serde_json::from_str(
+            r#"{"kind":"ConfigMap","metadata":{"name":"a\u0062","namespace":"ns",
+                "resourceVersion":"5","uid":"u","labels":{"x":"y"}},"data":{"k":"v"}}"#,
+        )
+        .unwrap();
+        let header = RawHeader::read(&raw);
+        assert!(matches!(
+            &header.metadata.namespace,
+            Some(JsonStr(Cow::Borrowed("ns")))
+        ));
+        assert!(matches!(&header.metadata.name, Some(JsonStr(Cow::Owned(name))) if name == "ab"));
+        assert_eq!(
+            (header.resource_version(), header.uid()),
+            (Some("5"), Some("u"))
+        );
+        assert_eq!(header.key(), "ns/ab");
+        let unnamed: Box<RawValue> = serde_json::from_str(r#"{"metadata":{"name":7}}"#).unwrap();
+        assert_eq!(RawHeader::read(&unnamed).key(), "<unnamed>");
     }
 }

@@ -33,6 +33,7 @@ fn watch_from(resource_version: &str) -> WatchRequest {
         timeout: Duration::from_secs(300),
         allow_bookmarks: true,
         streaming_list: false,
+        key_filter: None,
     }
 }
 
@@ -90,6 +91,7 @@ async fn each_change_stamps_the_next_resource_version_and_a_list_returns_the_col
             resource_version: "0".into(),
             limit: Some(1),
             continue_token: None,
+            key_filter: None,
         })
         .await
         .expect("listed");

@@ -1,0 +1,133 @@
+//! The reflector's side of its [`KeyFilter`](super::KeyFilter): the filter each
+//! request carries, the filtering it does itself for lister-watchers that do not, and
+//! the generation it relists on. The rules are on [`KeyFilter`](super::KeyFilter).
+
+use kube::Resource;
+use tokio::sync::watch;
+
+use super::error::DecodeError;
+use super::key_filter::{KeyFilter, SharedKeyFilter};
+use super::watch::Relist;
+use super::{ListPage, Progress, Reflector};
+
+/// The key filter's generation as a reflector follows it: the one its last sync
+/// started with, and whether it has moved since.
+#[derive(Clone)]
+pub(super) struct FilterGeneration(watch::Receiver<u64>);
+
+impl FilterGeneration {
+    pub(super) fn of(filter: &dyn KeyFilter) -> Self {
+        Self(filter.generation())
+    }
+
+    /// A sync starts: it filters with the generation there is now.
+    fn mark_synced(&mut self) {
+        self.0.borrow_and_update();
+    }
+
+    /// Whether the generation moved since the last sync started. A filter that
+    /// dropped its sender never changes again.
+    pub(super) fn has_moved(&self) -> bool {
+        self.0.has_changed().unwrap_or(false)
+    }
+
+    /// Completes once the generation has moved since the last sync started (at once
+    /// if it already has); never, if the filter can no longer change.
+    pub(super) async fn moved(&self) {
+        let mut generation = self.0.clone();
+        if generation.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Progress {
+    /// A sync starts: changes of the key filter from now on call for another.
+    pub(super) fn key_filter_syncing(&mut self) {
+        if let Some(generation) = &mut self.key_filter_generation {
+            generation.mark_synced();
+        }
+    }
+
+    /// Whether the key filter changed since the last sync started.
+    pub(super) fn key_filter_moved(&self) -> bool {
+        self.key_filter_generation
+            .as_ref()
+            .is_some_and(FilterGeneration::has_moved)
+    }
+
+    /// The key filter's generation, for a watch to follow.
+    pub(super) fn key_filter_generation(&self) -> Option<FilterGeneration> {
+        self.key_filter_generation.clone()
+    }
+}
+
+impl<K> Reflector<K>
+where
+    K: Resource + Send + 'static,
+{
+    /// The key filter requests carry, for the lister-watcher to apply while decoding.
+    pub(super) fn request_key_filter(&self) -> Option<SharedKeyFilter> {
+        self.config
+            .key_filter
+            .as_ref()
+            .map(|filter| SharedKeyFilter::new(filter.clone()))
+    }
+
+    /// Whether `object` passes the filter the reflector applies itself (for a
+    /// lister-watcher that does not filter keys); counts it when it does not.
+    pub(super) fn passes_filter(&self, object: &K) -> bool {
+        let Some(filter) = &self.own_key_filter else {
+            return true;
+        };
+        let meta = object.meta();
+        let kept = meta
+            .name
+            .as_deref()
+            .is_none_or(|name| filter.keeps(meta.namespace.as_deref(), name));
+        if !kept {
+            self.record(|metrics| metrics.filtered_out(1));
+        }
+        kept
+    }
+
+    /// [`passes_filter`](Self::passes_filter) for an object that did not decode, by
+    /// the key it was named by: one not kept is not reported.
+    pub(super) fn passes_filter_undecodable(&self, error: &DecodeError) -> bool {
+        let Some(filter) = &self.own_key_filter else {
+            return true;
+        };
+        let kept = error
+            .object_key
+            .as_ref()
+            .is_none_or(|key| filter.keeps(key.namespace.as_deref(), &key.name));
+        if !kept {
+            self.record(|metrics| metrics.filtered_out(1));
+        }
+        kept
+    }
+
+    /// Leaves in a listed page only what the key filter keeps (when the
+    /// lister-watcher did not filter it), and counts what was left out.
+    pub(super) fn filter_page(&self, page: &mut ListPage<K>) {
+        if page.filtered_out > 0 {
+            let filtered_out = page.filtered_out;
+            self.record(|metrics| metrics.filtered_out(filtered_out));
+        }
+        if self.own_key_filter.is_none() {
+            return;
+        }
+        page.items.retain(|object| self.passes_filter(object));
+        page.unchanged.retain(|object| self.passes_filter(object));
+        page.undecodable
+            .retain(|error| self.passes_filter_undecodable(error));
+    }
+
+    /// The key filter changed while watching: the watch ends, and the reflector
+    /// relists at once.
+    pub(super) fn filter_changed(&self) -> Relist {
+        tracing::debug!("the key filter changed; relisting");
+        self.record(|metrics| metrics.filter_changed());
+        Relist::AtOnce
+    }
+}
