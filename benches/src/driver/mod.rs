@@ -1,7 +1,7 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,3,4,5] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,...,10] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
 //!       [--controller-updates N] [--scale-objects N] [--pods N] [--json PATH] [--serve]
@@ -13,6 +13,8 @@
 //! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
 //! stdout holds medians and ratios; the progress and every single run go to stderr,
 //! and every sample to the `--json` file (default `target/bench-results.json`).
+//! `--only` picks scenarios by number (default all, 1 to 10; see the crate docs).
+//! `--large-objects` sizes the collection of scenarios 2 and 10 (which share it).
 //!
 //! `--serve` only starts the control plane and creates the objects of the chosen
 //! scenarios, prints `KUBECONFIG=<path>` and waits until killed, for running and
@@ -40,6 +42,7 @@ use setup::create_objects;
 
 mod controller;
 mod machine;
+mod metadata;
 mod pipeline;
 mod process;
 mod queries;
@@ -51,7 +54,7 @@ mod watch;
 /// The namespace of the first collection (scenarios 1 and 3).
 const SMALL_NAMESPACE: &str = "bench-small";
 
-/// The namespace of the large collection (scenario 2).
+/// The namespace of the large collection (scenarios 2 and 10).
 const LARGE_NAMESPACE: &str = "bench-large";
 
 /// The namespace of the Pods (scenario 9).
@@ -62,16 +65,19 @@ const SCALE_NAMESPACE: &str = "bench-scale";
 
 const MIB: f64 = 1024.0;
 
+/// The scenarios, numbered 1 to this.
+pub const SCENARIOS: u8 = 10;
+
 /// The driver's settings.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Pairs of runs (ours, kube-runtime) per server scenario.
     pub pairs: usize,
-    /// Which scenarios to run (1 to 9).
+    /// Which scenarios to run (1 to [`SCENARIOS`]).
     pub only: Vec<u8>,
     /// Objects of scenarios 1, 3 and 4.
     pub objects: usize,
-    /// Objects of scenario 2.
+    /// Objects of scenarios 2 and 10.
     pub large_objects: usize,
     /// Payload bytes of each object of scenarios 1, 3 and 4.
     pub payload: usize,
@@ -102,7 +108,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             pairs: 3,
-            only: vec![1, 2, 3, 4, 5, 6, 7, 8, 9],
+            only: (1..=SCENARIOS).collect(),
             objects: 10_000,
             large_objects: 50_000,
             payload: 1024,
@@ -158,6 +164,13 @@ impl Options {
         if options.pairs == 0 {
             bail!("--pairs must be at least 1");
         }
+        if let Some(unknown) = options
+            .only
+            .iter()
+            .find(|&&s| !(1..=SCENARIOS).contains(&s))
+        {
+            bail!("--only: there is no scenario {unknown} (they are 1 to {SCENARIOS})");
+        }
         if options.updates == 0 || options.updates > options.objects {
             bail!("--updates must be between 1 and --objects");
         }
@@ -203,6 +216,10 @@ struct Samples {
     sync_large: Vec<SyncSample>,
     sync_scale: Vec<SyncSample>,
     sync_pods: Vec<SyncSample>,
+    /// Scenario 10's metadata-only syncs.
+    sync_metadata_only: Vec<SyncSample>,
+    /// Scenario 10's full syncs of the same objects, in the same rounds.
+    sync_metadata_full: Vec<SyncSample>,
     relist: Vec<RelistSample>,
     watch: Vec<WatchSample>,
     watch_apply_seconds: Vec<f64>,
@@ -272,7 +289,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9]
+    let needs_server = [1, 2, 3, 7, 8, 9, 10]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -287,7 +304,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         if options.runs(1) || options.runs(3) {
             create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
         }
-        if options.runs(2) {
+        if options.runs(2) || options.runs(10) {
             create_objects(
                 client,
                 LARGE_NAMESPACE,
@@ -364,6 +381,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(9) {
         sync::pods(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(10) {
+        metadata::run(&bench, &mut rows, &mut samples).await?;
+    }
     drop(env);
 
     let load_after = load_average();
@@ -378,7 +398,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
         elapsed.as_secs_f64(),
         options.pairs
     );
-    if [1, 2, 8, 9].iter().any(|&scenario| options.runs(scenario)) {
+    if [1, 2, 8, 9, 10]
+        .iter()
+        .any(|&scenario| options.runs(scenario))
+    {
         println!(
             "Defaults differ in what they ask of the server: ours lists at resourceVersion 0, \
              answered from the API server's watch cache in one request; kube-runtime's default \
@@ -411,4 +434,35 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
 fn thousands(n: usize) -> String {
     crate::report::human(n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> anyhow::Result<Options> {
+        Options::parse(args.iter().map(|&a| a.to_owned()))
+    }
+
+    #[test]
+    fn only_takes_the_scenarios_by_number_and_rejects_others() {
+        assert_eq!(
+            parse(&[]).unwrap().only,
+            (1..=SCENARIOS).collect::<Vec<_>>()
+        );
+        let options = parse(&["--only", "2,10"]).unwrap();
+        assert!(options.runs(10) && options.runs(2) && !options.runs(1));
+        let error = parse(&["--only", "1,11"]).unwrap_err().to_string();
+        assert!(error.contains("no scenario 11"), "{error}");
+        assert!(parse(&["--only", "0"]).is_err());
+    }
+
+    #[test]
+    fn rounds_rotate_which_side_runs_first() {
+        let orders: Vec<Vec<usize>> = (0..4).map(|round| rotated(round, 4).collect()).collect();
+        assert_eq!(orders[0], [0, 1, 2, 3]);
+        assert_eq!(orders[1], [1, 2, 3, 0]);
+        let firsts: Vec<usize> = orders.iter().map(|order| order[0]).collect();
+        assert_eq!(firsts, [0, 1, 2, 3]);
+    }
 }
