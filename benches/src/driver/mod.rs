@@ -203,7 +203,8 @@ struct Bench<'a> {
     worker: &'a Path,
     /// The shared control plane's, when a scenario needs it.
     kubeconfig: Option<&'a Path>,
-    /// client-go's peer (`benches/client-go`), when built.
+    /// client-go's peer (`benches/client-go`), when built (see
+    /// [`process::client_go_peer`]).
     client_go: Option<&'a Path>,
     client: Option<&'a kube::Client>,
 }
@@ -339,9 +340,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     match &client_go {
         Some(path) => eprintln!("[bench] client-go peer: {}", path.display()),
         None => eprintln!(
-            "[bench] no client-go peer at $INFORMER_CACHE_DIR/bin/client-go-bench-peer \
-             (benches/client-go, built from the control plane's Kubernetes tree; the scripts \
-             do not build it yet): its columns are left out"
+            "[bench] no client-go peer at $INFORMER_CACHE_DIR/bin/client-go-bench-peer: its \
+             columns are left out (`scripts/install-control-plane.sh --client-go-peer` builds \
+             it from benches/client-go with the control plane's Kubernetes tree; \
+             scripts/bench.sh does that first)"
         ),
     }
     let bench = Bench {
