@@ -5,10 +5,20 @@
 # exits; when only one is missing, only that one is built. Prints the cache
 # directory's bin/ path last.
 #
+# Usage: install-control-plane.sh [--client-go-peer]
+#   --client-go-peer  also build the benchmarks' client-go peer (benches/client-go/main.go,
+#                     linked against the tree's vendored client-go 1.20) into
+#                     $bin/client-go-bench-peer, where the benchmark driver looks for it;
+#                     rebuilt when main.go changes (its SHA-256 is kept beside the binary).
+#                     For scripts/bench.sh; the tests (scripts/test.sh) do not need it.
+#
 # Time on 2 idle cores: both binaries in one build (a fresh machine) about 8 minutes
 # (14 CPU-minutes) after the package downloads and installs; kube-controller-manager
 # alone, when kube-apiserver is cached, about 6-7 (12 CPU-minutes). They share most of
-# their dependencies, so one build of both costs little more than either alone.
+# their dependencies, so one build of both costs little more than either alone. The
+# client-go peer alone, when both are cached: about 6 minutes (4 CPU-minutes) on a
+# loaded machine, most of it the tree's generated files and client-go's dependencies;
+# with a build of the others it shares those.
 #
 # Env:
 #   INFORMER_CACHE_DIR   where the built binaries are cached (default ~/.cache/informer-testenv)
@@ -18,6 +28,9 @@ cache="${INFORMER_CACHE_DIR:-$HOME/.cache/informer-testenv}"
 bin="$cache/bin"
 # The programs built from the Kubernetes tree (each from its cmd/<name>), cached in $bin.
 kubernetes_binaries=(kube-apiserver kube-controller-manager)
+# The benchmarks' client-go peer, built from its source in this repository when asked.
+peer=client-go-bench-peer
+peer_source="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/benches/client-go/main.go"
 packages=(golang-go etcd-server etcd-client rsync jq golang-github-modern-go-reflect2-dev dpkg-dev make)
 
 # Progress goes to the script's stderr as it was at the start (fd 3), also from
@@ -70,6 +83,7 @@ ensure_deb_src() {
   [ -f "$list" ] && return 0
   log "adding deb-src entry $list"
   local suite
+  # shellcheck source=/dev/null
   suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
   as_root tee "$list" >/dev/null <<SRC
 Types: deb-src
@@ -148,6 +162,51 @@ is_cached() {
   [ -x "$bin/$1" ] && "$bin/$1" --version >/dev/null 2>&1
 }
 
+# The SHA-256 of the client-go peer's source.
+peer_source_hash() {
+  sha256sum "$peer_source" | cut -d' ' -f1
+}
+
+# Whether $bin holds a working client-go peer built from the current source.
+peer_is_fresh() {
+  is_cached "$peer" && [ "$(cat "$bin/$peer.sha256" 2>/dev/null)" = "$(peer_source_hash)" ]
+}
+
+# Puts the peer's source into the unpacked tree as cmd/$peer, so that it builds with
+# the tree's vendored client-go (the version of the test server).
+add_peer_to_kubernetes_source() {
+  mkdir -p "$k8s_src/cmd/$peer"
+  cp "$peer_source" "$k8s_src/cmd/$peer/main.go"
+}
+
+# Records which source the installed peer was built from (after a successful build).
+record_peer_source() {
+  local hash
+  hash=$(peer_source_hash)
+  printf '%s\n' "$hash" >"$bin/$peer.sha256.tmp"
+  mv "$bin/$peer.sha256.tmp" "$bin/$peer.sha256"
+}
+
+usage() {
+  cat >&2 <<USAGE
+usage: install-control-plane.sh [--client-go-peer]
+  --client-go-peer  also build the benchmarks' client-go peer into $bin/$peer
+USAGE
+}
+
+with_peer=false
+for arg in "$@"; do
+  case "$arg" in
+    --client-go-peer) with_peer=true ;;
+    -h | --help) usage; exit 0 ;;
+    *) log "unknown argument $arg"; usage; exit 2 ;;
+  esac
+done
+if "$with_peer" && [ ! -f "$peer_source" ]; then
+  log "--client-go-peer: its source $peer_source is missing (run this script from the repository)"
+  exit 1
+fi
+
 # Two runs at once (say, two test binaries installing on first use) take turns.
 mkdir -p "$cache"
 exec 9>"$cache/install.lock"
@@ -159,12 +218,26 @@ missing=()
 for name in "${kubernetes_binaries[@]}"; do
   if is_cached "$name"; then log "$name cached at $bin/$name"; else missing+=("$name"); fi
 done
-if [ "${#missing[@]}" -gt 0 ]; then
+build_peer=false
+if "$with_peer"; then
+  if peer_is_fresh; then log "$peer cached at $bin/$peer"; else build_peer=true; fi
+fi
+# One build for everything missing, so that the programs share compiled dependencies.
+to_build=("${missing[@]}")
+if "$build_peer"; then to_build+=("$peer"); fi
+if [ "${#to_build[@]}" -gt 0 ]; then
   ensure_deb_src
   unpack_kubernetes_source
-  make_in_kubernetes_source "${missing[@]}"
+  if "$build_peer"; then
+    # A peer of an older source must not outlive a failed rebuild: the driver would
+    # run it as if it were current.
+    rm -f "$bin/$peer" "$bin/$peer.sha256"
+    add_peer_to_kubernetes_source
+  fi
+  make_in_kubernetes_source "${to_build[@]}"
+  if "$build_peer"; then record_peer_source; fi
   remove_kubernetes_source
-  for name in "${missing[@]}"; do log "built $name: $("$bin/$name" --version)"; done
+  for name in "${to_build[@]}"; do log "built $name: $("$bin/$name" --version)"; done
 fi
 command -v etcd >/dev/null || { log "etcd missing after install"; exit 1; }
 echo "$bin"

@@ -1,9 +1,10 @@
 // The client-go peer of the benchmark worker (benches/src/worker.rs): the same
 // scenarios, run by a client-go SharedInformerFactory informer, reporting the same
-// JSON line. Meant to be built from the Kubernetes source tree the control-plane
-// install unpacks (its vendored client-go, the version of the test server: copy this
-// file to cmd/client-go-bench-peer/ and make WHAT=cmd/client-go-bench-peer), into the
-// cache's bin/ where the driver looks for it. The install script does not build it yet.
+// JSON line. Built from the Kubernetes source tree the control-plane install unpacks
+// (its vendored client-go, the version of the test server) by
+// `scripts/install-control-plane.sh --client-go-peer` (which scripts/bench.sh runs): it
+// copies this file to cmd/client-go-bench-peer/, runs make WHAT=cmd/client-go-bench-peer
+// and installs the binary into the cache's bin/, where the driver looks for it.
 //
 //	client-go-bench-peer sync   <json|protobuf> <namespace>
 //	client-go-bench-peer watch  <json|protobuf> <namespace>
@@ -28,14 +29,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientversion "k8s.io/client-go/pkg/version"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "--version" {
-		// What the install script checks a cached binary with.
-		fmt.Println("client-go-bench-peer (the Kubernetes tree's vendored client-go)")
+		// What the install script checks a cached binary with. The Kubernetes build
+		// stamps its version into the vendored client-go.
+		fmt.Printf("client-go-bench-peer (client-go of Kubernetes %s)\n", clientversion.Get().GitVersion)
 		return
 	}
 	if len(os.Args) != 4 {

@@ -3,6 +3,7 @@
 //! ```text
 //! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf|kube-runtime-watch-cache> <namespace>
 //! bench-worker sync-pods <ours|kube-runtime|...> <namespace>
+//! bench-worker sync-metadata <ours|kube-runtime|...> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
@@ -10,6 +11,12 @@
 //! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
 //! bench-worker shard    <namespace> <group> <identity>
 //! ```
+//!
+//! `sync-metadata` syncs the ConfigMaps of `namespace` metadata-only, as
+//! `PartialObjectMeta<ConfigMap>`: both sides then ask the server for
+//! `PartialObjectMetadata` (ours through `ApiListerWatcher`, kube-runtime through
+//! `watcher(Api::<PartialObjectMeta<ConfigMap>>, ..)`, what kube 5's deprecated
+//! `metadata_watcher` calls).
 //!
 //! A worker prints one JSON [`WorkerReport`] as its last line on stdout and exits.
 //! The server modes build their client from `KUBECONFIG` (`kube::Client::try_default`)
@@ -32,6 +39,7 @@ use informer::shared_informer::{
 };
 use informer::store::{Indexers, Selector};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::core::PartialObjectMeta;
 use kube::{Api, ResourceExt as _};
 use kube_runtime::reflector::{self, ObjectRef, Store};
 use kube_runtime::{WatchStreamExt as _, watcher};
@@ -78,6 +86,9 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         )),
         "sync-pods" => Ok(WorkerReport::Sync(
             sync::<Pod>(implementation(1)?, arg(2)?).await?,
+        )),
+        "sync-metadata" => Ok(WorkerReport::Sync(
+            sync::<PartialObjectMeta<ConfigMap>>(implementation(1)?, arg(2)?).await?,
         )),
         "watch" => Ok(WorkerReport::Watch(
             watch(implementation(1)?, arg(2)?).await?,
@@ -229,7 +240,7 @@ async fn start_and_sync<K: Synced>(
     }
 }
 
-/// Scenarios 1, 2, 8 and 9: one initial sync of the `K`s of `namespace`.
+/// Scenarios 1, 2, 8, 9 and 10: one initial sync of the `K`s of `namespace`.
 async fn sync<K: Synced>(
     implementation: Implementation,
     namespace: &str,

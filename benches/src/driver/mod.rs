@@ -1,7 +1,7 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,3,4,5,11] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,...,11] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
 //!       [--controller-updates N] [--scale-objects N] [--pods N] [--json PATH] [--serve]
@@ -13,6 +13,8 @@
 //! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
 //! stdout holds medians and ratios; the progress and every single run go to stderr,
 //! and every sample to the `--json` file (default `target/bench-results.json`).
+//! `--only` picks scenarios by number (default all, 1 to 10; see the crate docs).
+//! `--large-objects` sizes the collection of scenarios 2 and 10 (which share it).
 //!
 //! Scenario 11 has no peer (kube-runtime has no sharding): it runs our sharded
 //! controller in 1, 2 and 3 replica processes on `bench-large` (`--large-objects`),
@@ -44,6 +46,7 @@ use setup::create_objects;
 
 mod controller;
 mod machine;
+mod metadata;
 mod pipeline;
 mod process;
 mod queries;
@@ -56,7 +59,7 @@ mod watch;
 /// The namespace of the first collection (scenarios 1 and 3).
 const SMALL_NAMESPACE: &str = "bench-small";
 
-/// The namespace of the large collection (scenarios 2 and 11).
+/// The namespace of the large collection (scenarios 2, 10 and 11).
 const LARGE_NAMESPACE: &str = "bench-large";
 
 /// The namespace of the Pods (scenario 9).
@@ -67,16 +70,19 @@ const SCALE_NAMESPACE: &str = "bench-scale";
 
 const MIB: f64 = 1024.0;
 
+/// The scenarios, numbered 1 to this.
+pub const SCENARIOS: u8 = 11;
+
 /// The driver's settings.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Pairs of runs (ours, kube-runtime) per server scenario.
     pub pairs: usize,
-    /// Which scenarios to run (1 to 9, and 11).
+    /// Which scenarios to run (1 to [`SCENARIOS`]).
     pub only: Vec<u8>,
     /// Objects of scenarios 1, 3 and 4.
     pub objects: usize,
-    /// Objects of scenarios 2 and 11.
+    /// Objects of scenarios 2, 10 and 11.
     pub large_objects: usize,
     /// Payload bytes of each object of scenarios 1, 3 and 4.
     pub payload: usize,
@@ -107,7 +113,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             pairs: 3,
-            only: vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 11],
+            only: (1..=SCENARIOS).collect(),
             objects: 10_000,
             large_objects: 50_000,
             payload: 1024,
@@ -163,6 +169,13 @@ impl Options {
         if options.pairs == 0 {
             bail!("--pairs must be at least 1");
         }
+        if let Some(unknown) = options
+            .only
+            .iter()
+            .find(|&&s| !(1..=SCENARIOS).contains(&s))
+        {
+            bail!("--only: there is no scenario {unknown} (they are 1 to {SCENARIOS})");
+        }
         if options.updates == 0 || options.updates > options.objects {
             bail!("--updates must be between 1 and --objects");
         }
@@ -195,7 +208,8 @@ struct Bench<'a> {
     worker: &'a Path,
     /// The shared control plane's, when a scenario needs it.
     kubeconfig: Option<&'a Path>,
-    /// client-go's peer (`benches/client-go`), when built.
+    /// client-go's peer (`benches/client-go`), when built (see
+    /// [`process::client_go_peer`]).
     client_go: Option<&'a Path>,
     client: Option<&'a kube::Client>,
 }
@@ -208,6 +222,10 @@ struct Samples {
     sync_large: Vec<SyncSample>,
     sync_scale: Vec<SyncSample>,
     sync_pods: Vec<SyncSample>,
+    /// Scenario 10's metadata-only syncs.
+    sync_metadata_only: Vec<SyncSample>,
+    /// Scenario 10's full syncs of the same objects, in the same rounds.
+    sync_metadata_full: Vec<SyncSample>,
     relist: Vec<RelistSample>,
     watch: Vec<WatchSample>,
     watch_apply_seconds: Vec<f64>,
@@ -278,7 +296,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9, 11]
+    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -293,7 +311,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         if options.runs(1) || options.runs(3) {
             create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
         }
-        if options.runs(2) || options.runs(11) {
+        if options.runs(2) || options.runs(10) || options.runs(11) {
             create_objects(
                 client,
                 LARGE_NAMESPACE,
@@ -328,9 +346,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     match &client_go {
         Some(path) => eprintln!("[bench] client-go peer: {}", path.display()),
         None => eprintln!(
-            "[bench] no client-go peer at $INFORMER_CACHE_DIR/bin/client-go-bench-peer \
-             (benches/client-go, built from the control plane's Kubernetes tree; the scripts \
-             do not build it yet): its columns are left out"
+            "[bench] no client-go peer at $INFORMER_CACHE_DIR/bin/client-go-bench-peer: its \
+             columns are left out (`scripts/install-control-plane.sh --client-go-peer` builds \
+             it from benches/client-go with the control plane's Kubernetes tree; \
+             scripts/bench.sh does that first)"
         ),
     }
     let bench = Bench {
@@ -370,6 +389,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(9) {
         sync::pods(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(10) {
+        metadata::run(&bench, &mut rows, &mut samples).await?;
+    }
     if options.runs(11) {
         sharded::run(&bench, &mut rows, &mut samples).await?;
     }
@@ -387,7 +409,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
         elapsed.as_secs_f64(),
         options.pairs
     );
-    if [1, 2, 8, 9].iter().any(|&scenario| options.runs(scenario)) {
+    if [1, 2, 8, 9, 10]
+        .iter()
+        .any(|&scenario| options.runs(scenario))
+    {
         println!(
             "Defaults differ in what they ask of the server: ours lists at resourceVersion 0, \
              answered from the API server's watch cache in one request; kube-runtime's default \
@@ -423,4 +448,35 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
 fn thousands(n: usize) -> String {
     crate::report::human(n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> anyhow::Result<Options> {
+        Options::parse(args.iter().map(|&a| a.to_owned()))
+    }
+
+    #[test]
+    fn only_takes_the_scenarios_by_number_and_rejects_others() {
+        assert_eq!(
+            parse(&[]).unwrap().only,
+            (1..=SCENARIOS).collect::<Vec<_>>()
+        );
+        let options = parse(&["--only", "2,10"]).unwrap();
+        assert!(options.runs(10) && options.runs(2) && !options.runs(1));
+        let error = parse(&["--only", "1,12"]).unwrap_err().to_string();
+        assert!(error.contains("no scenario 12"), "{error}");
+        assert!(parse(&["--only", "0"]).is_err());
+    }
+
+    #[test]
+    fn rounds_rotate_which_side_runs_first() {
+        let orders: Vec<Vec<usize>> = (0..4).map(|round| rotated(round, 4).collect()).collect();
+        assert_eq!(orders[0], [0, 1, 2, 3]);
+        assert_eq!(orders[1], [1, 2, 3, 0]);
+        let firsts: Vec<usize> = orders.iter().map(|order| order[0]).collect();
+        assert_eq!(firsts, [0, 1, 2, 3]);
+    }
 }

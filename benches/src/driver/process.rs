@@ -71,7 +71,10 @@ pub(super) fn worker_path() -> anyhow::Result<PathBuf> {
 }
 
 /// Where client-go's peer (`benches/client-go`) is looked for: beside the control
-/// plane's binaries; `None` when it is not there.
+/// plane's binaries, `$INFORMER_CACHE_DIR/bin/client-go-bench-peer` (by default under
+/// `~/.cache/informer-testenv`), where `scripts/install-control-plane.sh
+/// --client-go-peer` installs it (`scripts/bench.sh` runs that first); `None` when it
+/// is not there.
 pub(super) fn client_go_peer() -> Option<PathBuf> {
     let cache = match std::env::var_os("INFORMER_CACHE_DIR") {
         Some(dir) => PathBuf::from(dir),

@@ -1,6 +1,7 @@
 //! The initial-sync scenarios: 1 (10,000 ConfigMaps, with like-for-like rows), 2
 //! (50,000), 8 (100,000) and 9 (10,000 Pods). With its defaults, each runs ours,
-//! kube-runtime and, when built, client-go speaking JSON and protobuf.
+//! kube-runtime and, when built, client-go speaking JSON and protobuf. Their rounds of
+//! runs and their rows serve scenario 10 ([`metadata`](super::metadata)) too.
 
 use anyhow::bail;
 
@@ -146,29 +147,69 @@ async fn default_sync(
     Ok(runs.into_iter().flatten().collect())
 }
 
-/// `--pairs` rounds of one run of each of `implementations`, the first of a round
-/// rotating ([`rotated`]); each run must have synced every object. Each round's
-/// samples are in the order of `implementations`.
+/// `--pairs` rounds of one run of each of `implementations` on `collection`, the
+/// first of a round rotating ([`rotated`]); each run must have synced every object.
+/// Each round's samples are in the order of `implementations`.
 async fn sync_runs(
     bench: &Bench<'_>,
     collection: Collection<'_>,
     implementations: &[Implementation],
     label: &str,
 ) -> anyhow::Result<Vec<Vec<SyncSample>>> {
+    let sides: Vec<Side<'_>> = implementations
+        .iter()
+        .map(|&implementation| Side {
+            implementation,
+            mode: collection.mode,
+        })
+        .collect();
+    side_runs(
+        bench,
+        collection.namespace,
+        collection.objects,
+        &sides,
+        label,
+    )
+    .await
+}
+
+/// One side of a sync comparison: an implementation run in a worker mode (`sync`,
+/// `sync-metadata`...).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Side<'a> {
+    /// Who syncs.
+    pub(super) implementation: Implementation,
+    /// The worker mode, which says what is synced and how.
+    pub(super) mode: &'a str,
+}
+
+/// `--pairs` rounds of one run of each of `sides` on the `objects` objects of
+/// `namespace`, the first of a round rotating ([`rotated`]); each run must have synced
+/// every object. Each round's samples are in the order of `sides`.
+pub(super) async fn side_runs(
+    bench: &Bench<'_>,
+    namespace: &str,
+    objects: usize,
+    sides: &[Side<'_>],
+    label: &str,
+) -> anyhow::Result<Vec<Vec<SyncSample>>> {
     let mut rounds = Vec::new();
     for round in 0..bench.options.pairs {
-        let mut samples: Vec<Option<SyncSample>> = vec![None; implementations.len()];
-        for side in rotated(round, implementations.len()) {
-            let implementation = implementations[side];
-            let report =
-                run_side(bench, implementation, collection.mode, collection.namespace).await?;
+        let mut samples: Vec<Option<SyncSample>> = vec![None; sides.len()];
+        for index in rotated(round, sides.len()) {
+            let Side {
+                implementation,
+                mode,
+            } = sides[index];
+            let report = run_side(bench, implementation, mode, namespace).await?;
             let WorkerReport::Sync(sample) = report else {
-                bail!("the sync worker reported something else");
+                bail!("the {mode} worker reported something else");
             };
             eprintln!(
-                "[{label}] round {}: {:<24} synced {:.3} s, CPU {:.3} s (user {:.2}, sys {:.2}), \
-                 RSS {:.1} -> peak {:.1}, after {:.1} MiB, {} objects",
+                "[{label}] round {}: {:<13} {:<24} synced {:.3} s, CPU {:.3} s (user {:.2}, \
+                 sys {:.2}), RSS {:.1} -> peak {:.1}, after {:.1} MiB, {} objects",
                 round + 1,
+                mode,
                 implementation.as_str(),
                 sample.synced_seconds,
                 sample.cpu_seconds,
@@ -179,15 +220,14 @@ async fn sync_runs(
                 sample.rss_after_sync_kib as f64 / MIB,
                 sample.objects
             );
-            if sample.objects != collection.objects {
+            if sample.objects != objects {
                 bail!(
-                    "{} synced {} objects, expected {}",
+                    "{} ({mode}) synced {} objects, expected {objects}",
                     implementation.as_str(),
                     sample.objects,
-                    collection.objects
                 );
             }
-            samples[side] = Some(sample);
+            samples[index] = Some(sample);
         }
         rounds.push(samples.into_iter().flatten().collect());
     }
@@ -197,7 +237,7 @@ async fn sync_runs(
 /// The rows of a sync scenario, time, CPU and peak RSS first; with the issue's targets
 /// when `targets` (the default-options comparison). Column 0 of `runs` is ours,
 /// column 1 kube-runtime, columns 2 and 3 (when present) client-go JSON and protobuf.
-fn sync_rows(label: &str, runs: &[Vec<SyncSample>], targets: bool) -> Vec<Row> {
+pub(super) fn sync_rows(label: &str, runs: &[Vec<SyncSample>], targets: bool) -> Vec<Row> {
     let row = |metric: &str,
                f: &dyn Fn(&SyncSample) -> f64,
                target: Option<Target>,
