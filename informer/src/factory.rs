@@ -344,7 +344,7 @@ impl SharedInformerFactory {
     }
 
     /// The scope [`informer`](Self::informer) uses: the factory's namespace.
-    fn default_scope(&self) -> InformerScope {
+    pub(crate) fn default_scope(&self) -> InformerScope {
         InformerScope {
             namespace: self.options.namespace.clone(),
             ..InformerScope::default()

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use informer::factory::InformerScope;
 use informer::key::ObjectKey;
 use informer::shard::{GROUP_LABEL, ShardConfig, ShardMember, VIEW_ANNOTATION};
 use informer::testenv::TestEnv;
@@ -425,11 +426,12 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
             shard,
             tokio::spawn(member.run(std::future::pending())),
             tokio::spawn(controller),
+            factory,
         )
     };
 
     // a alone: every key's reconcile starts and never ends.
-    let (a_shard, a_member, a_controller) = start("a", true);
+    let (a_shard, a_member, a_controller, a_factory) = start("a", true);
     let mut started_on_a = BTreeSet::new();
     while started_on_a.len() < KEYS {
         let (who, key, what, _) = tokio::time::timeout(SETTLE, received.recv())
@@ -443,7 +445,7 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
     // b joins: the keys that move to it are dropped on a after the hand-off timeout,
     // then started on b.
     let joined = Instant::now();
-    let (b_shard, b_member, b_controller) = start("b", false);
+    let (b_shard, b_member, b_controller, b_factory) = start("b", false);
     let mut dropped_on_a: HashMap<String, Instant> = HashMap::new();
     let mut started_on_b: HashMap<String, Instant> = HashMap::new();
     common::eventually_async("the hand-off to settle", SETTLE, || {
@@ -471,6 +473,33 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
         assert!(*started >= dropped, "b started {key} before a dropped it");
         assert!(b_shard.owns(&ObjectKey::new(Some(namespace.clone()), key.clone())));
         assert!(!a_shard.owns(&ObjectKey::new(Some(namespace.clone()), key.clone())));
+    }
+    // Each replica's cache of ConfigMaps holds its shard only.
+    for (identity, shard, factory) in [("a", &a_shard, &a_factory), ("b", &b_shard, &b_factory)] {
+        let scope = InformerScope {
+            namespace: Some(namespace.clone()),
+            ..InformerScope::default()
+        }
+        .filtered(format!("shard stuck/{identity}"), Arc::new(shard.clone()));
+        let cache = factory.informer_for::<ConfigMap>(scope).indexer();
+        common::eventually(
+            &format!("{identity}'s cache to hold its shard"),
+            SETTLE,
+            || {
+                let mut cached: Vec<String> =
+                    cache.list_keys().iter().map(|k| k.name.clone()).collect();
+                cached.sort();
+                let mut owned: Vec<String> = (0..KEYS)
+                    .map(|i| format!("stuck-{i}"))
+                    .filter(|name| {
+                        shard.owns(&ObjectKey::new(Some(namespace.clone()), name.clone()))
+                    })
+                    .collect();
+                owned.sort();
+                !owned.is_empty() && cached == owned
+            },
+        )
+        .await;
     }
     for task in [a_member, b_member] {
         task.abort();

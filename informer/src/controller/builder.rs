@@ -94,7 +94,11 @@ where
     /// ask the factory for `informable::<K>()` first so its indexes exist from the
     /// start (they are otherwise added on the first typed query).
     pub fn new(factory: &SharedInformerFactory) -> Self {
-        let primary = factory.informer::<K>();
+        Self::with_primary(factory, factory.informer::<K>())
+    }
+
+    /// A controller of `K` on `primary`, one of `factory`'s informers.
+    fn with_primary(factory: &SharedInformerFactory, primary: SharedIndexInformer<K>) -> Self {
         let mut registry = Registry::default();
         registry.register(&primary);
         Self {
@@ -127,8 +131,20 @@ where
     /// whole on every replica. `run` returns on its `shutdown` or when the member
     /// stops. Sharding replaces leader election: a sharded controller given
     /// [`leader_election`](Self::leader_election) fails to run.
+    ///
+    /// The informer of `K` is the factory's entry filtered by the shard (its own
+    /// entry, named `K in ns [shard {group}/{identity}]`): it keeps only this member's
+    /// shard, skipping other objects before they are decoded, and relists when the
+    /// members change. So a replica's cache of `K` holds about `1/N` of the objects,
+    /// and handlers on that informer see keys leaving the shard as deletions
+    /// (tombstones) of objects that may still exist. Other controllers of `K` in the
+    /// process are not affected.
     pub fn sharded(factory: &SharedInformerFactory, shard: &ShardHandle) -> Self {
-        let mut controller = Self::new(factory);
+        let scope = factory.default_scope().filtered(
+            format!("shard {}/{}", shard.group(), shard.identity()),
+            Arc::new(shard.clone()),
+        );
+        let mut controller = Self::with_primary(factory, factory.informer_for::<K>(scope));
         controller.shard = Some(shard.clone());
         controller
     }
@@ -375,15 +391,21 @@ where
         let mut wires = self.wires;
         // The primary's changes queue its own key; with a cleanup to run, a deletion
         // first leaves the last state where the worker taking the key finds it.
+        // A sharded primary cache also drops the objects that left this member's
+        // shard (the filter answers no for them by then): those were not deleted, and
+        // their cleanup is not due.
         let remember_deleted = self.cleanup.is_some().then(|| Arc::clone(&tombstones));
+        let shard = self.shard.clone();
         wires.push(mapping_wire(
             &self.primary,
             |object: &K| Some(ObjectKey::of(object)),
             move |gone: &Arc<K>| {
-                if let Some(tombstones) = &remember_deleted {
-                    tombstones
-                        .locked()
-                        .insert(ObjectKey::of(gone.as_ref()), Arc::clone(gone));
+                let key = ObjectKey::of(gone.as_ref());
+                let left_the_shard = shard.as_ref().is_some_and(|shard| !shard.owns(&key));
+                if let Some(tombstones) = &remember_deleted
+                    && !left_the_shard
+                {
+                    tombstones.locked().insert(key, Arc::clone(gone));
                 }
             },
         ));

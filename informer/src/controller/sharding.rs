@@ -2,7 +2,8 @@
 //!
 //! Every replica runs the controller; its primary cache holds only its shard (see
 //! [`Controller::sharded`](super::Controller::sharded)), its secondary caches are
-//! whole. A worker takes a key only if the [`ShardHandle`] says this member may
+//! whole. Objects leaving the shard leave that cache as deletions; they are not
+//! remembered for a cleanup (they were not deleted). A worker takes a key only if the [`ShardHandle`] says this member may
 //! reconcile it now; any other key is dropped (its owner reconciles it). When keys
 //! become this member's (a hand-off completed, a member left, its lease came back),
 //! every cached primary among them is queued, so a key dropped while it was not yet

@@ -22,6 +22,7 @@ pub struct ShardHandle {
     generation: watch::Receiver<u64>,
     in_flight: Arc<InFlight>,
     identity: Arc<str>,
+    group: Arc<str>,
 }
 
 impl ShardHandle {
@@ -30,13 +31,20 @@ impl ShardHandle {
         generation: watch::Receiver<u64>,
         in_flight: Arc<InFlight>,
         identity: Arc<str>,
+        group: Arc<str>,
     ) -> Self {
         Self {
             state,
             generation,
             in_flight,
             identity,
+            group,
         }
+    }
+
+    /// The group this member belongs to.
+    pub fn group(&self) -> &str {
+        &self.group
     }
 
     /// This member's identity.

@@ -104,6 +104,7 @@ impl ShardMember {
             self.generation.subscribe(),
             Arc::clone(&self.in_flight),
             Arc::clone(&self.identity),
+            Arc::from(self.config.group.as_str()),
         )
     }
 
@@ -292,10 +293,7 @@ impl ShardMember {
             ),
             None => (previous.renew_deadline, previous.lease_expiry, false),
         };
-        if members != previous.members {
-            tracing::info!(identity = %self.identity, ?members, "shard group members changed");
-            self.generation.send_modify(|generation| *generation += 1);
-        }
+        let members_changed = members != previous.members;
         let assignment = Arc::new(Assignment {
             me: Arc::clone(&self.identity),
             members,
@@ -307,6 +305,12 @@ impl ShardMember {
             stopped: false,
         });
         self.state.send_replace(Arc::clone(&assignment));
+        if members_changed {
+            // After the new assignment is visible: a filtered informer relisting on
+            // the generation must read the new answer.
+            tracing::info!(identity = %self.identity, members = ?assignment.members, "shard group members changed");
+            self.generation.send_modify(|generation| *generation += 1);
+        }
         assignment
     }
 
