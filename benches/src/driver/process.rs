@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use tokio::io::BufReader;
@@ -159,17 +160,27 @@ pub(super) fn parse_report(stdout: &str) -> anyhow::Result<WorkerReport> {
 /// The lines a worker prints.
 pub(super) type WorkerLines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
 
+/// How long a worker the driver talks to may take to sync, and then to report: far
+/// above any scenario's time, so that a side that never gets there fails the run with
+/// its mode named instead of hanging it.
+const WORKER_STEP_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Reads the worker's output until its `synced` line.
 pub(super) async fn wait_for_sync(lines: &mut WorkerLines, mode: &str) -> anyhow::Result<()> {
-    loop {
-        let line = lines
-            .next_line()
-            .await?
-            .with_context(|| format!("the {mode} worker exited before syncing"))?;
-        if line.trim() == "synced" {
-            return Ok(());
+    let synced = async {
+        loop {
+            let line = lines
+                .next_line()
+                .await?
+                .with_context(|| format!("the {mode} worker exited before syncing"))?;
+            if line.trim() == "synced" {
+                return Ok(());
+            }
         }
-    }
+    };
+    tokio::time::timeout(WORKER_STEP_TIMEOUT, synced)
+        .await
+        .with_context(|| format!("the {mode} worker did not sync in {WORKER_STEP_TIMEOUT:?}"))?
 }
 
 /// Reads the rest of the worker's output and waits for it; its report is the last line.
@@ -178,13 +189,21 @@ pub(super) async fn final_report(
     mut child: tokio::process::Child,
     mode: &str,
 ) -> anyhow::Result<WorkerReport> {
-    let mut last = String::new();
-    while let Some(line) = lines.next_line().await? {
-        if !line.trim().is_empty() {
-            last = line;
+    let finished = async {
+        let mut last = String::new();
+        while let Some(line) = lines.next_line().await? {
+            if !line.trim().is_empty() {
+                last = line;
+            }
         }
-    }
-    let status = child.wait().await?;
+        anyhow::Ok((last, child.wait().await?))
+    };
+    // On a timeout the child is dropped, and killed (`kill_on_drop`).
+    let (last, status) = tokio::time::timeout(WORKER_STEP_TIMEOUT, finished)
+        .await
+        .with_context(|| {
+            format!("the {mode} worker did not report in {WORKER_STEP_TIMEOUT:?}")
+        })??;
     if !status.success() {
         bail!("the {mode} worker failed: {status}");
     }
