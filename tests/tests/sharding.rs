@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use informer::factory::InformerScope;
 use informer::key::ObjectKey;
-use informer::shard::{GROUP_LABEL, ShardConfig, ShardMember, VIEW_ANNOTATION};
+use informer::shard::{GROUP_LABEL, ShardConfig, ShardHandle, ShardMember, VIEW_ANNOTATION};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -278,27 +278,60 @@ async fn replicas_joining_killed_and_cut_off_never_reconcile_a_key_twice_at_once
     );
 }
 
-/// Two members in this process: their Leases (label, published view), how they
-/// split the keys, and a clean shutdown handing the keys over at once.
+/// The member lists a handle showed, in order.
+type MemberHistory = Arc<Mutex<Vec<Vec<String>>>>;
+
+/// Every member list `handle` shows from now on, the empty one before the first read
+/// included, until the returned task is aborted.
+fn member_history(mut handle: ShardHandle) -> (MemberHistory, tokio::task::JoinHandle<()>) {
+    let history = Arc::new(Mutex::new(vec![handle.members()]));
+    let recorder = Arc::clone(&history);
+    let task = tokio::spawn(async move {
+        while handle.changed().await {
+            let members = handle.members();
+            let mut history = recorder.lock().unwrap();
+            if history.last() != Some(&members) {
+                history.push(members);
+            }
+        }
+    });
+    (history, task)
+}
+
+/// Two members in this process, started together: each finds the other at its first
+/// read (neither owns every key for a moment), their Leases (label, published view),
+/// how they split the keys, and a clean shutdown handing the keys over at once.
 #[tokio::test]
 async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
     let env = TestEnv::shared().await.unwrap();
     let namespace = env.create_namespace("members").await.unwrap();
+    // The default retry period, and b starting a fifth of it after a: members started
+    // together, as a rollout starts them, whose Leases are created moments apart.
+    let (lease_duration, renew_deadline, retry) = (
+        Duration::from_secs(8),
+        Duration::from_secs(6),
+        Duration::from_secs(2),
+    );
     let config = |identity: &str| {
         ShardConfig::new(namespace.clone(), "pair")
             .identity(identity)
-            .lease_duration(LEASE)
-            .renew_deadline(RENEW)
-            .retry_period(RETRY)
+            .lease_duration(lease_duration)
+            .renew_deadline(renew_deadline)
+            .retry_period(retry)
     };
     let a = ShardMember::new(env.client().unwrap(), config("a")).unwrap();
     let b = ShardMember::new(env.client().unwrap(), config("b")).unwrap();
     let (a_handle, b_handle) = (a.handle(), b.handle());
+    let (a_history, a_recorder) = member_history(a.handle());
+    let (b_history, b_recorder) = member_history(b.handle());
     let (stop_a, a_stopped) = tokio::sync::oneshot::channel::<()>();
     let a_run = tokio::spawn(a.run(async {
         a_stopped.await.ok();
     }));
-    let b_run = tokio::spawn(b.run(std::future::pending()));
+    let b_run = tokio::spawn(async move {
+        tokio::time::sleep(retry / 5).await;
+        b.run(std::future::pending()).await
+    });
 
     let keys: Vec<ObjectKey> = (0..600)
         .map(|i| ObjectKey::new(Some("default".into()), format!("k{i}")))
@@ -311,6 +344,14 @@ async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
                 .all(|key| a_handle.may_reconcile(key) != b_handle.may_reconcile(key))
     })
     .await;
+    a_recorder.abort();
+    b_recorder.abort();
+    // Joining members wait a retry period after creating their Leases before reading
+    // the group, so that members started together do not each take every key first.
+    for history in [&a_history, &b_history] {
+        let history = history.lock().unwrap().clone();
+        assert_eq!(history, [vec![], vec!["a", "b"]], "members seen over time");
+    }
     let mine = keys
         .iter()
         .filter(|key| a_handle.may_reconcile(key))
@@ -336,22 +377,28 @@ async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
         let annotations = lease.metadata.annotations.clone().unwrap();
         assert_eq!(annotations[VIEW_ANNOTATION], "a,b");
         let spec = lease.spec.clone().unwrap();
-        assert_eq!(spec.lease_duration_seconds, Some(LEASE.as_secs() as i32));
+        assert_eq!(
+            spec.lease_duration_seconds,
+            Some(lease_duration.as_secs() as i32)
+        );
     }
 
     // a leaves: its Lease is deleted, and b takes every key at its next read.
     let left_at = tokio::time::Instant::now();
     stop_a.send(()).unwrap();
-    tokio::time::timeout(RENEW, a_run).await.unwrap().unwrap();
+    tokio::time::timeout(renew_deadline, a_run)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(a_handle.is_stopped());
     assert!(keys.iter().all(|key| !a_handle.may_reconcile(key)));
     assert!(leases.get_opt("pair-a").await.unwrap().is_none());
-    common::eventually("b to take every key", RETRY * 3 + SLACK, || {
+    common::eventually("b to take every key", retry * 3 + SLACK, || {
         keys.iter().all(|key| b_handle.may_reconcile(key))
     })
     .await;
     assert!(
-        left_at.elapsed() < LEASE,
+        left_at.elapsed() < lease_duration,
         "handed over without waiting for the lease"
     );
     assert_eq!(b_handle.members(), ["b"]);

@@ -66,6 +66,9 @@ struct Round {
     handoff: Option<(View, Instant)>,
     /// The last request failure logged (logged once per streak).
     failing: Option<String>,
+    /// The last write created this member's Lease: the next read waits a retry
+    /// period (see [`ShardMember::run`]).
+    joined: bool,
 }
 
 impl ShardMember {
@@ -126,6 +129,17 @@ impl ShardMember {
         };
         loop {
             self.write(&mut round).await;
+            if std::mem::take(&mut round.joined) {
+                // Replicas started together (a rollout) create their Leases within
+                // moments of each other. Read right after creating, each would find
+                // itself alone, own every key for a round and, through a filtered
+                // cache, list the whole collection before shrinking to its shard.
+                // One retry period lets the others' Leases appear first.
+                tokio::select! {
+                    () = sleep(self.config.retry_period) => {}
+                    () = shutdown.as_mut() => break,
+                }
+            }
             let Some(assignment) = self.read(&mut round).await else {
                 tokio::select! {
                     () = sleep(self.config.retry_period) => continue,
@@ -155,6 +169,7 @@ impl ShardMember {
                         != lease.metadata.uid.as_ref();
                     if created {
                         round.read_since_created = false;
+                        round.joined = true;
                     }
                     if round.published != round.want || round.own.is_none() {
                         tracing::info!(identity = %self.identity, view = ?round.want, "published the view this member acts under");

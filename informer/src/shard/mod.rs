@@ -40,6 +40,11 @@
 //!    after [`handoff_timeout`](ShardConfig::handoff_timeout)), and only then
 //!    publishes the target view (at once, not a retry period later), releasing them.
 //!
+//! A member that has just created its Lease (joining, or again after being fenced)
+//! waits one retry period before its first read, so that replicas started together
+//! find each other at once instead of each owning every key for a round (and
+//! listing the whole collection into a cache meant for its shard).
+//!
 //! On a clean shutdown a member stops taking keys, lets its reconciles end and
 //! deletes its Lease: the others take its keys at their next read.
 //!
