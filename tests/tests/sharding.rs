@@ -528,7 +528,8 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
             ..InformerScope::default()
         }
         .filtered(format!("shard stuck/{identity}"), Arc::new(shard.clone()));
-        let cache = factory.informer_for::<ConfigMap>(scope).indexer();
+        let informer = factory.informer_for::<ConfigMap>(scope);
+        let cache = informer.indexer();
         common::eventually(
             &format!("{identity}'s cache to hold its shard"),
             SETTLE,
@@ -547,6 +548,15 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
             },
         )
         .await;
+        // The controller started its informers after the member's first read, so
+        // each list kept a known shard: a listed alone, then again when b joined; b
+        // listed once, skipping exactly a's keys.
+        let stats = informer.reflector_stats().unwrap();
+        let expected_lists = if identity == "a" { 2 } else { 1 };
+        assert_eq!(stats.lists, expected_lists, "{identity}'s lists");
+        if identity == "b" {
+            assert_eq!(stats.filtered_out as usize, KEYS - cache.list_keys().len());
+        }
     }
     for task in [a_member, b_member] {
         task.abort();

@@ -346,7 +346,9 @@ where
     /// [`SharedInformerFactory::shutdown`].
     ///
     /// With [`leader_election`](Self::leader_election), the workers run only while
-    /// this replica leads.
+    /// this replica leads. A [`sharded`](Self::sharded) controller starts the
+    /// informers once its member has first read the group (its shard is known), so
+    /// its primary cache lists only its shard.
     ///
     /// `reconcile` gets the object from the cache and a [`Context`]. A failed
     /// reconcile goes to `error_policy`, which chooses the [`Retry`]
@@ -418,8 +420,19 @@ where
             unwires.0.push(unwire);
         }
 
-        self.factory.start();
         let mut shutdown = pin!(shutdown);
+        if let Some(shard) = &self.shard {
+            // The primary cache keeps this member's shard, unknown until the member's
+            // first read of the group: listing before would read the whole collection
+            // to keep none of it, and load the server while replicas started together
+            // are still creating their Leases.
+            tracing::debug!(controller = %self.name, "waiting for the shard member's first read of the group");
+            tokio::select! {
+                () = shard.read_once() => {}
+                () = &mut shutdown => return Ok(()),
+            }
+        }
+        self.factory.start();
         let synced = self.registry.synced();
         tokio::select! {
             _ = join_all(synced.iter().map(|informer| informer.synced())) => {}

@@ -106,6 +106,18 @@ impl ShardHandle {
         Arc::clone(&self.state.borrow())
     }
 
+    /// Resolves once the member has read the group (this member's shard is known,
+    /// even if empty), or has stopped.
+    pub(crate) async fn read_once(&self) {
+        let mut state = self.state.clone();
+        // An error means the member is gone: nothing more to wait for.
+        let _ = state
+            .wait_for(|assignment| {
+                assignment.stopped || assignment.members.identities().next().is_some()
+            })
+            .await;
+    }
+
     /// Records a reconcile of `key` as running, for hand-offs to wait on.
     pub(crate) fn enter(&self, key: &ObjectKey) -> InFlightGuard {
         self.in_flight.enter(key)
