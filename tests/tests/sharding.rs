@@ -50,11 +50,11 @@ const HANDOFF: Duration = Duration::from_secs(5);
 /// machine.
 const SETTLE: Duration = Duration::from_secs(90);
 
-/// The longest a survivor needs to fence a killed member: it saw the last renewal
-/// at most a retry period after it was made (it reads every retry period), fences
-/// once a lease duration passed since, at its next read.
+/// The longest a survivor needs to take a killed member's keys: it saw the last
+/// renewal at most a retry period after it was made (it reads every retry period),
+/// and reads again the moment a lease duration has passed since, fencing it.
 fn takeover_bound() -> Duration {
-    LEASE + RETRY * 2 + SLACK
+    LEASE + RETRY + SLACK
 }
 
 /// Updates random objects until told to stop, remembering the last value written to

@@ -12,9 +12,10 @@
 //! time until the two survivors read each other as the only members and cover every
 //! object again, i.e. the killed one's keys were reconciled by them. A survivor
 //! fences the killed member once it has not seen its Lease change for a lease
-//! duration, and sees a change up to a retry period after it was made: from the
-//! kill, the takeover is bound by the lease duration plus two retry periods (plus
-//! requests), as `tests/tests/sharding.rs` bounds it. Every run ends with a clean
+//! duration, sees a change up to a retry period after it was made and reads again
+//! when that lease expires: from the kill, the takeover is bound by the lease
+//! duration plus one retry period (plus requests), as `tests/tests/sharding.rs`
+//! bounds it. Every run ends with a clean
 //! stop (a line `stop`), in which each replica deletes its Lease.
 
 use std::path::Path;
@@ -473,9 +474,9 @@ fn shard_rows(label: &str, runs: &[ShardRun]) -> Vec<Row> {
     let (lease, retry) = (config.lease_duration, config.retry_period);
     rows.push(row(
         format!(
-            "takeover after SIGKILL, 3 replicas to 2 (s; bound {} s: lease {} s + 2 retry \
-             periods of {} s, plus requests)",
-            (lease + retry * 2).as_secs_f64(),
+            "takeover after SIGKILL, 3 replicas to 2 (s; bound {} s: lease {} s + a retry \
+             period of {} s, plus requests)",
+            (lease + retry).as_secs_f64(),
             lease.as_secs_f64(),
             retry.as_secs_f64()
         ),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use tokio::sync::watch;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::assignment::Assignment;
 use super::handle::ShardHandle;
@@ -64,6 +64,9 @@ struct Round {
     seen: HashMap<String, Seen>,
     /// The target view whose hand-off started, and when.
     handoff: Option<(View, Instant)>,
+    /// The earliest moment another member's Lease, unchanged since, expires as this
+    /// member times it (the next read is then, not a retry period later).
+    next_expiry: Option<Instant>,
     /// The last request failure logged (logged once per streak).
     failing: Option<String>,
     /// The last write created this member's Lease: the next read waits a retry
@@ -216,6 +219,7 @@ impl ShardMember {
         let mut me_present = false;
         let mut others = Vec::new();
         let mut names = Vec::new();
+        let mut next_expiry = None;
         for lease in leases {
             let name = lease.metadata.name.clone().unwrap_or_default();
             if name == own_name {
@@ -246,12 +250,17 @@ impl ShardMember {
                 .and_then(|seconds| u64::try_from(seconds).ok())
                 .map_or(self.config.lease_duration, Duration::from_secs)
                 .max(Duration::from_secs(1));
-            if now >= seen.at + duration && self.fence(&lease, &member, duration).await {
+            let expiry = seen.at + duration;
+            if now >= expiry && self.fence(&lease, &member, duration).await {
                 continue;
+            }
+            if expiry > now {
+                next_expiry = Some(next_expiry.map_or(expiry, |next: Instant| next.min(expiry)));
             }
             others.push((member, published_view(&lease)));
         }
         round.seen.retain(|name, _| names.contains(name));
+        round.next_expiry = next_expiry;
         if !me_present && round.own.is_some() {
             tracing::warn!(identity = %self.identity, "this member's Lease is gone; joining again");
             self.fenced(round);
@@ -331,12 +340,17 @@ impl ShardMember {
 
     /// What to wait for before the next round: when the target view differs from the
     /// published one, the end of the reconciles of keys moving away (then publish at
-    /// once), dropping them after the hand-off timeout; otherwise one retry period.
+    /// once), dropping them after the hand-off timeout; otherwise one retry period,
+    /// or less when another member's lease expires sooner.
     async fn handoff(&self, round: &mut Round, assignment: &Assignment) {
         if assignment.members == round.published {
             round.handoff = None;
             round.want = round.published.clone();
-            return sleep(self.config.retry_period).await;
+            // Read again the moment a silent member's lease expires: waiting for the
+            // next retry period would add up to one to every takeover after a crash.
+            let next = Instant::now() + self.config.retry_period;
+            let wake = round.next_expiry.map_or(next, |expiry| expiry.min(next));
+            return sleep_until(wake).await;
         }
         let now = Instant::now();
         let started = match &round.handoff {

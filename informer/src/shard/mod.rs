@@ -19,7 +19,8 @@
 //! # The protocol
 //!
 //! A key must never be reconciled by two replicas at once, although replicas see
-//! membership changes at different moments. Each member, every retry period (2 s):
+//! membership changes at different moments. Each member, every retry period (2 s),
+//! and again when a lease it watches expires:
 //!
 //! 1. **Writes** its Lease (a new `renewTime`, under the resourceVersion it last
 //!    wrote), *publishing* in the [`VIEW_ANNOTATION`] the view it acts under: the
@@ -63,9 +64,10 @@
 //!
 //! - **Crash (SIGKILL).** The member's Lease stops changing; a lease duration after
 //!   another member last saw it change, that member fences it and publishes a view
-//!   without it at once: its keys are taken over within the lease duration plus two
-//!   retry periods (the last renewal is seen up to one retry period late, the
-//!   expiry noticed at the next read) and a few requests.
+//!   without it at once. Every member reads the group again the moment a lease it
+//!   watches expires (not at its next retry period), so the killed member's keys
+//!   are taken over within the lease duration plus one retry period (the last
+//!   renewal is seen up to one retry period late) and a few requests.
 //! - **Partition.** A member cut off from the API server cannot renew: it stops
 //!   taking keys at its renew deadline and drops running reconciles halfway from
 //!   there to its lease expiry (the lease duration after its last successful renewal
