@@ -558,9 +558,28 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
             assert_eq!(stats.filtered_out as usize, KEYS - cache.list_keys().len());
         }
     }
-    for task in [a_member, b_member] {
-        task.abort();
-    }
+    // a counted each reconcile it dropped once.
+    assert_eq!(
+        a_shard.stats().dropped_reconciles as usize,
+        dropped_on_a.len()
+    );
+
+    // a crashes (its member task ends without deleting its Lease): b fences it once
+    // the lease has expired as b times it, and takes every key.
+    a_member.abort();
     a_controller.abort();
+    common::eventually("b to fence a", takeover_bound(), || {
+        b_shard.members() == ["b"]
+    })
+    .await;
+    let b_stats = b_shard.stats();
+    assert_eq!(b_stats.members, 1);
+    assert!(b_stats.active);
+    assert_eq!(b_stats.fenced_members, 1, "{b_stats:?}");
+    assert_eq!(b_stats.rejoins, 0, "{b_stats:?}");
+    assert_eq!(b_stats.dropped_reconciles, 0, "{b_stats:?}");
+    // Its first read (a and b), then b alone.
+    assert_eq!(b_stats.membership_changes, 2, "{b_stats:?}");
+    b_member.abort();
     b_controller.abort();
 }

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::config::jittered;
 use super::error::error_chain;
-use super::leadership::{Holds, Leadership, LeadershipHandle, State};
+use super::leadership::{Candidate, Holds, Leadership, LeadershipHandle, State};
 use super::lease_lock::{LeaseLock, is_conflict};
 use super::record::{Observer, Plan, Record, wall_now};
 use super::{LeaderElectionConfig, LeaderError};
@@ -31,7 +32,7 @@ pub struct LeaderElector {
     state: watch::Sender<State>,
     holds: Holds,
     released: mpsc::Receiver<()>,
-    identity: Arc<str>,
+    candidate: Arc<Candidate>,
 }
 
 /// The outcome of one try on the Lease.
@@ -72,7 +73,11 @@ impl LeaderElector {
         let lock = LeaseLock::new(client, &config.namespace, &config.name);
         let (hold, released) = mpsc::channel(1);
         Ok(Self {
-            identity: Arc::from(config.identity.as_str()),
+            candidate: Arc::new(Candidate {
+                identity: config.identity.clone(),
+                lease: config.name.clone(),
+                slow_path_renewals: AtomicU64::new(0),
+            }),
             lock,
             state: watch::Sender::new(State::new()),
             holds: Arc::new(Mutex::new(Some(hold))),
@@ -83,7 +88,7 @@ impl LeaderElector {
 
     /// This replica's identity.
     pub fn identity(&self) -> &str {
-        &self.identity
+        &self.candidate.identity
     }
 
     /// The config it runs with.
@@ -96,7 +101,7 @@ impl LeaderElector {
         LeadershipHandle::new(
             self.state.subscribe(),
             Arc::clone(&self.holds),
-            Arc::clone(&self.identity),
+            Arc::clone(&self.candidate),
         )
     }
 
@@ -112,10 +117,10 @@ impl LeaderElector {
     pub async fn run(mut self, shutdown: impl Future<Output = ()> + Send) {
         let mut shutdown = pin!(shutdown);
         let mut tries = Tries {
-            observer: Observer::new(self.identity.to_string()),
+            observer: Observer::new(self.identity().to_owned()),
             last: None,
         };
-        tracing::info!(lease = self.lock.describe(), identity = %self.identity, "attempting to acquire the leader lease");
+        tracing::info!(lease = self.lock.describe(), identity = %self.identity(), "attempting to acquire the leader lease");
         loop {
             let Some(sent) = self.acquire(&mut tries, shutdown.as_mut()).await else {
                 break;
@@ -185,7 +190,7 @@ impl LeaderElector {
         sent: Instant,
         mut shutdown: Pin<&mut impl Future<Output = ()>>,
     ) -> TermEnd {
-        tracing::info!(lease = self.lock.describe(), identity = %self.identity, "became leader");
+        tracing::info!(lease = self.lock.describe(), identity = %self.identity(), "became leader");
         self.renewed(sent, true);
         let mut stepping_down: Option<Instant> = None;
         let mut renewed_at = sent;
@@ -213,7 +218,7 @@ impl LeaderElector {
                     self.renewed(sent, false);
                 }
                 Err(holder) => {
-                    tracing::warn!(lease = self.lock.describe(), identity = %self.identity, "stopped leading: the lease was not renewed within the renew deadline");
+                    tracing::warn!(lease = self.lock.describe(), identity = %self.identity(), "stopped leading: the lease was not renewed within the renew deadline");
                     self.lose(holder);
                     return if stepping_down.is_some() {
                         TermEnd::Abandoned
@@ -302,6 +307,13 @@ impl LeaderElector {
                 Ok(Outcome::HeldBy(holder))
             }
             Plan::Write(record) => {
+                if tries.observer.is_leader() {
+                    // The Lease as read names us: a renewal the fast path could
+                    // not make (client-go's slow path).
+                    self.candidate
+                        .slow_path_renewals
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 let sent = Instant::now();
                 match self.lock.update(&lease, &record, limit).await {
                     Ok(written) => {
@@ -341,7 +353,7 @@ impl LeaderElector {
                 }
             };
             let current = Record::from_spec(lease.spec.as_ref());
-            if current.holder != *self.identity {
+            if current.holder != self.identity() {
                 return;
             }
             let released = current.released(wall_now());
@@ -349,7 +361,7 @@ impl LeaderElector {
                 Ok(written) => {
                     tries.last = Some(written);
                     tries.observer.wrote(released, Instant::now());
-                    tracing::info!(lease = self.lock.describe(), identity = %self.identity, "released the lease");
+                    tracing::info!(lease = self.lock.describe(), identity = %self.identity(), "released the lease");
                     return;
                 }
                 Err(error) if is_conflict(&error) => continue,
@@ -401,7 +413,7 @@ impl LeaderElector {
 
     fn observed_holder(&self, tries: &Tries) -> Option<String> {
         let holder = &tries.observer.observed().holder;
-        (!holder.is_empty() && *holder != *self.identity).then(|| holder.clone())
+        (!holder.is_empty() && holder != self.identity()).then(|| holder.clone())
     }
 
     /// How long one request may take: client-go's `max(1 s, renew deadline / 2)`

@@ -1,6 +1,7 @@
 //! What the rest of the process sees of the election: [`Leadership`], the
 //! [`LeadershipHandle`] to watch it, and the [`Term`] a leader works under.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,6 +64,18 @@ impl State {
 /// dropped before it releases the lease.
 pub(crate) type Holds = Arc<Mutex<Option<mpsc::Sender<()>>>>;
 
+/// This replica as a candidate: who it is, on which Lease, and a counter its elector
+/// keeps; shared by the elector and its handles.
+#[derive(Debug)]
+pub(crate) struct Candidate {
+    /// This replica's identity.
+    pub(crate) identity: String,
+    /// The Lease's name (client-go's `name` label on its leader election metrics).
+    pub(crate) lease: String,
+    /// Renewals that had to read the Lease first (client-go's slow path).
+    pub(crate) slow_path_renewals: AtomicU64,
+}
+
 /// A view of one [`LeaderElector`](super::LeaderElector): where this replica stands,
 /// and a [`Term`] to work under while it leads. Cheap to clone; each clone watches on
 /// its own.
@@ -84,23 +97,46 @@ pub struct LeadershipHandle {
     /// What [`changed`](Self::changed) last reported.
     reported: Leadership,
     holds: Holds,
-    identity: Arc<str>,
+    candidate: Arc<Candidate>,
 }
 
 impl LeadershipHandle {
-    pub(crate) fn new(state: watch::Receiver<State>, holds: Holds, identity: Arc<str>) -> Self {
+    pub(crate) fn new(
+        state: watch::Receiver<State>,
+        holds: Holds,
+        candidate: Arc<Candidate>,
+    ) -> Self {
         let reported = state.borrow().leadership.clone();
         Self {
             reported,
             state,
             holds,
-            identity,
+            candidate,
         }
     }
 
     /// This replica's identity in the election.
     pub fn identity(&self) -> &str {
-        &self.identity
+        &self.candidate.identity
+    }
+
+    /// The name of the Lease the election runs on.
+    pub fn lease_name(&self) -> &str {
+        &self.candidate.lease
+    }
+
+    /// How many renewals so far could not update the Lease as last written and had
+    /// to read it first (client-go's "slow path": a conflicting write, or a failed
+    /// request). A steady rise means something else writes the Lease, or the API
+    /// server is struggling.
+    pub fn slow_path_renewals(&self) -> u64 {
+        self.candidate.slow_path_renewals.load(Ordering::Relaxed)
+    }
+
+    /// Whether the elector has stopped or its task is gone: nothing will change.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn is_gone(&self) -> bool {
+        self.state.has_changed().is_err() || self.state.borrow().leadership == Leadership::Stopped
     }
 
     /// Where this replica stands now.
@@ -118,7 +154,7 @@ impl LeadershipHandle {
     /// `None` if nobody is known to lead.
     pub fn leader(&self) -> Option<String> {
         match &self.state.borrow().leadership {
-            Leadership::Leading => Some(self.identity.to_string()),
+            Leadership::Leading => Some(self.candidate.identity.clone()),
             Leadership::Following { leader } => leader.clone(),
             Leadership::Stopped => None,
         }
@@ -241,7 +277,11 @@ mod tests {
         let handle = LeadershipHandle::new(
             state.subscribe(),
             Arc::new(Mutex::new(Some(hold))),
-            Arc::from("me"),
+            Arc::new(Candidate {
+                identity: "me".to_owned(),
+                lease: "lease".to_owned(),
+                slow_path_renewals: AtomicU64::new(0),
+            }),
         );
         (state, handle, released)
     }

@@ -56,6 +56,10 @@
 //! - **Crash.** A killed leader releases nothing: a standby takes over once the
 //!   lease duration has passed since it saw the last renewal, within one retry.
 //!
+//! With the `metrics` feature, `Metrics::observe_leader_election` (or a controller
+//! with metrics) exports client-go's `leader_election_master_status` and
+//! `leader_election_slowpath_total` ([`LeadershipHandle::slow_path_renewals`]).
+//!
 //! ```no_run
 //! use informer::leader::{LeaderElectionConfig, LeaderElector};
 //!

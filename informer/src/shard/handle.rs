@@ -9,6 +9,7 @@ use tokio::time::{Instant, sleep_until};
 use super::assignment::Assignment;
 use super::in_flight::{InFlight, InFlightGuard};
 use super::ring::key_hash;
+use super::stats::{Counters, ShardStats};
 use crate::key::ObjectKey;
 use crate::reflector::KeyFilter;
 
@@ -21,6 +22,7 @@ pub struct ShardHandle {
     state: watch::Receiver<Arc<Assignment>>,
     generation: watch::Receiver<u64>,
     in_flight: Arc<InFlight>,
+    counters: Arc<Counters>,
     identity: Arc<str>,
     group: Arc<str>,
 }
@@ -30,6 +32,7 @@ impl ShardHandle {
         state: watch::Receiver<Arc<Assignment>>,
         generation: watch::Receiver<u64>,
         in_flight: Arc<InFlight>,
+        counters: Arc<Counters>,
         identity: Arc<str>,
         group: Arc<str>,
     ) -> Self {
@@ -37,6 +40,7 @@ impl ShardHandle {
             state,
             generation,
             in_flight,
+            counters,
             identity,
             group,
         }
@@ -93,6 +97,19 @@ impl ShardHandle {
     /// good).
     pub fn is_stopped(&self) -> bool {
         self.state.borrow().stopped
+    }
+
+    /// The member's figures now: members, whether active, and its counters.
+    pub fn stats(&self) -> ShardStats {
+        let members = self.state.borrow().members.identities().count();
+        self.counters
+            .snapshot(members, self.is_active(), *self.generation.borrow())
+    }
+
+    /// Whether the member has stopped or its task is gone: nothing will change.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn is_gone(&self) -> bool {
+        self.state.has_changed().is_err() || self.state.borrow().stopped
     }
 
     /// Waits until the member's assignment changes (a read of the group, a renewal,

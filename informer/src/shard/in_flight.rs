@@ -61,13 +61,15 @@ impl InFlight {
         }
     }
 
-    /// Tells the reconciles of keys whose hash satisfies `matches` to stop now.
+    /// Tells the reconciles of keys whose hash satisfies `matches` to stop now;
+    /// returns how many keys were told (not those told before and still ending).
     pub(crate) fn drop_matching(&self, matches: impl Fn(u64) -> bool) -> usize {
         let running = self.running.locked();
         let mut dropped = 0;
         for (key, run) in running.iter() {
-            if matches(key_hash(key.namespace.as_deref(), &key.name)) {
-                run.drop_it.send_replace(true);
+            if matches(key_hash(key.namespace.as_deref(), &key.name))
+                && !run.drop_it.send_replace(true)
+            {
                 dropped += 1;
             }
         }
@@ -141,6 +143,8 @@ mod tests {
         );
         assert!(drained.await.is_err());
         assert_eq!(in_flight.drop_matching(|h| h == hash_a), 1);
+        // A reconcile told once is not counted again while it ends.
+        assert_eq!(in_flight.drop_matching(|h| h == hash_a), 0);
         in_flight.drained(|h| h == hash_a).await;
         task.await.unwrap();
         assert!(in_flight.any(|_| true));

@@ -16,6 +16,7 @@ use super::handle::ShardHandle;
 use super::in_flight::InFlight;
 use super::lease::{GroupLeases, holder, published_view};
 use super::ring::View;
+use super::stats::Counters;
 use super::{ShardConfig, ShardError};
 
 /// One replica's membership in a shard group; see the [module documentation](super).
@@ -31,6 +32,7 @@ pub struct ShardMember {
     state: watch::Sender<Arc<Assignment>>,
     generation: watch::Sender<u64>,
     in_flight: Arc<InFlight>,
+    counters: Arc<Counters>,
     identity: Arc<str>,
 }
 
@@ -88,6 +90,7 @@ impl ShardMember {
             state: watch::Sender::new(Arc::new(Assignment::initial(Arc::clone(&identity)))),
             generation: watch::Sender::new(0),
             in_flight: Arc::default(),
+            counters: Arc::default(),
             identity,
             config,
         })
@@ -109,6 +112,7 @@ impl ShardMember {
             self.state.subscribe(),
             self.generation.subscribe(),
             Arc::clone(&self.in_flight),
+            Arc::clone(&self.counters),
             Arc::clone(&self.identity),
             Arc::from(self.config.group.as_str()),
         )
@@ -279,6 +283,7 @@ impl ShardMember {
         match self.leases.delete_as_observed("fencing", lease).await {
             Ok(()) => {
                 tracing::info!(identity = %self.identity, member, ?duration, "fenced a member whose lease expired: its keys move to the others");
+                self.counters.fenced_member();
                 true
             }
             Err(error) => {
@@ -362,6 +367,7 @@ impl ShardMember {
         let deadline = started + self.config.handoff_timeout;
         let wait = if now >= deadline {
             let dropped = self.in_flight.drop_matching(moving);
+            self.counters.dropped(dropped);
             if dropped > 0 {
                 tracing::warn!(identity = %self.identity, dropped, "dropped reconciles of keys that moved away (hand-off timeout)");
             }
@@ -381,11 +387,14 @@ impl ShardMember {
         round.renewed = None;
         round.read_since_created = false;
         round.published = View::default();
-        self.in_flight.drop_matching(|_| true);
+        self.counters.rejoined();
+        self.counters
+            .dropped(self.in_flight.drop_matching(|_| true));
         self.refresh(round, None);
     }
 
     fn failed(&self, round: &mut Round, error: &ShardError) {
+        self.counters.request_failed();
         let message = error.to_string();
         if round.failing.as_deref() != Some(message.as_str()) {
             tracing::warn!(identity = %self.identity, error = %crate::leader::error_chain(error), "shard group request failed; retrying");
@@ -405,7 +414,8 @@ impl ShardMember {
         .await
         .is_err()
         {
-            self.in_flight.drop_matching(|_| true);
+            self.counters
+                .dropped(self.in_flight.drop_matching(|_| true));
         }
         if let Some(own) = &round.own {
             match self.leases.delete_as_observed("releasing", own).await {

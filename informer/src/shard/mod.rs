@@ -87,6 +87,10 @@
 //! - **Duplicate identities.** Two live processes with one identity share one Lease
 //!   and would both work: identities must be unique (the default one is).
 //!
+//! Each of these leaves a trace in [`ShardHandle::stats`]: members fenced, rejoins
+//! after being fenced, reconciles dropped, failed requests (with the `metrics`
+//! feature, also on `/metrics`: `Metrics::observe_shard`).
+//!
 //! ```no_run
 //! use informer::shard::{ShardConfig, ShardMember};
 //!
@@ -110,11 +114,13 @@ mod in_flight;
 mod lease;
 mod member;
 mod ring;
+mod stats;
 
 pub use config::{GROUP_LABEL, ShardConfig, VIEW_ANNOTATION};
 pub use error::ShardError;
 pub use handle::ShardHandle;
 pub use member::ShardMember;
+pub use stats::ShardStats;
 
 /// The ring hash of `key` (what [`ShardHandle`] decides by).
 pub(crate) fn key_hash_of(key: &crate::key::ObjectKey) -> u64 {
@@ -133,6 +139,7 @@ mod send_sync {
         send_sync::<ShardConfig>();
         send_sync::<ShardHandle>();
         send_sync::<ShardError>();
+        send_sync::<ShardStats>();
     };
 
     #[allow(dead_code)]

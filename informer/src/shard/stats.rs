@@ -1,0 +1,78 @@
+//! [`ShardStats`]: what a member counts as it runs, for logs and for the
+//! `informer_shard_*` metrics (feature `metrics`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The counters a [`ShardMember`](super::ShardMember) keeps, shared with its handles.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    fenced_members: AtomicU64,
+    rejoins: AtomicU64,
+    dropped_reconciles: AtomicU64,
+    request_errors: AtomicU64,
+}
+
+impl Counters {
+    /// This member deleted the Lease of a member whose lease had expired.
+    pub(crate) fn fenced_member(&self) {
+        self.fenced_members.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// This member's own Lease was deleted by another member: it joins again.
+    pub(crate) fn rejoined(&self) {
+        self.rejoins.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Running reconciles were told to stop (hand-off timeout, fencing or shutdown).
+    pub(crate) fn dropped(&self, reconciles: usize) {
+        let reconciles = u64::try_from(reconciles).unwrap_or(u64::MAX);
+        self.dropped_reconciles
+            .fetch_add(reconciles, Ordering::Relaxed);
+    }
+
+    /// A request to the API server failed (it is retried).
+    pub(crate) fn request_failed(&self) {
+        self.request_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self, members: usize, active: bool, changes: u64) -> ShardStats {
+        ShardStats {
+            members,
+            active,
+            membership_changes: changes,
+            fenced_members: self.fenced_members.load(Ordering::Relaxed),
+            rejoins: self.rejoins.load(Ordering::Relaxed),
+            dropped_reconciles: self.dropped_reconciles.load(Ordering::Relaxed),
+            request_errors: self.request_errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A member's figures at one moment
+/// ([`ShardHandle::stats`](super::ShardHandle::stats)). The counters count from the
+/// member's start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShardStats {
+    /// Members in the group as last read, this one included once its Lease exists.
+    pub members: usize,
+    /// Whether this member holds its lease and may reconcile keys
+    /// ([`ShardHandle::is_active`](super::ShardHandle::is_active)).
+    pub active: bool,
+    /// How many times a read of the group found other members than known before
+    /// (the first read counts): each moves keys, and makes a filtered informer
+    /// relist.
+    pub membership_changes: u64,
+    /// Leases of other members that this member deleted because they had not been
+    /// renewed for a lease duration (a crashed or cut-off member).
+    pub fenced_members: u64,
+    /// Times this member found its own Lease deleted by another member (it had not
+    /// renewed for a lease duration: a pause, or a partition) and joined again.
+    pub rejoins: u64,
+    /// Running reconciles this member told to stop: of keys that moved away and
+    /// were still running at the hand-off timeout, on being fenced, or at a
+    /// shutdown that outlasted the hand-off timeout.
+    pub dropped_reconciles: u64,
+    /// Requests to the API server that failed (each is retried).
+    pub request_errors: u64,
+}
