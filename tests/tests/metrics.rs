@@ -215,3 +215,130 @@ async fn a_scrape_shows_what_a_controller_did_against_the_real_server() {
     );
     factory.shutdown().await;
 }
+
+/// A leader elector observed by hand and a sharded controller observing its member
+/// itself: the scrape shows who leads, a renewal forced onto the slow path, the
+/// group's members, and both series gone once the elector and the member stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_shows_leader_election_and_shard_membership() {
+    use informer::leader::{LeaderElectionConfig, LeaderElector};
+    use informer::shard::{ShardConfig, ShardMember};
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube::api::{Patch, PatchParams};
+
+    let (lease, renew, retry) = (
+        Duration::from_secs(4),
+        Duration::from_secs(3),
+        Duration::from_millis(500),
+    );
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("metrics-coord").await.unwrap();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+
+    let elector = LeaderElector::new(
+        env.client().unwrap(),
+        LeaderElectionConfig::default()
+            .lease(ns.clone(), "metrics-leader")
+            .lease_duration(lease)
+            .renew_deadline(renew)
+            .retry_period(retry),
+    )
+    .unwrap();
+    let leadership = elector.handle();
+    metrics.observe_leader_election(&leadership);
+    let status = r#"leader_election_master_status{name="metrics-leader"}"#;
+    let slow_path = r#"leader_election_slowpath_total{name="metrics-leader"}"#;
+    assert_eq!(value(&scrape(&registry), status), Some(0.0), "not run yet");
+    let election = spawn(|stop| async move {
+        elector.run(stop).await;
+        Ok::<_, std::convert::Infallible>(())
+    });
+    eventually("the elector to lead", Duration::from_secs(10), || {
+        value(&scrape(&registry), status) == Some(1.0)
+    })
+    .await;
+    assert_eq!(value(&scrape(&registry), slow_path), Some(0.0));
+    // Another writer touches the Lease: the leader's next renewal, made against the
+    // resourceVersion it wrote, conflicts, and it reads the Lease before renewing.
+    let leases = Api::<Lease>::namespaced(env.client().unwrap(), &ns);
+    leases
+        .patch(
+            "metrics-leader",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("a slow-path renewal", Duration::from_secs(10), || {
+        let text = scrape(&registry);
+        value(&text, slow_path) == Some(1.0) && value(&text, status) == Some(1.0)
+    })
+    .await;
+
+    let member = ShardMember::new(
+        env.client().unwrap(),
+        ShardConfig::new(ns.clone(), "metrics-shard")
+            .identity("only")
+            .lease_duration(lease)
+            .renew_deadline(renew)
+            .retry_period(retry),
+    )
+    .unwrap();
+    let shard = member.handle();
+    let membership = spawn(|stop| async move {
+        member.run(stop).await;
+        Ok::<_, std::convert::Infallible>(())
+    });
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default()
+            .namespace(ns.clone())
+            .metrics(&metrics),
+    );
+    let controller = Controller::<ConfigMap>::sharded(&factory, &shard).name("cm-sharded");
+    let controlling = spawn(|stop| {
+        controller.run(
+            |_: Arc<ConfigMap>, _: Context<ConfigMap>| async {
+                Ok::<_, std::convert::Infallible>(Action::Done)
+            },
+            backoff,
+            stop,
+        )
+    });
+    let group = r#"{group="metrics-shard"}"#;
+    eventually("the member to be active", Duration::from_secs(10), || {
+        value(&scrape(&registry), &format!("informer_shard_active{group}")) == Some(1.0)
+    })
+    .await;
+    let text = scrape(&registry);
+    let get = |family: &str| {
+        value(&text, &format!("{family}{group}"))
+            .unwrap_or_else(|| panic!("no {family}{group} in the scrape:\n{text}"))
+    };
+    assert_eq!(get("informer_shard_members"), 1.0);
+    assert_eq!(get("informer_shard_membership_changes_total"), 1.0);
+    for family in [
+        "informer_shard_fenced_members_total",
+        "informer_shard_rejoins_total",
+        "informer_shard_dropped_reconciles_total",
+        "informer_shard_request_errors_total",
+    ] {
+        assert_eq!(get(family), 0.0, "{family}");
+    }
+    assert_eq!(value(&text, status), Some(1.0), "still leading");
+
+    controlling.stop().await;
+    membership.stop().await;
+    election.stop().await;
+    let text = scrape(&registry);
+    let coordination: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("leader_election_") || line.starts_with("informer_shard_"))
+        .collect();
+    assert!(
+        coordination.is_empty(),
+        "stopped elector and member are forgotten: {coordination:?}"
+    );
+    factory.shutdown().await;
+}

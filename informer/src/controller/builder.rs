@@ -310,8 +310,10 @@ where
 
     /// Reports the controller's reconciles and its queue (unless one was given with
     /// [`queue`](Self::queue)) to `metrics`, labelled with the controller's
-    /// [`name`](Self::name). By default a controller reports to the metrics of its
-    /// factory ([`FactoryOptions::metrics`](crate::factory::FactoryOptions::metrics)).
+    /// [`name`](Self::name), and its leader election or shard member (see
+    /// [`Metrics::observe_leader_election`](crate::metrics::Metrics::observe_leader_election)).
+    /// By default a controller reports to the metrics of its factory
+    /// ([`FactoryOptions::metrics`](crate::factory::FactoryOptions::metrics)).
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     #[must_use]
@@ -374,6 +376,15 @@ where
             return Err(ControllerError::ShardedAndLeaderElected {
                 controller: self.name,
             });
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            if let Some(leadership) = &self.leadership {
+                metrics.observe_leader_election(leadership);
+            }
+            if let Some(shard) = &self.shard {
+                metrics.observe_shard(shard);
+            }
         }
         let queue = self.queue.unwrap_or_else(|| {
             let config = QueueConfig::default().name(self.name.clone());

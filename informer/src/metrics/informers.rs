@@ -6,11 +6,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
 
+use super::encode::{Value, labelled_family};
 use crate::lock::MutexExt;
 use crate::reflector::StatsSnapshot;
 use crate::shared_informer::{ListenerStats, SharedIndexInformer, WeakInformer};
@@ -113,7 +112,7 @@ impl Collector for InformerCollector {
             MetricType::Gauge,
             samples
                 .iter()
-                .map(|s| (s.name.as_str(), Value::Int(usize::from(s.synced)))),
+                .map(|s| (s.name.as_str(), Value::from(s.synced))),
         )?;
         family(
             e,
@@ -233,13 +232,6 @@ const REFLECTOR_COUNTERS: [ReflectorCounter; 9] = [
     ),
 ];
 
-/// A value of one series.
-enum Value {
-    Int(usize),
-    Count(u64),
-    Seconds(f64),
-}
-
 /// Writes one family whose series are labelled by `informer`.
 fn family<'s>(
     encoder: &mut DescriptorEncoder<'_>,
@@ -248,17 +240,5 @@ fn family<'s>(
     metric_type: MetricType,
     series: impl Iterator<Item = (&'s str, Value)>,
 ) -> fmt::Result {
-    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
-    for (informer, value) in series {
-        let labels = [("informer", informer)];
-        let metric = family.encode_family(&labels)?;
-        match value {
-            Value::Int(v) => {
-                ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX)).encode(metric)?
-            }
-            Value::Count(v) => ConstCounter::new(v).encode(metric)?,
-            Value::Seconds(v) => ConstGauge::new(v).encode(metric)?,
-        }
-    }
-    Ok(())
+    labelled_family(encoder, name, help, metric_type, "informer", series)
 }

@@ -42,6 +42,19 @@
 //! counters every informer keeps anyway, at scrape time: observing an informer costs
 //! nothing between scrapes, and does not keep a dropped informer alive.
 //!
+//! **Leader election**, labelled `name` (the Lease's name), with client-go's names:
+//! `leader_election_master_status` (1 while this replica leads) and
+//! `leader_election_slowpath_total` (renewals that had to read the Lease first).
+//! **Shard membership**, labelled `group`: `informer_shard_members`,
+//! `informer_shard_active`, `informer_shard_membership_changes_total`,
+//! `informer_shard_fenced_members_total`, `informer_shard_rejoins_total`,
+//! `informer_shard_dropped_reconciles_total` and
+//! `informer_shard_request_errors_total` (see
+//! [`ShardStats`](crate::shard::ShardStats)). A controller with metrics reports its
+//! election or its shard member; others are reported once given to
+//! [`Metrics::observe_leader_election`] or [`Metrics::observe_shard`]. They too are
+//! read at scrape time, and forgotten once the elector or member has stopped.
+//!
 //! ```no_run
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use informer::factory::{FactoryOptions, SharedInformerFactory};
@@ -69,6 +82,8 @@ pub use prometheus_client;
 use prometheus_client::registry::Registry;
 
 mod controller;
+mod coordination;
+mod encode;
 mod informers;
 mod workqueue;
 
@@ -76,9 +91,12 @@ pub(crate) use controller::{ControllerMetrics, Outcome};
 pub(crate) use informers::{InformerSample, InformerSource};
 pub use workqueue::WorkqueueMetrics;
 
+use crate::leader::LeadershipHandle;
 use crate::lock::MutexExt;
+use crate::shard::ShardHandle;
 use crate::shared_informer::SharedIndexInformer;
 use controller::ControllerFamilies;
+use coordination::{Coordination, CoordinationCollector};
 use informers::{InformerCollector, SingleInformer, Sources};
 use workqueue::WorkqueueFamilies;
 
@@ -90,6 +108,7 @@ pub struct Metrics {
     workqueue: WorkqueueFamilies,
     controller: ControllerFamilies,
     informers: Sources,
+    coordination: Coordination,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -109,10 +128,15 @@ impl Metrics {
         registry.register_collector(Box::new(InformerCollector {
             sources: Arc::clone(&informers),
         }));
+        let coordination = Coordination::default();
+        registry.register_collector(Box::new(CoordinationCollector {
+            observed: Arc::clone(&coordination),
+        }));
         Self {
             workqueue: WorkqueueFamilies::register(registry),
             controller: ControllerFamilies::register(registry),
             informers,
+            coordination,
         }
     }
 
@@ -146,6 +170,24 @@ impl Metrics {
             name: name.into(),
             informer: informer.downgrade(),
         }));
+    }
+
+    /// Reports the leader election `leadership` watches, labelled with its Lease's
+    /// name (`name`), until its elector stops. Observing another election on a
+    /// Lease of the same name replaces this one. A
+    /// [`Controller`](crate::controller::Controller) with metrics and
+    /// [`leader_election`](crate::controller::Controller::leader_election) observes
+    /// its election itself.
+    pub fn observe_leader_election(&self, leadership: &LeadershipHandle) {
+        self.coordination.locked().election(leadership);
+    }
+
+    /// Reports the shard member `shard` views, labelled with its group (`group`),
+    /// until the member stops. Observing another member of the same group replaces
+    /// this one. A [`sharded`](crate::controller::Controller::sharded) controller
+    /// with metrics observes its member itself.
+    pub fn observe_shard(&self, shard: &ShardHandle) {
+        self.coordination.locked().shard(shard);
     }
 
     /// Reports every informer `source` holds, on each scrape, until it is gone.

@@ -1,0 +1,48 @@
+//! Writing a family of constant series, each under one label, at scrape time: how
+//! the collectors report figures they read from the objects they observe.
+
+use std::fmt;
+
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+/// A value of one series.
+pub(super) enum Value {
+    Int(usize),
+    Count(u64),
+    Seconds(f64),
+}
+
+impl From<bool> for Value {
+    /// A flag as a gauge: 1 or 0.
+    fn from(flag: bool) -> Self {
+        Self::Int(usize::from(flag))
+    }
+}
+
+/// Writes the family `name`, one series for each `(label value, value)`, labelled
+/// `label`.
+pub(super) fn labelled_family<'s>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    label: &str,
+    series: impl Iterator<Item = (&'s str, Value)>,
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for (label_value, value) in series {
+        let labels = [(label, label_value)];
+        let metric = family.encode_family(&labels)?;
+        match value {
+            Value::Int(v) => {
+                ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX)).encode(metric)?
+            }
+            Value::Count(v) => ConstCounter::new(v).encode(metric)?,
+            Value::Seconds(v) => ConstGauge::new(v).encode(metric)?,
+        }
+    }
+    Ok(())
+}
