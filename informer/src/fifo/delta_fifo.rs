@@ -1,5 +1,6 @@
 //! client-go's `DeltaFIFO`: one entry per key, each key's changes popped together.
 
+mod batch;
 #[cfg(test)]
 mod tests;
 
@@ -16,12 +17,12 @@ use tokio::sync::Notify;
 
 use super::wait::{QueueState, release_and_wake, when_ready};
 use super::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaBatch, Deltas, KnownObjects, PopError,
-    ProcessError,
+    DeletedFinalStateUnknown, DeletedObject, Delta, Deltas, KnownObjects, PopError, ProcessError,
 };
 use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef};
 use crate::lock::MutexExt;
 use crate::store::FastState;
+pub(crate) use batch::PopBatch;
 
 /// Options of a [`DeltaFifo`] (client-go's `DeltaFIFOOptions`), as a builder.
 pub struct DeltaFifoOptions<K> {
@@ -247,55 +248,6 @@ impl<K> QueueState for State<K> {
     }
     fn waiters_mut(&mut self) -> &mut usize {
         &mut self.waiters
-    }
-}
-
-/// The keys of one [`DeltaFifo::pop_batch`], handed out under the queue's lock.
-pub(crate) struct PopBatch<'a, K> {
-    fifo: &'a DeltaFifo<K>,
-    state: &'a mut State<K>,
-    /// Keys the batch may still take.
-    left: usize,
-}
-
-impl<K> PopBatch<'_, K> {
-    /// Takes the next queued key, if the batch has room left, and calls `process` with
-    /// its deltas, as [`DeltaFifo::pop`] does (a requeue puts them back at the end);
-    /// `None` when the batch is full or the queue empty.
-    pub(crate) fn next<T, E>(
-        &mut self,
-        process: impl FnOnce(&Deltas<K>) -> Result<T, ProcessError<E>>,
-    ) -> Option<Result<T, PopError<E>>> {
-        while self.left > 0 {
-            let Queued { hash, key } = self.state.queue.pop_front()?;
-            let Some(deltas) = self.state.take(hash, &key) else {
-                continue;
-            };
-            self.left -= 1;
-            if self.state.wake_needed() {
-                // Pass the wake-up on to another waiting pop.
-                self.fifo.shared.notify.notify_one();
-            }
-            return Some(match process(&deltas) {
-                Ok(value) => Ok(value),
-                Err(ProcessError::Fail(e)) => Err(PopError::Failed(e)),
-                Err(ProcessError::Requeue(e)) => {
-                    self.state.requeue(hash, key, deltas);
-                    Err(PopError::Requeued(e))
-                }
-            });
-        }
-        None
-    }
-}
-
-impl<K> DeltaBatch<K> for PopBatch<'_, K> {
-    fn apply_next(&mut self, apply: &mut dyn FnMut(&Deltas<K>)) -> bool {
-        self.next(|deltas| {
-            apply(deltas);
-            Ok::<_, ProcessError<std::convert::Infallible>>(())
-        })
-        .is_some()
     }
 }
 
