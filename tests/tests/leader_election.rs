@@ -328,3 +328,164 @@ async fn electors_write_client_go_records_and_release_on_shutdown() {
     drop(second_term);
     second_run.abort();
 }
+
+/// Deletions a standby sees are the leader's to clean up: the standby keeps no
+/// backlog of them (its queue stays empty, its tombstones are forgotten), and a new
+/// leader cleans up only those made while the lease changed hands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_keeps_no_backlog_and_a_new_leader_cleans_up_the_handover_deletions() {
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+
+    use informer::controller::{Context, Controller, backoff};
+    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::metrics::Metrics;
+    use informer::metrics::prometheus_client::{encoding::text::encode, registry::Registry};
+    use informer::workqueue::Action;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::ResourceExt;
+    use kube::api::DeleteParams;
+
+    /// The deletions the controller of replica `who` cleaned up after.
+    type Cleaned = Arc<Mutex<BTreeSet<String>>>;
+    struct Replica {
+        leadership: informer::leader::LeadershipHandle,
+        factory: SharedInformerFactory,
+        registry: Registry,
+        cleaned: Cleaned,
+        elector: tokio::task::JoinHandle<()>,
+        controller: tokio::task::JoinHandle<Result<(), informer::controller::ControllerError>>,
+    }
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("standby").await.unwrap();
+    let start = |identity: &str| {
+        let elector = LeaderElector::new(
+            env.client().unwrap(),
+            LeaderElectionConfig::default()
+                .lease(namespace.clone(), "standby")
+                .identity(identity)
+                .lease_duration(LEASE)
+                .renew_deadline(RENEW)
+                .retry_period(RETRY),
+        )
+        .unwrap();
+        let leadership = elector.handle();
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let factory = SharedInformerFactory::new(
+            env.client().unwrap(),
+            FactoryOptions::default()
+                .namespace(namespace.clone())
+                .metrics(&metrics),
+        );
+        let cleaned: Cleaned = Arc::default();
+        let cleanup = {
+            let cleaned = Arc::clone(&cleaned);
+            move |cm: Arc<ConfigMap>, _: Context<ConfigMap>| {
+                cleaned.lock().unwrap().insert(cm.name_any());
+                async { Ok::<_, std::convert::Infallible>(()) }
+            }
+        };
+        let controller = Controller::<ConfigMap>::new(&factory)
+            .name("cleaner")
+            .leader_election(leadership.clone())
+            .cleanup(cleanup)
+            .run(
+                |_: Arc<ConfigMap>, _: Context<ConfigMap>| async {
+                    Ok::<_, std::convert::Infallible>(Action::Done)
+                },
+                backoff,
+                std::future::pending(),
+            );
+        Replica {
+            leadership,
+            factory,
+            registry,
+            cleaned,
+            elector: tokio::spawn(elector.run(std::future::pending())),
+            controller: tokio::spawn(controller),
+        }
+    };
+    let depth = |replica: &Replica| {
+        let mut text = String::new();
+        encode(&mut text, &replica.registry).unwrap();
+        text.lines().find_map(|line| {
+            line.strip_prefix(r#"workqueue_depth{name="cleaner"} "#)?
+                .parse::<f64>()
+                .ok()
+        })
+    };
+    let cached = |replica: &Replica| replica.factory.informer::<ConfigMap>().indexer().len();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &namespace);
+    let churn = |prefix: &'static str, count: usize| {
+        let api = api.clone();
+        async move {
+            common::create_config_maps(&api, prefix, count, &[]).await;
+            (0..count)
+                .map(|i| format!("{prefix}-{i}"))
+                .collect::<BTreeSet<_>>()
+        }
+    };
+    let delete_all = |names: BTreeSet<String>| {
+        let api = api.clone();
+        async move {
+            for name in names {
+                api.delete(&name, &DeleteParams::default()).await.unwrap();
+            }
+        }
+    };
+
+    let a = start("a");
+    common::eventually("a to lead", FIRST_ELECTION, || a.leadership.is_leading()).await;
+    let b = start("b");
+    common::eventually("b to follow a with a synced cache", FIRST_ELECTION, || {
+        b.leadership.leader().as_deref() == Some("a")
+            && b.factory.informer::<ConfigMap>().has_synced()
+    })
+    .await;
+
+    // While a leads: a cleans up after every deletion; b, which sees them all too,
+    // keeps none of them queued.
+    let old = churn("old", 20).await;
+    common::eventually("b to cache the new ConfigMaps", SLACK * 10, || {
+        cached(&b) == old.len()
+    })
+    .await;
+    delete_all(old.clone()).await;
+    common::eventually("a to clean up after every deletion", SLACK * 10, || {
+        *a.cleaned.lock().unwrap() == old
+    })
+    .await;
+    common::eventually(
+        "b to see the deletions, its queue empty",
+        SLACK * 10,
+        || cached(&b) == 0 && depth(&b) == Some(0.0),
+    )
+    .await;
+    // Past the hand-over window (two lease durations), b forgets those deletions.
+    tokio::time::sleep(LEASE * 2 + SLACK).await;
+
+    // a's controller stops working, deletions follow, then a dies holding the lease:
+    // b takes over and cleans up after those deletions only.
+    a.controller.abort();
+    let handover = churn("handover", 5).await;
+    common::eventually("b to cache the hand-over ConfigMaps", SLACK * 10, || {
+        cached(&b) == handover.len()
+    })
+    .await;
+    delete_all(handover.clone()).await;
+    common::eventually("b to see them deleted", SLACK * 10, || cached(&b) == 0).await;
+    a.elector.abort();
+    common::eventually(
+        "b to lead and clean up after the hand-over deletions",
+        takeover_bound() + SLACK * 5,
+        || *b.cleaned.lock().unwrap() == handover,
+    )
+    .await;
+    // Whatever b would still do, it has done within a second of leading.
+    tokio::time::sleep(SLACK).await;
+    assert_eq!(*b.cleaned.lock().unwrap(), handover, "b's cleanups");
+    assert_eq!(*a.cleaned.lock().unwrap(), old, "a's cleanups");
+    b.elector.abort();
+    b.controller.abort();
+}

@@ -17,10 +17,12 @@ use tokio::sync::Notify;
 use super::context::{Context, Shared, primary_name};
 use super::leading::run_while_leading;
 use super::mapping::{IntoPrimaryKey, controller_key, controller_uid, owner_index_name};
+use super::primaries::Primaries;
 use super::read_your_writes::ReadYourWrites;
 use super::registry::Registry;
 use super::sharding::run_sharded;
-use super::worker::{Cleanup, Tombstones, Worker};
+use super::tombstones::SharedTombstones;
+use super::worker::{Cleanup, Worker};
 use super::{ControllerError, Retry};
 use crate::events::{Recorder, Reporter};
 use crate::factory::{FactoryScope, SharedInformerFactory};
@@ -28,7 +30,6 @@ use crate::fifo::DeletedObject;
 use crate::key::ObjectKey;
 use crate::leader::LeadershipHandle;
 use crate::lister::Lister;
-use crate::lock::MutexExt;
 use crate::shard::ShardHandle;
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
 use crate::store::Indexers;
@@ -228,7 +229,10 @@ where
     /// when. Without a [`finalizer`](Self::finalizer) it runs when the informer
     /// reports the deletion (with the object's last state), which misses deletions
     /// made while the controller was not running. A failed cleanup is retried with
-    /// backoff. It must be idempotent: it may run again after a restart.
+    /// backoff. It must be idempotent: it may run again after a restart, and under
+    /// [`leader_election`](Self::leader_election) a new leader runs it for the
+    /// deletions it saw in the two lease durations before its term (made while the
+    /// lease changed hands; the old leader may have run it too).
     #[must_use]
     pub fn cleanup<F, Fut, E>(mut self, cleanup: F) -> Self
     where
@@ -400,7 +404,7 @@ where
             queue: queue.clone(),
             cache_changed: Arc::clone(&cache_changed),
         };
-        let tombstones: Tombstones<K> = Arc::default();
+        let tombstones: SharedTombstones<K> = Arc::default();
         let mut wires = self.wires;
         // The primary's changes queue its own key; with a cleanup to run, a deletion
         // first leaves the last state where the worker taking the key finds it.
@@ -418,7 +422,7 @@ where
                 if let Some(tombstones) = &remember_deleted
                     && !left_the_shard
                 {
-                    tombstones.locked().insert(key, Arc::clone(gone));
+                    tombstones.insert(key, Arc::clone(gone));
                 }
             },
         ));
@@ -458,7 +462,10 @@ where
                 Reporter::new(self.name.clone()),
             )
         });
-        let primaries = self.primary.indexer();
+        let primaries = Primaries {
+            cache: self.primary.indexer(),
+            tombstones: Arc::clone(&tombstones),
+        };
         let worker = Arc::new(Worker {
             shared: Arc::new(Shared {
                 client: self.factory.client().clone(),
@@ -476,7 +483,7 @@ where
             error_policy,
             finalizer: self.finalizer,
             cleanup: self.cleanup,
-            tombstones,
+            tombstones: Arc::clone(&tombstones),
             finalized: Mutex::default(),
             #[cfg(feature = "metrics")]
             metrics: self.metrics.as_ref().map(|metrics| {

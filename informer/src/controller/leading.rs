@@ -7,18 +7,33 @@
 //! left work half done); when it is lost, workers take no more keys, reconciles in
 //! hand may finish until the lease could expire for the others, and are dropped
 //! then. The controller then waits to lead again, its caches kept warm.
+//!
+//! A standby keeps no backlog: what its handlers queue is taken off the queue
+//! unreconciled (a term starts by queueing everything anyway), and the deletions
+//! it sees, cleaned up by the leader of the time, are forgotten after
+//! [`HANDOVER_WINDOW_LEASES`] lease durations. A new term cleans up those seen
+//! within that window before it: deletions made while the lease changed hands,
+//! which no leader may have seen. (Without this, a standby in a cluster that
+//! creates and deletes objects under fresh names would keep every deleted object.)
 
 use std::fmt;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::sleep_until;
 
+use super::primaries::Primaries;
+use super::tombstones::Tombstones;
 use crate::key::ObjectKey;
 use crate::leader::{LeadershipHandle, Term};
-use crate::store::Indexer;
-use crate::workqueue::{Action, Runner};
+use crate::workqueue::{Action, Runner, WorkQueue};
+
+/// How many lease durations a standby remembers a deletion for: a new leader takes
+/// over within one lease duration (and a retry) of the old leader's last renewal,
+/// and the old leader stopped working at its renew deadline, before that.
+const HANDOVER_WINDOW_LEASES: u32 = 2;
 
 /// Runs `runner`'s workers during each term of `leadership` until `shutdown`
 /// completes, the elector stops, or the queue is shut down; then shuts the queue down.
@@ -26,7 +41,7 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
     runner: Runner<ObjectKey>,
     reconcile: F,
     leadership: &LeadershipHandle,
-    primaries: &Indexer<K>,
+    primaries: &Primaries<K>,
     controller: &str,
     shutdown: S,
 ) where
@@ -37,8 +52,10 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
     S: Future<Output = ()> + Send,
 {
     let mut shutdown = pin!(shutdown);
+    let window = leadership.lease_duration() * HANDOVER_WINDOW_LEASES;
     loop {
         let term = tokio::select! {
+            () = stand_by(runner.queue(), &primaries.tombstones, window) => break,
             term = leadership.leading() => match term {
                 Some(term) => Arc::new(term),
                 None => {
@@ -52,11 +69,12 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
         if queue.is_shutting_down() {
             break;
         }
-        let primaries_now = primaries.list_keys();
+        primaries.tombstones.forget_older_than(window);
+        let primaries_now = primaries.keys();
         tracing::info!(
             controller,
             primaries = primaries_now.len(),
-            "leading: reconciling every cached object"
+            "leading: reconciling every cached object and recent deletion"
         );
         for key in primaries_now {
             queue.add(ObjectKey::clone(&key));
@@ -88,6 +106,26 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
         );
     }
     runner.queue().shutdown();
+}
+
+/// While this replica follows: takes what the handlers queue off the queue
+/// unreconciled, and forgets the tombstones older than `window`. Returns only if the
+/// queue is shut down.
+async fn stand_by<K>(queue: &WorkQueue<ObjectKey>, tombstones: &Tombstones<K>, window: Duration) {
+    let mut prune = tokio::time::interval(window / 2);
+    loop {
+        tokio::select! {
+            // `get` is cancel-safe: a term starting meanwhile loses no key.
+            key = queue.get() => match key {
+                Some(key) => {
+                    queue.forget(&key);
+                    queue.done(&key);
+                }
+                None => return,
+            },
+            _ = prune.tick() => tombstones.forget_older_than(window),
+        }
+    }
 }
 
 /// `reconcile`, skipped (the key is left for the next term) once `term` is over: a

@@ -82,9 +82,11 @@ mod context;
 pub mod finalizer;
 mod leading;
 mod mapping;
+mod primaries;
 pub mod read_your_writes;
 mod registry;
 mod sharding;
+mod tombstones;
 mod worker;
 
 use std::time::Duration;

@@ -6,8 +6,10 @@
 //! remembered for a cleanup (they were not deleted). A worker takes a key only if the [`ShardHandle`] says this member may
 //! reconcile it now; any other key is dropped (its owner reconciles it). When keys
 //! become this member's (a hand-off completed, a member left, its lease came back),
-//! every cached primary among them is queued, so a key dropped while it was not yet
-//! ours is not forgotten. A running reconcile is dropped when its key must be handed
+//! every cached primary among them is queued, and every deletion whose cleanup is
+//! due, so a key dropped while it was not yet ours is not forgotten. The tombstones
+//! of keys that moved to another member are forgotten: that member may reconcile a
+//! new object of the same key, and the cleanup must not run beside it. A running reconcile is dropped when its key must be handed
 //! over and the hand-off timeout passed, or when this member's lease could have
 //! expired for the others.
 
@@ -18,9 +20,9 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::primaries::Primaries;
 use crate::key::ObjectKey;
 use crate::shard::ShardHandle;
-use crate::store::Indexer;
 use crate::workqueue::{Action, Runner};
 
 /// Runs `runner`'s workers on the keys `shard` gives this replica until `shutdown`
@@ -29,7 +31,7 @@ pub(crate) async fn run_sharded<K, F, Fut, E, S>(
     runner: Runner<ObjectKey>,
     reconcile: F,
     shard: &ShardHandle,
-    primaries: &Indexer<K>,
+    primaries: &Primaries<K>,
     controller: &str,
     shutdown: S,
 ) where
@@ -71,7 +73,7 @@ pub(crate) async fn run_sharded<K, F, Fut, E, S>(
 /// gone.
 async fn queue_keys_as_they_become_ours<K>(
     mut shard: ShardHandle,
-    primaries: &Indexer<K>,
+    primaries: &Primaries<K>,
     queue: &crate::workqueue::WorkQueue<ObjectKey>,
     controller: &str,
 ) where
@@ -92,8 +94,11 @@ async fn queue_keys_as_they_become_ours<K>(
             before = now_assigned;
             continue;
         }
+        primaries
+            .tombstones
+            .retain_keys(|key| now_assigned.keeps(crate::shard::key_hash_of(key)));
         let mut queued = 0usize;
-        for key in primaries.list_keys() {
+        for key in primaries.keys() {
             let hash = crate::shard::key_hash_of(&key);
             if now_assigned.may_work(hash, now) && (lapsed || !before.may_work(hash, now)) {
                 queue.add(ObjectKey::clone(&key));

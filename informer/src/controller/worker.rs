@@ -1,7 +1,7 @@
 //! One reconcile of one key: wait for our own writes, look the object up, run the
 //! finalizer steps, the reconcile or the cleanup, and apply the error policy.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use super::Retry;
 use super::context::{Context, Shared};
 use super::finalizer::{self, has_finalizer};
+use super::tombstones::SharedTombstones;
 use crate::factory::FactoryScope;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
@@ -26,9 +27,6 @@ pub(crate) type Cleanup<K> = Arc<
         + Send
         + Sync,
 >;
-
-/// Last known states of deleted primaries whose cleanup has not run yet.
-pub(crate) type Tombstones<K> = Arc<Mutex<HashMap<ObjectKey, Arc<K>>>>;
 
 /// Why one reconcile of a key failed (the runner logs it and retries with backoff).
 pub(crate) enum Failure<E> {
@@ -58,7 +56,7 @@ pub(crate) struct Worker<K, R, P> {
     pub(crate) error_policy: P,
     pub(crate) finalizer: Option<String>,
     pub(crate) cleanup: Option<Cleanup<K>>,
-    pub(crate) tombstones: Tombstones<K>,
+    pub(crate) tombstones: SharedTombstones<K>,
     /// UIDs whose cleanup ran and whose finalizer this controller removed: their
     /// deletion event needs no second cleanup.
     pub(crate) finalized: Mutex<HashSet<String>>,
@@ -97,7 +95,7 @@ where
         let Some(mut object) = self.primary.get(&key) else {
             return self.deleted(&key, context).await;
         };
-        self.tombstones.locked().remove(&key);
+        self.tombstones.take(&key);
 
         if let Some(name) = &self.finalizer {
             let api = context.api::<K>();
@@ -150,7 +148,7 @@ where
         let Some(cleanup) = &self.cleanup else {
             return Ok(Action::Done);
         };
-        let Some(last_known) = self.tombstones.locked().remove(key) else {
+        let Some(last_known) = self.tombstones.take(key) else {
             return Ok(Action::Done);
         };
         if let Some(name) = &self.finalizer {
@@ -170,7 +168,7 @@ where
                 Ok(Action::Done)
             }
             Err(error) => {
-                self.tombstones.locked().insert(key.clone(), last_known);
+                self.tombstones.insert(key.clone(), last_known);
                 Err(Failure::Cleanup(error))
             }
         }

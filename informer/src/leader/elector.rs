@@ -76,6 +76,7 @@ impl LeaderElector {
             candidate: Arc::new(Candidate {
                 identity: config.identity.clone(),
                 lease: config.name.clone(),
+                lease_duration: config.lease_duration,
                 slow_path_renewals: AtomicU64::new(0),
             }),
             lock,

@@ -72,6 +72,8 @@ pub(crate) struct Candidate {
     pub(crate) identity: String,
     /// The Lease's name (client-go's `name` label on its leader election metrics).
     pub(crate) lease: String,
+    /// The lease duration the elector runs with.
+    pub(crate) lease_duration: Duration,
     /// Renewals that had to read the Lease first (client-go's slow path).
     pub(crate) slow_path_renewals: AtomicU64,
 }
@@ -123,6 +125,11 @@ impl LeadershipHandle {
     /// The name of the Lease the election runs on.
     pub fn lease_name(&self) -> &str {
         &self.candidate.lease
+    }
+
+    /// The lease duration the elector runs with.
+    pub(crate) fn lease_duration(&self) -> Duration {
+        self.candidate.lease_duration
     }
 
     /// How many renewals so far could not update the Lease as last written and had
@@ -280,6 +287,7 @@ mod tests {
             Arc::new(Candidate {
                 identity: "me".to_owned(),
                 lease: "lease".to_owned(),
+                lease_duration: 4 * SECOND,
                 slow_path_renewals: AtomicU64::new(0),
             }),
         );
