@@ -583,3 +583,103 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
     b_member.abort();
     b_controller.abort();
 }
+
+/// A deletion seen while the member may not reconcile (cut off from the API server,
+/// its lease lapsed) is not cleaned up then, and is once the member is back: the
+/// due cleanup is queued with the keys that become its own again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is_back() {
+    use informer::controller::{Context, Controller, backoff};
+    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::workqueue::Action;
+    use kube::ResourceExt;
+    use kube::api::DeleteParams;
+
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("lapse").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &namespace);
+    common::create_config_maps(&api, "lapse", 3, &[]).await;
+    // Only the member talks through the proxy: the informer keeps watching.
+    let proxy = env.fault_proxy().await.unwrap();
+    let member = ShardMember::new(
+        proxy.client().unwrap(),
+        ShardConfig::new(namespace.clone(), "lapse")
+            .identity("only")
+            .lease_duration(LEASE)
+            .renew_deadline(RENEW)
+            .retry_period(RETRY),
+    )
+    .unwrap();
+    let shard = member.handle();
+    let membership = tokio::spawn(member.run(std::future::pending()));
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(namespace.clone()),
+    );
+    let reconciled: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let cleaned: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let controller = Controller::<ConfigMap>::sharded(&factory, &shard)
+        .cleanup({
+            let cleaned = Arc::clone(&cleaned);
+            move |cm: Arc<ConfigMap>, _: Context<ConfigMap>| {
+                cleaned.lock().unwrap().insert(cm.name_any());
+                async { Ok::<_, std::convert::Infallible>(()) }
+            }
+        })
+        .run(
+            {
+                let reconciled = Arc::clone(&reconciled);
+                move |cm: Arc<ConfigMap>, _: Context<ConfigMap>| {
+                    reconciled.lock().unwrap().insert(cm.name_any());
+                    async { Ok::<_, std::convert::Infallible>(Action::Done) }
+                }
+            },
+            backoff,
+            std::future::pending(),
+        );
+    let controller = tokio::spawn(controller);
+    common::eventually("every ConfigMap reconciled", SETTLE, || {
+        reconciled.lock().unwrap().len() == 3
+    })
+    .await;
+
+    // Cut off, the member stops renewing; alone in its group, nobody fences it.
+    proxy.disconnect().await;
+    common::eventually("the member's lease to lapse", RENEW + SLACK, || {
+        !shard.is_active()
+    })
+    .await;
+    api.delete("lapse-0", &DeleteParams::default())
+        .await
+        .unwrap();
+    let scope = InformerScope {
+        namespace: Some(namespace.clone()),
+        ..InformerScope::default()
+    }
+    .filtered("shard lapse/only", Arc::new(shard.clone()));
+    let cache = factory.informer_for::<ConfigMap>(scope).indexer();
+    common::eventually("the deletion to reach the cache", SETTLE, || {
+        cache.len() == 2
+    })
+    .await;
+    // The worker takes the key at once, and drops it: the member may not reconcile.
+    tokio::time::sleep(SLACK).await;
+    assert!(
+        cleaned.lock().unwrap().is_empty(),
+        "no cleanup while lapsed"
+    );
+
+    proxy.reconnect().await.unwrap();
+    common::eventually(
+        "the cleanup once the member is back",
+        LEASE + SLACK * 5,
+        || shard.is_active() && cleaned.lock().unwrap().contains("lapse-0"),
+    )
+    .await;
+    assert_eq!(
+        *cleaned.lock().unwrap(),
+        BTreeSet::from(["lapse-0".to_owned()])
+    );
+    membership.abort();
+    controller.abort();
+}

@@ -3,15 +3,16 @@
 //! Every replica runs the controller; its primary cache holds only its shard (see
 //! [`Controller::sharded`](super::Controller::sharded)), its secondary caches are
 //! whole. Objects leaving the shard leave that cache as deletions; they are not
-//! remembered for a cleanup (they were not deleted). A worker takes a key only if the [`ShardHandle`] says this member may
-//! reconcile it now; any other key is dropped (its owner reconciles it). When keys
-//! become this member's (a hand-off completed, a member left, its lease came back),
-//! every cached primary among them is queued, and every deletion whose cleanup is
-//! due, so a key dropped while it was not yet ours is not forgotten. The tombstones
-//! of keys that moved to another member are forgotten: that member may reconcile a
-//! new object of the same key, and the cleanup must not run beside it. A running reconcile is dropped when its key must be handed
-//! over and the hand-off timeout passed, or when this member's lease could have
-//! expired for the others.
+//! remembered for a cleanup (they were not deleted). A worker takes a key only if the
+//! [`ShardHandle`] says this member may reconcile it now; any other key is dropped (its
+//! owner reconciles it). When keys become this member's (a hand-off completed, a member
+//! left, its lease came back), every cached primary among them is queued, and every
+//! deletion whose cleanup is due, so a key dropped while it was not yet ours is not
+//! forgotten. The tombstones of keys that moved to another member are forgotten: that
+//! member may reconcile a new object of the same key, and the cleanup must not run
+//! beside it. A running reconcile is dropped when its key must be handed over and the
+//! hand-off timeout passed, or when this member's lease could have expired for the
+//! others.
 
 use std::fmt;
 use std::future::Future;
