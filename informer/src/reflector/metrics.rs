@@ -108,6 +108,7 @@ struct LastResourceVersion {
 
 /// A copy of a reflector's counters at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StatsSnapshot {
     /// Completed (re)lists, streaming lists included.
     pub lists: u64,

@@ -29,6 +29,7 @@ use crate::lock::MutexExt;
 
 /// Counters of one handler's buffer, from [`super::Registration::stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListenerStats {
     /// Notifications buffered, not yet handled.
     pub pending: usize,

@@ -109,6 +109,7 @@ impl QueueMetrics for NoopMetrics {}
 
 /// Count, sum and maximum of a series of observed durations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DurationStats {
     /// Number of observations.
     pub count: u64,
@@ -128,6 +129,7 @@ impl DurationStats {
 
 /// A copy of everything an [`InMemoryMetrics`] has recorded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MetricsSnapshot {
     /// Items waiting to be handed out (the last value given to `set_depth`).
     pub depth: usize,
