@@ -340,7 +340,7 @@ async fn a_standby_keeps_no_backlog_and_a_new_leader_cleans_up_the_handover_dele
     use informer::controller::{Context, Controller, backoff};
     use informer::factory::{FactoryOptions, SharedInformerFactory};
     use informer::metrics::Metrics;
-    use informer::metrics::prometheus_client::{encoding::text::encode, registry::Registry};
+    use informer::metrics::prometheus_client::registry::Registry;
     use informer::workqueue::Action;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::ResourceExt;
@@ -407,13 +407,8 @@ async fn a_standby_keeps_no_backlog_and_a_new_leader_cleans_up_the_handover_dele
         }
     };
     let depth = |replica: &Replica| {
-        let mut text = String::new();
-        encode(&mut text, &replica.registry).unwrap();
-        text.lines().find_map(|line| {
-            line.strip_prefix(r#"workqueue_depth{name="cleaner"} "#)?
-                .parse::<f64>()
-                .ok()
-        })
+        let text = common::scrape::scrape(&replica.registry);
+        common::scrape::value(&text, r#"workqueue_depth{name="cleaner"}"#)
     };
     let cached = |replica: &Replica| replica.factory.informer::<ConfigMap>().indexer().len();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &namespace);

@@ -8,31 +8,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::scrape::{scrape, value};
 use common::{config_map, eventually, spawn_until_stopped as spawn};
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::metrics::Metrics;
-use informer::metrics::prometheus_client::{encoding::text::encode, registry::Registry};
+use informer::metrics::prometheus_client::registry::Registry;
 use informer::testenv::TestEnv;
 use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
-
-fn scrape(registry: &Registry) -> String {
-    let mut text = String::new();
-    encode(&mut text, registry).expect("encodes");
-    text
-}
-
-/// The value of the sample `series` (name and labels as the text format writes
-/// them), if the scrape has it.
-fn value(text: &str, series: &str) -> Option<f64> {
-    text.lines().find_map(|line| {
-        let rest = line.strip_prefix(series)?.strip_prefix(' ')?;
-        rest.split(' ').next()?.parse().ok()
-    })
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrape_shows_what_a_controller_did_against_the_real_server() {

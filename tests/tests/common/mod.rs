@@ -2,6 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod flavour;
+pub mod scrape;
 
 use std::future::Future;
 
