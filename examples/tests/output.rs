@@ -81,10 +81,12 @@ async fn controller_retries_the_flaky_pod_and_notices_the_deleted_one() {
     let scraped = position(r#"workqueue_retries_total{name="pod-controller"} 2"#);
     assert!(position("Pod web does not exist anymore") < scraped);
     position(r#"workqueue_depth{name="pod-controller"} 0"#);
-    // Two failed syncs of flaky; flaky, web (once or twice: its deletion may first
-    // come as an update), and web's cleanup succeeded.
+    // Two failed syncs of flaky. Every sync and cleanup printed succeeded: flaky, web
+    // (once or twice: its deletion may first come as an update), web's cleanup. A
+    // reconcile with nothing to do counts as a success too: one that runs after the
+    // deletion reached the cache but before it reached the controller's handler.
     position(r#"controller_runtime_reconcile_total{controller="pod-controller",result="error"} 2"#);
-    let successes: u32 = lines
+    let successes: usize = lines
         .iter()
         .find_map(|l| {
             l.strip_prefix(
@@ -93,7 +95,12 @@ async fn controller_retries_the_flaky_pod_and_notices_the_deleted_one() {
         })
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no success count in:\n{stdout}"));
-    assert!((3..=4).contains(&successes), "{stdout}");
+    let printed = lines
+        .iter()
+        .filter(|l| l.starts_with("Sync/Add/Update") || l.ends_with("does not exist anymore"))
+        .count();
+    assert!((3..=4).contains(&printed), "{stdout}");
+    assert!(successes >= printed, "{stdout}");
 }
 
 #[tokio::test]

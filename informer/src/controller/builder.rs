@@ -572,29 +572,35 @@ where
 {
     let informer = informer.clone();
     Box::new(move |wiring: &Wiring| {
-        let map = Arc::new(map);
         let enqueue = {
             let queue = wiring.queue.clone();
             let changed = Arc::clone(&wiring.cache_changed);
-            move |object: &C| {
-                for key in map(object) {
+            // Each key once per event: queued twice (an update whose old and new
+            // state map to the same key), a key a worker took in between would be
+            // reconciled twice for one change.
+            move |states: &[&C]| {
+                let mut keys: Vec<ObjectKey> = Vec::new();
+                for key in states.iter().flat_map(|state| map(state)) {
+                    if !keys.contains(&key) {
+                        keys.push(key);
+                    }
+                }
+                for key in keys {
                     queue.add(key);
                 }
                 changed.notify_waiters();
             }
         };
-        let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
+        let enqueue = Arc::new(enqueue);
+        let (on_add, on_update, on_delete) = (Arc::clone(&enqueue), Arc::clone(&enqueue), enqueue);
         let registration = informer
             .add_event_handler(
                 ResourceEventHandlerFns::new()
-                    .on_add(move |object: &Arc<C>, _| on_add(object))
-                    .on_update(move |old: &Arc<C>, new: &Arc<C>| {
-                        on_update(old);
-                        on_update(new);
-                    })
+                    .on_add(move |object: &Arc<C>, _| on_add(&[object]))
+                    .on_update(move |old: &Arc<C>, new: &Arc<C>| on_update(&[old, new]))
                     .on_delete(move |gone: DeletedObject<C>| {
                         on_gone(gone.object());
-                        on_delete(gone.object());
+                        on_delete(&[gone.object()]);
                     }),
             )
             .map_err(|error| (crate::key::short_type_name::<C>(), error))?;
