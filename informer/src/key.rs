@@ -334,6 +334,14 @@ impl hashbrown::Equivalent<Arc<ObjectKey>> for ObjectKeyRef<'_> {
     }
 }
 
+/// The API group of an `apiVersion`: `apps` for `apps/v1`, `""` for the core group's
+/// `v1`.
+pub(crate) fn api_group(api_version: &str) -> &str {
+    api_version
+        .rsplit_once('/')
+        .map_or("", |(group, _version)| group)
+}
+
 /// The last path segment of `K`'s type name, without generics: `Deployment` for
 /// `k8s_openapi::api::apps::v1::Deployment`. Names informers, listers and reflectors in
 /// logs and errors.

@@ -44,11 +44,6 @@ impl<K: Resource> IntoPrimaryKey<K> for &Arc<K> {
     }
 }
 
-/// The API group of an `apiVersion` (`""` for the core group's `v1`).
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
-}
-
 /// Whether `owner` is a controller reference to an object of kind `K`.
 fn is_controller_of_kind<K>(owner: &OwnerReference) -> bool
 where
@@ -56,7 +51,7 @@ where
 {
     owner.controller == Some(true)
         && owner.kind == K::kind(&())
-        && group_of(&owner.api_version) == K::group(&())
+        && crate::key::api_group(&owner.api_version) == K::group(&())
 }
 
 /// The controller reference of kind `K` among `meta`'s owner references.

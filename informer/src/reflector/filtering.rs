@@ -6,7 +6,7 @@ use kube::Resource;
 use tokio::sync::watch;
 
 use super::error::DecodeError;
-use super::key_filter::{KeyFilter, SharedKeyFilter};
+use super::key_filter::{KeyFilter, ObjectHead, SharedKeyFilter};
 use super::watch::Relist;
 use super::{ListPage, Progress, Reflector};
 
@@ -80,11 +80,7 @@ where
         let Some(filter) = &self.own_key_filter else {
             return true;
         };
-        let meta = object.meta();
-        let kept = meta
-            .name
-            .as_deref()
-            .is_none_or(|name| filter.keeps(meta.namespace.as_deref(), name));
+        let kept = ObjectHead::of(object.meta()).is_none_or(|head| filter.keeps_object(&head));
         if !kept {
             self.record(|metrics| metrics.filtered_out(1));
         }
@@ -92,7 +88,7 @@ where
     }
 
     /// [`passes_filter`](Self::passes_filter) for an object that did not decode, by
-    /// the key it was named by: one not kept is not reported.
+    /// the key it was named by ([`KeyFilter::keeps`]): one not kept is not reported.
     pub(super) fn passes_filter_undecodable(&self, error: &DecodeError) -> bool {
         let Some(filter) = &self.own_key_filter else {
             return true;

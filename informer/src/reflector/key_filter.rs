@@ -1,5 +1,5 @@
-//! [`KeyFilter`]: a reflector that keeps only some objects, chosen by key before they
-//! are decoded.
+//! [`KeyFilter`]: a reflector that keeps only some objects, chosen by key (or by their
+//! controller's key, [`ControlledBy`]) before they are decoded.
 //!
 //! A controller sharded across replicas needs in its
 //! cache only the objects of its shard. The API server cannot filter by a hash of the
@@ -14,6 +14,7 @@
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::watch;
 
 /// Which objects a reflector keeps, by namespace and name.
@@ -29,9 +30,10 @@ use tokio::sync::watch;
 /// The reflector hands it to the lister-watcher with each request
 /// ([`ListRequest::key_filter`](super::ListRequest::key_filter),
 /// [`WatchRequest::key_filter`](super::WatchRequest::key_filter)):
-/// [`ApiListerWatcher`](super::ApiListerWatcher) reads only an object's namespace and
-/// name from the raw JSON and skips an object not kept there, before decoding it, so
-/// it is never stored, never wrapped in an `Arc`, and never reported as undecodable.
+/// [`ApiListerWatcher`](super::ApiListerWatcher) reads only an object's namespace,
+/// name and controller reference (an [`ObjectHead`]) from the raw JSON and skips an
+/// object not kept there, before decoding it, so it is never stored, never wrapped in
+/// an `Arc`, and never reported as undecodable.
 /// For a lister-watcher that does not filter
 /// ([`ListerWatcher::filters_keys`](super::ListerWatcher::filters_keys) is false, as
 /// for [`FakeSource`](super::FakeSource) and [`ListWatch`](super::ListWatch)), the
@@ -84,9 +86,71 @@ pub trait KeyFilter: Send + Sync + 'static {
     /// Whether the object `namespace`/`name` (no namespace: cluster-scoped) is kept.
     fn keeps(&self, namespace: Option<&str>, name: &str) -> bool;
 
-    /// A receiver whose value changes whenever [`keeps`](Self::keeps) may answer
-    /// differently than before.
+    /// A receiver whose value changes whenever [`keeps`](Self::keeps) (or
+    /// [`keeps_object`](Self::keeps_object)) may answer differently than before.
     fn generation(&self) -> watch::Receiver<u64>;
+
+    /// Whether the object `head` describes is kept. The reflector asks this of every
+    /// object whose metadata it could read; by default it answers
+    /// [`keeps`](Self::keeps) for the object's key. A filter that chooses by the
+    /// object's controller instead (as [`ControlledBy`] does) overrides it; its
+    /// `keeps` then answers for an object known only by its key (one that did not
+    /// decode, from a lister-watcher that does not filter).
+    fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
+        self.keeps(head.namespace, head.name)
+    }
+}
+
+/// An object as a [`KeyFilter`] sees it: what its metadata says, read before the
+/// object is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectHead<'a> {
+    /// Its namespace; `None` for a cluster-scoped object.
+    pub namespace: Option<&'a str>,
+    /// Its name.
+    pub name: &'a str,
+    /// Its controller: the owner reference with `controller: true` (there is at most
+    /// one), if any.
+    pub controller: Option<OwnerHead<'a>>,
+}
+
+impl<'a> ObjectHead<'a> {
+    /// The head of a decoded object, from its metadata; `None` without a name.
+    pub fn of(meta: &'a ObjectMeta) -> Option<Self> {
+        let controller = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|owner| owner.controller == Some(true))
+            .map(|owner| OwnerHead {
+                api_version: &owner.api_version,
+                kind: &owner.kind,
+                name: &owner.name,
+            });
+        Some(Self {
+            namespace: meta.namespace.as_deref(),
+            name: meta.name.as_deref()?,
+            controller,
+        })
+    }
+}
+
+/// An owner reference as an [`ObjectHead`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerHead<'a> {
+    /// The owner's `apiVersion`: `group/version`, or `version` for the core group.
+    pub api_version: &'a str,
+    /// The owner's kind.
+    pub kind: &'a str,
+    /// The owner's name, in the object's namespace when the owner is namespaced.
+    pub name: &'a str,
+}
+
+impl OwnerHead<'_> {
+    /// The owner's API group (`""` for the core group).
+    pub fn group(&self) -> &str {
+        crate::key::api_group(self.api_version)
+    }
 }
 
 type Predicate = dyn Fn(Option<&str>, &str) -> bool + Send + Sync;
@@ -151,6 +215,11 @@ impl SharedKeyFilter {
         self.0.keeps(namespace, name)
     }
 
+    /// Whether the object `head` describes is kept (see [`KeyFilter::keeps_object`]).
+    pub fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
+        self.0.keeps_object(head)
+    }
+
     /// The filter.
     pub fn filter(&self) -> &Arc<dyn KeyFilter> {
         &self.0
@@ -177,5 +246,8 @@ impl fmt::Debug for SharedKeyFilter {
     }
 }
 
+mod controlled_by;
 #[cfg(test)]
 mod tests;
+
+pub use controlled_by::ControlledBy;

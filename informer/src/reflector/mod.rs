@@ -92,7 +92,9 @@ pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
-pub use key_filter::{FnKeyFilter, KeyFilter, SharedKeyFilter};
+pub use key_filter::{
+    ControlledBy, FnKeyFilter, KeyFilter, ObjectHead, OwnerHead, SharedKeyFilter,
+};
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
     CachedObjects, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest,

@@ -375,4 +375,39 @@ mod tests {
         );
         assert!(matches!(bookmark, WatchEvent::Bookmark { .. }));
     }
+
+    /// A filter on the controller's key reads the controller reference of each
+    /// event's object, deletions included, before decoding it.
+    #[test]
+    fn a_controlled_by_filter_reads_the_controller_of_each_event() {
+        use k8s_openapi::api::apps::v1::Deployment;
+        let filter = SharedKeyFilter::new(std::sync::Arc::new(crate::reflector::ControlledBy::<
+            Deployment,
+        >::new(std::sync::Arc::new(
+            crate::reflector::FnKeyFilter::new(|_, name| name == "web"),
+        ))));
+        let event = |kind: &str, owner: &str| {
+            let line = format!(
+                r#"{{"type":"{kind}","object":{{"kind":"ConfigMap","metadata":{{"name":"child",
+                "namespace":"n","resourceVersion":"3","ownerReferences":[{{"apiVersion":"apps/v1",
+                "kind":"Deployment","name":"{owner}","uid":"u","controller":true}}]}}}}}}"#
+            )
+            .replace('\n', "");
+            decode_event::<ConfigMap>(
+                line.as_bytes(),
+                "ConfigMap",
+                ManagedFields::Drop,
+                Some(&filter),
+            )
+            .unwrap()
+        };
+        for kind in ["ADDED", "MODIFIED", "DELETED"] {
+            assert!(
+                matches!(event(kind, "api"), WatchEvent::FilteredOut { resource_version } if resource_version == "3"),
+                "{kind}"
+            );
+        }
+        assert!(matches!(event("ADDED", "web"), WatchEvent::Added(_)));
+        assert!(matches!(event("DELETED", "web"), WatchEvent::Deleted(_)));
+    }
 }

@@ -11,12 +11,12 @@ use serde_json::value::RawValue;
 use super::managed_fields::{self, ManagedFields};
 use crate::key::ObjectKey;
 use crate::reflector::error::DecodeError;
-use crate::reflector::key_filter::SharedKeyFilter;
+use crate::reflector::key_filter::{ObjectHead, OwnerHead, SharedKeyFilter};
 
 /// Just enough of an object to name it (in an error, or to a key filter) and to find
-/// its cached copy: its metadata's namespace, name, resourceVersion and uid, borrowed
-/// from the JSON where they hold no escapes. Every other field is skipped without
-/// being copied.
+/// its cached copy: its metadata's namespace, name, resourceVersion, uid and
+/// controller reference, borrowed from the JSON where they hold no escapes. Every
+/// other field is skipped without being copied.
 #[derive(Deserialize, Default)]
 pub(super) struct RawHeader<'a> {
     #[serde(borrow, default)]
@@ -34,6 +34,51 @@ struct RawObjectMeta<'a> {
     resource_version: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     uid: Option<JsonStr<'a>>,
+    #[serde(borrow, default, rename = "ownerReferences")]
+    controller: Option<RawController<'a>>,
+}
+
+/// The owner reference with `controller: true` among `ownerReferences`, if any (the
+/// API server allows one); the others are read past without being kept.
+#[derive(Default)]
+struct RawController<'a>(Option<RawOwnerReference<'a>>);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawOwnerReference<'a> {
+    #[serde(borrow, default)]
+    api_version: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    kind: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    name: Option<JsonStr<'a>>,
+    #[serde(default)]
+    controller: Option<bool>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawController<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = RawController<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of owner references")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut owners: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut controller = None;
+                while let Some(owner) = owners.next_element::<RawOwnerReference<'a>>()? {
+                    if controller.is_none() && owner.controller == Some(true) {
+                        controller = Some(owner);
+                    }
+                }
+                Ok(RawController(controller))
+            }
+        }
+        deserializer.deserialize_seq(Visit(std::marker::PhantomData))
+    }
 }
 
 /// A JSON string, borrowed from the input unless it holds escapes (serde's own `Cow`
@@ -109,11 +154,31 @@ impl<'a> RawHeader<'a> {
         }
     }
 
+    /// The object as a key filter sees it; `None` without a name.
+    fn head(&self) -> Option<ObjectHead<'_>> {
+        let controller = self
+            .metadata
+            .controller
+            .as_ref()
+            .and_then(|controller| controller.0.as_ref())
+            .and_then(|owner| {
+                Some(OwnerHead {
+                    api_version: text(&owner.api_version)?,
+                    kind: text(&owner.kind)?,
+                    name: text(&owner.name)?,
+                })
+            });
+        Some(ObjectHead {
+            namespace: self.namespace(),
+            name: self.name()?,
+            controller,
+        })
+    }
+
     /// Whether `filter` keeps the object; one without a name is kept (and decoded,
     /// to be named by what it is).
     pub(super) fn kept_by(&self, filter: &SharedKeyFilter) -> bool {
-        self.name()
-            .is_none_or(|name| filter.keeps(self.namespace(), name))
+        self.head().is_none_or(|head| filter.keeps_object(&head))
     }
 }
 
@@ -156,5 +221,52 @@ mod tests {
         assert_eq!(header.key(), "ns/ab");
         let unnamed: Box<RawValue> = serde_json::from_str(r#"{"metadata":{"name":7}}"#).unwrap();
         assert_eq!(RawHeader::read(&unnamed).key(), "<unnamed>");
+    }
+
+    /// The header keeps the controller reference only, whichever place it has among
+    /// the owner references; without one (or with no owner references) there is none.
+    #[test]
+    fn the_header_finds_the_controller_among_the_owners() {
+        let head = |owners: &str| {
+            let raw: Box<RawValue> = serde_json::from_str(&format!(
+                r#"{{"metadata":{{"name":"c","namespace":"ns","ownerReferences":{owners}}}}}"#
+            ))
+            .unwrap();
+            let header = RawHeader::read(&raw);
+            header.head().map(|head| {
+                head.controller.map(|owner| {
+                    (
+                        owner.api_version.to_owned(),
+                        owner.kind.to_owned(),
+                        owner.name.to_owned(),
+                    )
+                })
+            })
+        };
+        let controller = Some(Some((
+            "apps/v1".to_owned(),
+            "Deployment".to_owned(),
+            "web".to_owned(),
+        )));
+        assert_eq!(
+            head(
+                r#"[{"apiVersion":"v1","kind":"Pod","name":"p","controller":false},
+                     {"apiVersion":"apps/v1","kind":"Deployment","name":"web","controller":true}]"#
+            ),
+            controller
+        );
+        assert_eq!(
+            head(
+                r#"[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","controller":true,"uid":"u"},
+                     {"apiVersion":"v1","kind":"Pod","name":"p"}]"#
+            ),
+            controller
+        );
+        assert_eq!(
+            head(r#"[{"apiVersion":"apps/v1","kind":"Deployment","name":"web"}]"#),
+            Some(None)
+        );
+        assert_eq!(head("[]"), Some(None));
+        assert_eq!(head("null"), Some(None));
     }
 }

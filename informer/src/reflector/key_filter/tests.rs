@@ -499,3 +499,60 @@ async fn a_change_ends_a_busy_watch_at_the_next_event() {
     assert_eq!(reflector.stats().filter_relists, 1);
     running.abort();
 }
+
+/// A [`ControlledBy`] filter on a lister-watcher that does not filter: the reflector
+/// reads the controller of each decoded object, keeps the children of kept owners,
+/// and relists onto the new owners' children when the owners' filter changes.
+#[tokio::test]
+async fn a_controlled_by_filter_follows_the_owners_filter() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    let source = FakeSource::new();
+    let child = |name: &str, owner: &str, controller: bool| {
+        let mut cm = config_map(&format!("ns/{name}"), &[], 0);
+        cm.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: owner.into(),
+            uid: format!("uid-{owner}"),
+            controller: Some(controller),
+            ..OwnerReference::default()
+        }]);
+        cm
+    };
+    source.add(child("web-1", "web", true));
+    source.add(child("web-2", "web", true));
+    source.add(child("api-1", "api", true));
+    source.add(child("web-weak", "web", false));
+    source.add(config_map("ns/orphan", &[], 0));
+    let owners = keeping(&["web"]);
+    let filter = Arc::new(ControlledBy::<Deployment>::new(owners.clone()));
+    let config = Config::default().key_filter(filter);
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default().reflector(config),
+    )
+    .expect("no indexes");
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    assert_eq!(cached(&informer), ["web-1", "web-2"]);
+    assert_eq!(informer.reflector_stats().expect("started").filtered_out, 3);
+
+    // A new child of a kept owner arrives by watch; one of another owner does not.
+    source.add(child("web-3", "web", true));
+    source.add(child("api-2", "api", true));
+    until("web-3 to be cached", || cached(&informer).len() == 3).await;
+
+    keep(&owners, &["api"]);
+    until("the relist onto api's children", || {
+        cached(&informer) == ["api-1", "api-2"]
+    })
+    .await;
+    assert_eq!(
+        informer.reflector_stats().expect("started").filter_relists,
+        1
+    );
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+}

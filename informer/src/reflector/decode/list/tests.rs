@@ -367,3 +367,77 @@ fn with_a_key_filter_an_item_with_an_odd_header_is_reported_not_fatal() {
     assert_eq!(page.undecodable[0].key, "<unnamed>");
     assert_eq!(page.filtered_out, 0);
 }
+
+/// A filter on the controller's key reads each item's owner references from the
+/// header, past the ones that are not the controller: only the children of kept
+/// Deployments are decoded; an orphan, a child of another kind of owner, and an item
+/// whose Deployment owner is not its controller are skipped.
+#[test]
+fn a_controlled_by_filter_keeps_the_children_of_kept_owners() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let owned = |name: &str, owners: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"1",
+                "ownerReferences":{owners}}},"data":{{"k":"v"}}}}"#
+        )
+    };
+    let reference = |api_version: &str, kind: &str, name: &str, controller: bool| {
+        format!(
+            r#"{{"apiVersion":"{api_version}","kind":"{kind}","name":"{name}","uid":"u-{name}",
+                "blockOwnerDeletion":true,"controller":{controller}}}"#
+        )
+    };
+    let items = [
+        owned(
+            "child-of-web",
+            &format!(
+                "[{},{}]",
+                reference("v1", "ConfigMap", "other", false),
+                reference("apps/v1", "Deployment", "web", true)
+            ),
+        ),
+        owned(
+            "child-of-api",
+            &format!("[{}]", reference("apps/v1", "Deployment", "api", true)),
+        ),
+        owned(
+            "owned-not-controlled",
+            &format!("[{}]", reference("apps/v1", "Deployment", "web", false)),
+        ),
+        owned(
+            "child-of-a-replica-set",
+            &format!("[{}]", reference("apps/v1", "ReplicaSet", "web", true)),
+        ),
+        owned(
+            "child-of-another-group",
+            &format!(
+                "[{}]",
+                reference("example.com/v1", "Deployment", "web", true)
+            ),
+        ),
+        owned("orphan", "null"),
+        r#"{"metadata":{"name":"no-owners","namespace":"ns"},"data":{"k":"v"}}"#.to_owned(),
+    ];
+    let text = format!(
+        r#"{{"metadata":{{"resourceVersion":"9"}},"items":[{}]}}"#,
+        items.join(",")
+    );
+    let filter = SharedKeyFilter::new(Arc::new(crate::reflector::ControlledBy::<Deployment>::new(
+        Arc::new(crate::reflector::FnKeyFilter::new(|namespace, name| {
+            namespace == Some("ns") && name == "web"
+        })),
+    )));
+    let page: ListPage<ConfigMap> = decode_list(
+        &text,
+        ListDecoder::new("ConfigMap", ManagedFields::Drop, None).key_filter(Some(&filter)),
+    )
+    .unwrap();
+    let kept: Vec<_> = page
+        .items
+        .iter()
+        .filter_map(|cm| cm.metadata.name.as_deref())
+        .collect();
+    assert_eq!(kept, ["child-of-web"]);
+    assert!(page.undecodable.is_empty());
+    assert_eq!(page.filtered_out, 6);
+}
