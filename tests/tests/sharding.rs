@@ -683,3 +683,185 @@ async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is
     membership.abort();
     controller.abort();
 }
+
+/// A sharded controller's owned cache holds the children of its own primaries only:
+/// ConfigMaps each get a child Secret, controlled by them; each member's Secret cache
+/// holds the children of its shard (never a Secret without such a controller), shrinks
+/// when a member joins, and a child's deletion still reaches its parent's owner, who
+/// re-creates it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
+    use informer::controller::{Context, Controller, backoff};
+    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::workqueue::Action;
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use kube::ResourceExt;
+    use kube::api::{DeleteParams, PostParams};
+
+    const PARENTS: usize = 12;
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("owned").await.unwrap();
+    let parents = Api::<ConfigMap>::namespaced(env.client().unwrap(), &namespace);
+    let secrets = Api::<Secret>::namespaced(env.client().unwrap(), &namespace);
+    common::create_config_maps(&parents, "parent", PARENTS, &[]).await;
+    // A Secret no ConfigMap controls: no member caches it.
+    let stranger = Secret {
+        metadata: ObjectMeta {
+            name: Some("stranger".into()),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    secrets
+        .create(&PostParams::default(), &stranger)
+        .await
+        .unwrap();
+
+    // Each reconcile makes sure its ConfigMap has a child; counts the children made.
+    let created: Arc<Mutex<Vec<String>>> = Arc::default();
+    let start = |identity: &'static str| {
+        let member = ShardMember::new(
+            env.client().unwrap(),
+            ShardConfig::new(namespace.clone(), "owned")
+                .identity(identity)
+                .lease_duration(LEASE)
+                .renew_deadline(RENEW)
+                .retry_period(RETRY),
+        )
+        .unwrap();
+        let shard = member.handle();
+        let factory = SharedInformerFactory::new(
+            env.client().unwrap(),
+            FactoryOptions::default().namespace(namespace.clone()),
+        );
+        let created = Arc::clone(&created);
+        let reconcile = move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+            let created = Arc::clone(&created);
+            async move {
+                if !ctx.owned::<Secret>(&cm).is_empty() {
+                    return Ok(Action::Done);
+                }
+                let child = Secret {
+                    metadata: ObjectMeta {
+                        name: Some(format!("child-of-{}", cm.name_any())),
+                        owner_references: Some(vec![OwnerReference {
+                            api_version: "v1".into(),
+                            kind: "ConfigMap".into(),
+                            name: cm.name_any(),
+                            uid: cm.uid().unwrap(),
+                            controller: Some(true),
+                            ..OwnerReference::default()
+                        }]),
+                        ..ObjectMeta::default()
+                    },
+                    ..Secret::default()
+                };
+                ctx.api::<Secret>()
+                    .create(&PostParams::default(), &child)
+                    .await?;
+                created.lock().unwrap().push(child.name_any());
+                Ok::<_, kube::Error>(Action::Done)
+            }
+        };
+        let controller = Controller::<ConfigMap>::sharded(&factory, &shard)
+            .owns::<Secret>()
+            .run(reconcile, backoff, std::future::pending());
+        (
+            shard,
+            tokio::spawn(member.run(std::future::pending())),
+            tokio::spawn(controller),
+            factory,
+        )
+    };
+    // The member's cache of Secrets: the factory entry its controller filled.
+    let owned_cache = |factory: &SharedInformerFactory, identity: &str| {
+        let scope = InformerScope {
+            namespace: Some(namespace.clone()),
+            ..InformerScope::default()
+        }
+        .filtered(
+            format!("controlled by ConfigMap of shard owned/{identity}"),
+            Arc::new(informer::reflector::FnKeyFilter::new(|_, _| {
+                unreachable!("the controller made this scope's informer, with its own filter")
+            })),
+        );
+        factory.informer_for::<Secret>(scope)
+    };
+    let children_of = |shard: &ShardHandle| {
+        let mut children: Vec<String> = (0..PARENTS)
+            .map(|i| format!("parent-{i}"))
+            .filter(|parent| shard.owns(&ObjectKey::new(Some(namespace.clone()), parent.clone())))
+            .map(|parent| format!("child-of-{parent}"))
+            .collect();
+        children.sort();
+        children
+    };
+    let cached = |informer: &informer::shared_informer::SharedIndexInformer<Secret>| {
+        let mut names: Vec<String> = informer
+            .indexer()
+            .list_keys()
+            .iter()
+            .map(|key| key.name.clone())
+            .collect();
+        names.sort();
+        names
+    };
+
+    // a alone: it creates every child, and caches them all, but not the stranger.
+    let (a_shard, a_member, a_controller, a_factory) = start("a");
+    let a_owned = owned_cache(&a_factory, "a");
+    common::eventually("a to create and cache every child", SETTLE, || {
+        created.lock().unwrap().len() == PARENTS && cached(&a_owned).len() == PARENTS
+    })
+    .await;
+    assert_eq!(cached(&a_owned), children_of(&a_shard));
+
+    // b joins: each member's cache holds the children of its own shard.
+    let (b_shard, b_member, b_controller, b_factory) = start("b");
+    let b_owned = owned_cache(&b_factory, "b");
+    for (identity, shard, owned) in [("a", &a_shard, &a_owned), ("b", &b_shard, &b_owned)] {
+        common::eventually(
+            &format!("{identity}'s owned cache to follow its shard"),
+            SETTLE,
+            || {
+                let children = children_of(shard);
+                shard.members() == ["a", "b"]
+                    && !children.is_empty()
+                    && children.len() < PARENTS
+                    && cached(owned) == children
+            },
+        )
+        .await;
+        assert!(owned.reflector_stats().unwrap().filtered_out > 0);
+    }
+    assert_eq!(
+        created.lock().unwrap().len(),
+        PARENTS,
+        "no child made twice"
+    );
+
+    // A child of one of b's ConfigMaps is deleted: b hears of it through its owned
+    // cache and makes it again.
+    let child = children_of(&b_shard)[0].clone();
+    let uid = secrets.get(&child).await.unwrap().uid();
+    secrets
+        .delete(&child, &DeleteParams::default())
+        .await
+        .unwrap();
+    common::eventually_async("b to re-create the deleted child", SETTLE, || {
+        let secrets = secrets.clone();
+        let child = child.clone();
+        let uid = uid.clone();
+        async move {
+            matches!(secrets.get_opt(&child).await, Ok(Some(again)) if again.uid() != uid)
+        }
+    })
+    .await;
+    assert_eq!(created.lock().unwrap().len(), PARENTS + 1);
+    assert!(!cached(&a_owned).contains(&child));
+    a_member.abort();
+    b_member.abort();
+    a_controller.abort();
+    b_controller.abort();
+}

@@ -1,6 +1,7 @@
 //! [`Controller`]: the builder, and `run`, which wires informers to the queue and runs
 //! the workers.
 
+use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::pin::pin;
@@ -30,6 +31,7 @@ use crate::fifo::DeletedObject;
 use crate::key::ObjectKey;
 use crate::leader::LeadershipHandle;
 use crate::lister::Lister;
+use crate::reflector::{ControlledBy, KeyFilter};
 use crate::shard::ShardHandle;
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
 use crate::store::Indexers;
@@ -128,8 +130,11 @@ where
     ///
     /// A key is reconciled only by the member that may reconcile it now (never by two
     /// at once, across processes); when keys become this member's, every cached `K`
-    /// among them is queued. The secondary types (owned, watched, read) are cached
-    /// whole on every replica. `run` returns on its `shutdown` or when the member
+    /// among them is queued. The types it [`owns`](Self::owns) are cached per shard
+    /// too: a replica keeps the objects controlled by its own primaries only
+    /// ([`ControlledBy`]), and [`Context::lister`] and [`Context::owned`] read that
+    /// cache. Watched and read types are cached whole on every replica (a mapper can
+    /// point anywhere). `run` returns on its `shutdown` or when the member
     /// stops. Sharding replaces leader election: a sharded controller given
     /// [`leader_election`](Self::leader_election) fails to run.
     ///
@@ -141,11 +146,14 @@ where
     /// (tombstones) of objects that may still exist. Other controllers of `K` in the
     /// process are not affected.
     pub fn sharded(factory: &SharedInformerFactory, shard: &ShardHandle) -> Self {
+        let filter: Arc<dyn KeyFilter> = Arc::new(shard.clone());
         let scope = factory.default_scope().filtered(
             format!("shard {}/{}", shard.group(), shard.identity()),
-            Arc::new(shard.clone()),
+            Arc::clone(&filter),
         );
-        let mut controller = Self::with_primary(factory, factory.informer_for::<K>(scope));
+        let primary = factory.informer_for::<K>(scope);
+        let mut controller = Self::with_primary(factory, primary.clone());
+        controller.registry.register_filtered(&primary, filter);
         controller.shard = Some(shard.clone());
         controller
     }
@@ -154,13 +162,46 @@ where
     /// controller owner reference (kind and API group of `K`) names the key, so no
     /// cache is scanned. Also keeps an index of `C` by owner, for
     /// [`Context::owned`].
+    ///
+    /// A [`sharded`](Self::sharded) controller caches only the `C`s controlled by a
+    /// `K` of its shard, in the factory's entry filtered by [`ControlledBy`] (named
+    /// `C in ns [controlled by K of shard {group}/{identity}]`), skipping the others
+    /// before they are decoded; it relists with the shard.
     #[must_use]
     pub fn owns<C>(mut self) -> Self
     where
         C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         C::Scope: FactoryScope,
     {
-        let informer = self.factory.informer::<C>();
+        let informer = match &self.shard {
+            Some(shard) => {
+                // The children of this member's primaries only (see `sharded`).
+                let filter: Arc<dyn KeyFilter> =
+                    Arc::new(ControlledBy::<K>::new(Arc::new(shard.clone())));
+                let scope = self.factory.default_scope().filtered(
+                    format!(
+                        "controlled by {} of shard {}/{}",
+                        K::kind(&()),
+                        shard.group(),
+                        shard.identity()
+                    ),
+                    Arc::clone(&filter),
+                );
+                let informer = self.factory.informer_for::<C>(scope);
+                if TypeId::of::<C>() == TypeId::of::<K>() {
+                    // The primary's registration (its shard's cache) stays.
+                    self.registry.register(&informer);
+                } else {
+                    self.registry.register_filtered(&informer, filter);
+                }
+                informer
+            }
+            None => {
+                let informer = self.factory.informer::<C>();
+                self.registry.register(&informer);
+                informer
+            }
+        };
         let index = owner_index_name::<K>();
         let indexer = informer.indexer();
         if !indexer.index_names().contains(&index) {
@@ -168,8 +209,7 @@ where
             // Only fails if another controller of `K` added the same index meanwhile.
             let _ = indexer.add_indexers(by_owner);
         }
-        self.registry.register(&informer);
-        self.registry.set_owner_index::<C>(index);
+        self.registry.set_owned::<C>(indexer, index);
         self.wires.push(mapping_wire(
             &informer,
             |child: &C| controller_key::<K>(child.meta()),
@@ -437,9 +477,9 @@ where
 
         let mut shutdown = pin!(shutdown);
         if let Some(shard) = &self.shard {
-            // The primary cache keeps this member's shard, unknown until the member's
-            // first read of the group: listing before would read the whole collection
-            // to keep none of it, and load the server while replicas started together
+            // The primary and owned caches keep this member's shard, unknown until
+            // the member's first read of the group: listing before would read the
+            // whole collection to keep none of it, and load the server while replicas started together
             // are still creating their Leases.
             tracing::debug!(controller = %self.name, "waiting for the shard member's first read of the group");
             tokio::select! {

@@ -263,6 +263,10 @@ where
         let (Some(tracking), Some(version)) = (&self.tracking, &meta.resource_version) else {
             return;
         };
+        if !tracking.cache.holds(meta) {
+            // A filtered cache (a sharded controller's) never shows it.
+            return;
+        }
         // An object being deleted may be gone at any moment (removing its last
         // finalizer deletes it at once): gone counts as caught up.
         let written = if meta.deletion_timestamp.is_some() {

@@ -25,11 +25,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use tokio::sync::Notify;
 
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
+use crate::reflector::{KeyFilter, ObjectHead};
 use crate::store::Indexer;
 
 /// What the cache must show once a tracked write has reached it.
@@ -45,12 +47,35 @@ pub(crate) enum Written {
 pub(crate) trait CacheProbe: Send + Sync {
     /// The cached object's resourceVersion, `None` when the key is not cached.
     fn cached_version(&self, key: &ObjectKey) -> Option<String>;
+
+    /// Whether the cache holds objects like the one with metadata `meta` at all: a
+    /// write of one it filters out is never waited for.
+    fn holds(&self, _meta: &ObjectMeta) -> bool {
+        true
+    }
 }
 
 impl<C: Resource + Send + Sync + 'static> CacheProbe for Indexer<C> {
     fn cached_version(&self, key: &ObjectKey) -> Option<String> {
         self.get(key)
             .map(|object| object.meta().resource_version.clone().unwrap_or_default())
+    }
+}
+
+/// The cache of an informer with a key filter (a sharded controller's): it holds only
+/// what the filter keeps.
+pub(crate) struct FilteredCache<C> {
+    pub(crate) indexer: Indexer<C>,
+    pub(crate) filter: Arc<dyn KeyFilter>,
+}
+
+impl<C: Resource + Send + Sync + 'static> CacheProbe for FilteredCache<C> {
+    fn cached_version(&self, key: &ObjectKey) -> Option<String> {
+        self.indexer.cached_version(key)
+    }
+
+    fn holds(&self, meta: &ObjectMeta) -> bool {
+        ObjectHead::of(meta).is_none_or(|head| self.filter.keeps_object(&head))
     }
 }
 
@@ -210,6 +235,41 @@ mod tests {
             key: key(name),
             written,
         }
+    }
+
+    /// A cache filtered by the controller's key holds the children of kept owners
+    /// only: a write of any other object is not waited for.
+    #[test]
+    fn a_filtered_cache_holds_only_what_its_filter_keeps() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+        use crate::reflector::{ControlledBy, FnKeyFilter};
+
+        let owners = Arc::new(FnKeyFilter::new(|_, name| name == "mine"));
+        let cache = FilteredCache {
+            indexer: crate::store::Writer::<ConfigMap>::new().indexer(),
+            filter: Arc::new(ControlledBy::<ConfigMap>::new(owners)),
+        };
+        let child_of = |owner: &str| ObjectMeta {
+            name: Some("child".into()),
+            namespace: Some("ns".into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: owner.into(),
+                controller: Some(true),
+                ..OwnerReference::default()
+            }]),
+            ..ObjectMeta::default()
+        };
+        assert!(cache.holds(&child_of("mine")));
+        assert!(!cache.holds(&child_of("theirs")));
+        assert!(!cache.holds(&ObjectMeta {
+            owner_references: None,
+            ..child_of("mine")
+        }));
+        assert!(Versions::default().holds(&child_of("theirs")));
     }
 
     #[test]

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use super::read_your_writes::CacheProbe;
+use super::read_your_writes::{CacheProbe, FilteredCache};
 use crate::key::short_type_name;
+use crate::reflector::KeyFilter;
 use crate::shared_informer::{HasSynced, SharedIndexInformer};
 use crate::store::Indexer;
 
@@ -23,9 +24,10 @@ struct Registered {
     cache: Arc<dyn CacheProbe>,
     /// The same informer, for the wait until synced.
     synced: Arc<dyn HasSynced>,
-    /// The name of the index of the type's controllers of the primary kind, when
-    /// the type is owned.
-    owner_index: Option<String>,
+    /// When the type is owned: the owned cache (an `Indexer<C>`; the informer's, or,
+    /// for a sharded controller owning its own primary type, the children's) and the
+    /// name of its index of controllers of the primary kind.
+    owned: Option<(Box<dyn Any + Send + Sync>, String)>,
 }
 
 /// The registered types, by `TypeId`.
@@ -54,14 +56,44 @@ impl Registry {
                 informer: Box::new(informer.clone()),
                 cache: Arc::new(informer.indexer()),
                 synced: Arc::new(informer.clone()),
-                owner_index: None,
+                owned: None,
             });
     }
 
-    /// Records that `C` is owned, with its owner index named `index`.
-    pub(crate) fn set_owner_index<C: 'static>(&mut self, index: String) {
+    /// Registers `informer`, whose reflector keeps only what `filter` keeps, as the
+    /// type's informer, in place of one registered before: a sharded controller's
+    /// primary and owned types are read from their shard's caches.
+    pub(crate) fn register_filtered<C>(
+        &mut self,
+        informer: &SharedIndexInformer<C>,
+        filter: Arc<dyn KeyFilter>,
+    ) where
+        C: Resource + Send + Sync + 'static,
+    {
+        let cache = FilteredCache {
+            indexer: informer.indexer(),
+            filter,
+        };
+        self.types.insert(
+            TypeId::of::<C>(),
+            Registered {
+                informer: Box::new(informer.clone()),
+                cache: Arc::new(cache),
+                synced: Arc::new(informer.clone()),
+                owned: None,
+            },
+        );
+    }
+
+    /// Records that `C` is owned: its children are in `owned`, indexed by controller
+    /// in the index named `index`.
+    pub(crate) fn set_owned<C: Resource + Send + Sync + 'static>(
+        &mut self,
+        owned: Indexer<C>,
+        index: String,
+    ) {
         if let Some(registered) = self.types.get_mut(&TypeId::of::<C>()) {
-            registered.owner_index = Some(index);
+            registered.owned = Some((Box::new(owned), index));
         }
     }
 
@@ -90,14 +122,15 @@ impl Registry {
         primary: &str,
     ) -> (Indexer<C>, &str) {
         let kind = short_type_name::<C>();
-        let registered = self.types.get(&TypeId::of::<C>());
-        match registered.and_then(|r| Some((r.informer.downcast_ref(), r.owner_index.as_deref()?)))
+        let owned = self
+            .types
+            .get(&TypeId::of::<C>())
+            .and_then(|registered| registered.owned.as_ref());
+        match owned
+            .and_then(|(indexer, index)| Some((indexer.downcast_ref::<Indexer<C>>()?, index)))
         {
-            Some((Some(informer), index)) => {
-                let informer: &SharedIndexInformer<C> = informer;
-                (informer.indexer(), index)
-            }
-            _ => panic!(
+            Some((indexer, index)) => (indexer.clone(), index),
+            None => panic!(
                 "the {primary} controller does not own {kind}: register it with .owns::<{kind}>()"
             ),
         }

@@ -1,11 +1,12 @@
 //! Running a controller's workers on this replica's shard of the keys.
 //!
-//! Every replica runs the controller; its primary cache holds only its shard (see
-//! [`Controller::sharded`](super::Controller::sharded)), its secondary caches are
-//! whole. Objects leaving the shard leave that cache as deletions; they are not
-//! remembered for a cleanup (they were not deleted). A worker takes a key only if the
-//! [`ShardHandle`] says this member may reconcile it now; any other key is dropped (its
-//! owner reconciles it). When keys become this member's (a hand-off completed, a member
+//! Every replica runs the controller; its primary cache holds only its shard, its
+//! owned caches only the children of that shard (see
+//! [`Controller::sharded`](super::Controller::sharded)), its watched and read caches
+//! are whole. Objects leaving the shard leave the primary cache as deletions; they are
+//! not remembered for a cleanup (they were not deleted). A worker takes a key only if
+//! the [`ShardHandle`] says this member may reconcile it now; any other key is dropped
+//! (its owner reconciles it). When keys become this member's (a hand-off completed, a member
 //! left, its lease came back), every cached primary among them is queued, and every
 //! deletion whose cleanup is due, so a key dropped while it was not yet ours is not
 //! forgotten. The tombstones of keys that moved to another member are forgotten: that
