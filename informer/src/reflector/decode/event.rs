@@ -327,25 +327,28 @@ mod tests {
         assert!(object.metadata.managed_fields.is_none());
     }
 
+    /// A watch event's line decoded as a ConfigMap through `filter`.
+    fn decode_filtered(line: &str, filter: &SharedKeyFilter) -> WatchEvent<ConfigMap> {
+        decode_event(
+            line.as_bytes(),
+            "ConfigMap",
+            ManagedFields::Drop,
+            Some(filter),
+        )
+        .unwrap()
+    }
+
     /// An event about an object the key filter does not keep is not decoded (one that
     /// would not decode is no error): only its resourceVersion comes out. A kept one,
     /// and every bookmark, decodes as without a filter.
     #[test]
     fn an_event_not_kept_is_filtered_out_with_its_resource_version() {
-        use crate::reflector::{FnKeyFilter, SharedKeyFilter};
+        use crate::reflector::FnKeyFilter;
         use std::sync::Arc;
         let filter = SharedKeyFilter::new(Arc::new(FnKeyFilter::new(|namespace, name| {
             namespace == Some("n") && name == "kept"
         })));
-        let decode = |line: &str| -> WatchEvent<ConfigMap> {
-            decode_event(
-                line.as_bytes(),
-                "ConfigMap",
-                ManagedFields::Drop,
-                Some(&filter),
-            )
-            .unwrap()
-        };
+        let decode = |line: &str| decode_filtered(line, &filter);
         for kind in ["ADDED", "MODIFIED", "DELETED"] {
             let line = format!(
                 r#"{{"type":"{kind}","object":{{"kind":"ConfigMap","metadata":{{"name":"other","namespace":"n","resourceVersion":"7"}},"data":[]}}}}"#
@@ -393,13 +396,7 @@ mod tests {
                 "kind":"Deployment","name":"{owner}","uid":"u","controller":true}}]}}}}}}"#
             )
             .replace('\n', "");
-            decode_event::<ConfigMap>(
-                line.as_bytes(),
-                "ConfigMap",
-                ManagedFields::Drop,
-                Some(&filter),
-            )
-            .unwrap()
+            decode_filtered(&line, &filter)
         };
         for kind in ["ADDED", "MODIFIED", "DELETED"] {
             assert!(
