@@ -2,9 +2,9 @@
 //!
 //! Creates two Deployments, starts a `SharedInformerFactory` with a Deployment
 //! informer whose handler prints adds, spec changes and deletes, lists the namespace's
-//! Deployments from the cache once it has synced, then scales one and deletes the
-//! other and prints what the handler sees. The two initial adds come in the order of
-//! the server's list, which the API does not fix.
+//! Deployments from the cache once it has synced (and heard of both), then scales one
+//! and deletes the other and prints what the handler sees. The two initial adds come
+//! in the order of the server's list, which the API does not fix.
 //!
 //! Run: `cargo run --bin deployments` (uses your kubeconfig's cluster, or starts an
 //! embedded control plane when none is configured).
@@ -40,11 +40,14 @@ async fn main() -> anyhow::Result<()> {
             .transform_metadata(|meta| meta.annotations = None),
     );
     let deployments = factory.informer::<Deployment>();
-    let deletions = Arc::new(Semaphore::new(0));
-    let deleted = deletions.clone();
+    let (additions, deletions) = (Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0)));
+    let (added, deleted) = (additions.clone(), deletions.clone());
     let registration = deployments.add_event_handler(
         ResourceEventHandlerFns::new()
-            .on_add(|d: &Arc<Deployment>, _| println!("Added: {}", d.name_any()))
+            .on_add(move |d: &Arc<Deployment>, _| {
+                println!("Added: {}", d.name_any());
+                added.add_permits(1);
+            })
             .on_update(|old: &Arc<Deployment>, new: &Arc<Deployment>| {
                 // Status updates do not change the generation: print spec changes only.
                 if old.metadata.generation != new.metadata.generation {
@@ -68,6 +71,11 @@ async fn main() -> anyhow::Result<()> {
         .wait_for_cache_sync_within(Duration::from_secs(60))
         .await?;
     wait_for_cache_sync(&[&registration]).await;
+    // Synced means the first list is in, and that list (at resourceVersion "0", as
+    // client-go asks) comes from the API server's watch cache, which may not hold yet
+    // a Deployment created a moment ago: that one then arrives by the watch, as an
+    // add. Wait for both, as a demo that knows what to expect can.
+    let _added = tokio::time::timeout(Duration::from_secs(30), additions.acquire_many(2)).await??;
 
     // Reads come from the cache: no request to the API server.
     let mut cached = deployments.lister().namespaced(&namespace).list_all();
