@@ -36,7 +36,8 @@ use tokio::sync::watch;
 /// an `Arc`, and never reported as undecodable.
 /// For a lister-watcher that does not filter
 /// ([`ListerWatcher::filters_keys`](super::ListerWatcher::filters_keys) is false, as
-/// for [`FakeSource`](super::FakeSource) and [`ListWatch`](super::ListWatch)), the
+/// for [`FakeSource`](super::FakeSource), and for a [`ListWatch`](super::ListWatch)
+/// not told otherwise with [`filters_keys`](super::ListWatch::filters_keys)), the
 /// reflector applies the filter to what it gets, with the same outcome (an undecodable
 /// object not kept is not reported either).
 ///

@@ -89,12 +89,14 @@ pub struct ListWatch<K> {
     list: Arc<ListFn<K>>,
     watch: Arc<WatchFn<K>>,
     streaming_list: bool,
+    filters_keys: bool,
 }
 
 impl<K> fmt::Debug for ListWatch<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ListWatch")
             .field("streaming_list", &self.streaming_list)
+            .field("filters_keys", &self.filters_keys)
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +118,7 @@ impl<K: Send + 'static> ListWatch<K> {
                 Box::pin(async move { started.await.map(StreamExt::boxed) })
             }),
             streaming_list: false,
+            filters_keys: false,
         }
     }
 }
@@ -128,6 +131,18 @@ impl<K> ListWatch<K> {
     #[must_use]
     pub fn streaming_list(mut self, supported: bool) -> Self {
         self.streaming_list = supported;
+        self
+    }
+
+    /// Says whether the closures honour the requests' key filter
+    /// ([`ListRequest::key_filter`], [`WatchRequest::key_filter`]): pass it on to
+    /// something that does (an [`ApiListerWatcher`](super::ApiListerWatcher)'s
+    /// `list` and `watch`), or leave out what it does not keep. Then the reflector
+    /// does not filter again. Off by default: the reflector filters what the closures
+    /// answer. See [`ListerWatcher::filters_keys`].
+    #[must_use]
+    pub fn filters_keys(mut self, honoured: bool) -> Self {
+        self.filters_keys = honoured;
         self
     }
 }
@@ -143,6 +158,10 @@ impl<K> ListerWatcher<K> for ListWatch<K> {
 
     fn supports_streaming_list(&self) -> bool {
         self.streaming_list
+    }
+
+    fn filters_keys(&self) -> bool {
+        self.filters_keys
     }
 }
 
@@ -295,5 +314,59 @@ mod tests {
         assert_eq!(cached, ["kept/db@4", "kept/web@1"]);
         stop.send(()).ok();
         running.await.expect("joined").expect("ran");
+    }
+
+    /// A key filter is applied by the reflector unless the closures say they honour
+    /// it: then what they answer is trusted as filtered. (These closures pass
+    /// everything through, so the cache shows who filtered.)
+    #[tokio::test]
+    async fn the_reflector_filters_unless_the_closures_honour_the_key_filter() {
+        use crate::reflector::{Config, FnKeyFilter};
+
+        for honoured in [false, true] {
+            let source = FakeSource::new();
+            source.add(config_map("ns/kept", &[], 0));
+            source.add(config_map("ns/other", &[], 0));
+            let passing_all = ListWatch::new(
+                {
+                    let source = source.clone();
+                    move |request| {
+                        let source = source.clone();
+                        async move { source.list(request).await }
+                    }
+                },
+                {
+                    let source = source.clone();
+                    move |request| {
+                        let source = source.clone();
+                        async move { source.watch(request).await }
+                    }
+                },
+            )
+            .filters_keys(honoured);
+            assert_eq!(passing_all.filters_keys, honoured);
+            let filter = Arc::new(FnKeyFilter::new(|_, name| name == "kept"));
+            let options =
+                InformerOptions::default().reflector(Config::default().key_filter(filter));
+            let informer =
+                SharedIndexInformer::with_options(passing_all, options).expect("no indexes");
+            let (stop, running) = spawn_run(&informer);
+            wait_for_cache_sync(&[&informer]).await;
+            let mut cached: Vec<String> = informer
+                .lister()
+                .list_all()
+                .iter()
+                .map(|obj| obj.name_any())
+                .collect();
+            cached.sort();
+            let expected: &[&str] = if honoured {
+                &["kept", "other"]
+            } else {
+                &["kept"]
+            };
+            assert_eq!(cached, expected, "honoured: {honoured}");
+            stop.send(()).ok();
+            running.await.expect("joined").expect("ran");
+        }
     }
 }
