@@ -189,7 +189,8 @@ where
                 );
                 let informer = self.factory.informer_for::<C>(scope);
                 if TypeId::of::<C>() == TypeId::of::<K>() {
-                    // The primary's registration (its shard's cache) stays.
+                    // The primary's registration (its shard's cache) stays; the
+                    // children's informer is still waited for.
                     self.registry.register(&informer);
                 } else {
                     self.registry.register_filtered(&informer, filter);
@@ -479,8 +480,8 @@ where
         if let Some(shard) = &self.shard {
             // The primary and owned caches keep this member's shard, unknown until
             // the member's first read of the group: listing before would read the
-            // whole collection to keep none of it, and load the server while replicas started together
-            // are still creating their Leases.
+            // whole collection to keep none of it, and load the server while
+            // replicas started together are still creating their Leases.
             tracing::debug!(controller = %self.name, "waiting for the shard member's first read of the group");
             tokio::select! {
                 () = shard.read_once() => {}

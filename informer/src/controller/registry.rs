@@ -22,18 +22,20 @@ struct Registered {
     informer: Box<dyn Any + Send + Sync>,
     /// The same informer, as a cache to probe for read-your-writes.
     cache: Arc<dyn CacheProbe>,
-    /// The same informer, for the wait until synced.
-    synced: Arc<dyn HasSynced>,
     /// When the type is owned: the owned cache (an `Indexer<C>`; the informer's, or,
     /// for a sharded controller owning its own primary type, the children's) and the
     /// name of its index of controllers of the primary kind.
     owned: Option<(Box<dyn Any + Send + Sync>, String)>,
 }
 
-/// The registered types, by `TypeId`.
+/// The registered types, by `TypeId`, and every informer registered.
 #[derive(Default)]
 pub(crate) struct Registry {
     types: HashMap<TypeId, Registered>,
+    /// Every informer the controller was given, for the wait until synced: also one
+    /// that is not its type's informer (a sharded controller's watched `C` beside its
+    /// owned `C`). An informer given twice is waited for twice, at no cost.
+    synced: Vec<Arc<dyn HasSynced>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -50,12 +52,12 @@ impl Registry {
     where
         C: Resource + Send + Sync + 'static,
     {
+        self.synced.push(Arc::new(informer.clone()));
         self.types
             .entry(TypeId::of::<C>())
             .or_insert_with(|| Registered {
                 informer: Box::new(informer.clone()),
                 cache: Arc::new(informer.indexer()),
-                synced: Arc::new(informer.clone()),
                 owned: None,
             });
     }
@@ -74,12 +76,12 @@ impl Registry {
             indexer: informer.indexer(),
             filter,
         };
+        self.synced.push(Arc::new(informer.clone()));
         self.types.insert(
             TypeId::of::<C>(),
             Registered {
                 informer: Box::new(informer.clone()),
                 cache: Arc::new(cache),
-                synced: Arc::new(informer.clone()),
                 owned: None,
             },
         );
@@ -145,6 +147,6 @@ impl Registry {
 
     /// Every registered informer, for the wait until synced.
     pub(crate) fn synced(&self) -> Vec<Arc<dyn HasSynced>> {
-        self.types.values().map(|r| Arc::clone(&r.synced)).collect()
+        self.synced.clone()
     }
 }
