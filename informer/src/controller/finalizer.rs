@@ -1,23 +1,5 @@
-//! The controller's finalizer: cleanup that survives the controller being down.
-//!
-//! Without a finalizer, a controller learns of a deletion from the watch. A deletion
-//! made while no replica ran is never seen: the next list simply lacks the object, and
-//! whatever it owned outside Kubernetes (a bucket, a DNS record, a row) leaks. With
-//! [`Controller::finalizer`](super::Controller::finalizer):
-//!
-//! 1. before an object's first reconcile, the controller adds its finalizer (a merge
-//!    patch carrying the object's resourceVersion, so it never overwrites a change it
-//!    has not seen: a conflict is retried with backoff);
-//! 2. deleting the object then only sets `metadata.deletionTimestamp`: the API server
-//!    keeps it until every finalizer is gone, however long the controller is down;
-//! 3. once the controller sees the deletion timestamp it runs the cleanup instead of
-//!    the reconcile, and removes its finalizer when the cleanup succeeded (a failed
-//!    cleanup is retried with backoff, the object stays);
-//! 4. an object being deleted that does not carry the finalizer (its cleanup is done,
-//!    or it never got one) is not reconciled.
-//!
-//! Both patches go through the [`super::TrackedApi`], so the next reconcile
-//! of the key waits until the cache shows them.
+//! The finalizer's two patches (add before the first reconcile, remove after the
+//! cleanup); the protocol is described in the [controller docs](super#finalizers).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};

@@ -26,7 +26,7 @@
 //!   overall), a fixed delay, or giving up. A panic is contained and retried.
 //! - **Deletions.** [`cleanup`](Controller::cleanup) runs for a deleted object's last
 //!   state; with a [`finalizer`](Controller::finalizer) it also covers deletions made
-//!   while the controller was down (see [`finalizer`]).
+//!   while the controller was down (see [finalizers](#finalizers)).
 //! - **Several replicas.** With [`leader_election`](Controller::leader_election) the
 //!   controller runs on every replica with warm caches and reconciles only on the one
 //!   that leads (see [`leader`](crate::leader)); built with
@@ -34,7 +34,7 @@
 //!   each reconciling its own shard (see [`shard`](crate::shard)).
 //! - **Read-your-writes.** Writes made through [`Context::api`] are remembered, and the
 //!   next reconcile of the same key waits (bounded) until the cache shows them, so a
-//!   quick requeue never creates a second child (see [`read_your_writes`]).
+//!   quick requeue never creates a second child (see [read-your-writes](#read-your-writes)).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -76,17 +76,62 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Finalizers
+//!
+//! Cleanup that survives the controller being down. Without a finalizer, a controller learns of a deletion from the watch. A deletion
+//! made while no replica ran is never seen: the next list simply lacks the object, and
+//! whatever it owned outside Kubernetes (a bucket, a DNS record, a row) leaks. With
+//! [`Controller::finalizer`]:
+//!
+//! 1. before an object's first reconcile, the controller adds its finalizer (a merge
+//!    patch carrying the object's resourceVersion, so it never overwrites a change it
+//!    has not seen: a conflict is retried with backoff);
+//! 2. deleting the object then only sets `metadata.deletionTimestamp`: the API server
+//!    keeps it until every finalizer is gone, however long the controller is down;
+//! 3. once the controller sees the deletion timestamp it runs the cleanup instead of
+//!    the reconcile, and removes its finalizer when the cleanup succeeded (a failed
+//!    cleanup is retried with backoff, the object stays);
+//! 4. an object being deleted that does not carry the finalizer (its cleanup is done,
+//!    or it never got one) is not reconciled.
+//!
+//! Both patches go through the [`TrackedApi`], so the next reconcile
+//! of the key waits until the cache shows them.
+//!
+//! # Read-your-writes
+//!
+//! A reconcile never acts on a cache older than its own writes. A reconcile that creates a child and is run again a moment later (its primary was
+//! updated, or it asked to be requeued) reads the child from the informer's cache. If
+//! the watch event of the create has not reached the cache yet, the second reconcile
+//! sees no child and creates another one (or fails with a conflict and retries, which
+//! is the lucky case). controller-runtime users meet this as kubernetes-sigs/
+//! controller-runtime#3320; KEP-5647 proposes the fix the controller makes:
+//!
+//! - every write made through the [`Context`]'s
+//!   [`TrackedApi`] is remembered under the key being reconciled,
+//!   with the `resourceVersion` the server answered;
+//! - before the next reconcile of that key starts, the worker waits until each written
+//!   object's cache entry is at that version or newer (or, for a deletion, gone), and
+//!   is woken by the informers' notifications, not by polling;
+//! - the wait is bounded ([`Controller::read_your_writes_timeout`]):
+//!   a cache that falls behind (a watch being re-established) delays a reconcile, it
+//!   never stalls it. Passing the bound is logged and the reconcile goes ahead.
+//!
+//! Resource versions are compared as integers, which is what every API server backed
+//! by etcd hands out (etcd revisions); a version that is not an integer is only ever
+//! matched exactly, and at worst costs the bounded wait.
 
 mod builder;
 mod context;
-pub mod finalizer;
-mod leading;
+mod finalizer;
 mod mapping;
 mod primaries;
-pub mod read_your_writes;
+mod read_your_writes;
 mod registry;
-mod sharding;
+mod replication;
+mod run;
 mod tombstones;
+mod wiring;
 mod worker;
 
 use std::time::Duration;
@@ -94,6 +139,7 @@ use std::time::Duration;
 pub use builder::Controller;
 pub use context::{Context, TrackedApi};
 pub use mapping::IntoPrimaryKey;
+pub use replication::{LeaderElected, ReplicationMode, Sharded, Single};
 
 /// What the error policy asks for after a failed reconcile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -116,6 +162,7 @@ pub fn backoff<K, E>(_object: &K, _error: &E, _context: &Context<K>) -> Retry {
 
 /// Why a controller could not run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ControllerError {
     /// An informer the controller needs was already shut down (its factory was).
     #[error("the {controller} cannot run: the {kind} informer has been shut down")]
@@ -124,12 +171,5 @@ pub enum ControllerError {
         controller: String,
         /// The type whose informer was shut down.
         kind: &'static str,
-    },
-    /// The controller was given both a shard and leader election: sharding already
-    /// decides which replica reconciles which key.
-    #[error("the {controller} is sharded and leader-elected at once; use one of the two")]
-    ShardedAndLeaderElected {
-        /// The controller's name.
-        controller: String,
     },
 }

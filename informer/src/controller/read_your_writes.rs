@@ -1,25 +1,5 @@
-//! Read-your-own-writes: a reconcile never acts on a cache older than its own writes.
-//!
-//! A reconcile that creates a child and is run again a moment later (its primary was
-//! updated, or it asked to be requeued) reads the child from the informer's cache. If
-//! the watch event of the create has not reached the cache yet, the second reconcile
-//! sees no child and creates another one (or fails with a conflict and retries, which
-//! is the lucky case). controller-runtime users meet this as kubernetes-sigs/
-//! controller-runtime#3320; KEP-5647 proposes the fix this module makes:
-//!
-//! - every write made through the [`Context`](super::Context)'s
-//!   [`TrackedApi`](super::TrackedApi) is remembered under the key being reconciled,
-//!   with the `resourceVersion` the server answered;
-//! - before the next reconcile of that key starts, the worker waits until each written
-//!   object's cache entry is at that version or newer (or, for a deletion, gone), and
-//!   is woken by the informers' notifications, not by polling;
-//! - the wait is bounded ([`Controller::read_your_writes_timeout`](super::Controller::read_your_writes_timeout)):
-//!   a cache that falls behind (a watch being re-established) delays a reconcile, it
-//!   never stalls it. Passing the bound is logged and the reconcile goes ahead.
-//!
-//! Resource versions are compared as integers, which is what every API server backed
-//! by etcd hands out (etcd revisions); a version that is not an integer is only ever
-//! matched exactly, and at worst costs the bounded wait.
+//! Read-your-own-writes: remembering a reconcile's writes and waiting, bounded, for the
+//! cache to show them; the rule is described in the [controller docs](super#read-your-writes).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use tokio::time::sleep_until;
 
-use super::primaries::Primaries;
-use super::tombstones::Tombstones;
+use crate::controller::primaries::Primaries;
+use crate::controller::tombstones::Tombstones;
 use crate::key::ObjectKey;
 use crate::leader::{LeadershipHandle, Term};
 use crate::workqueue::{Action, Runner, WorkQueue};

@@ -2,7 +2,7 @@
 //!
 //! Every replica runs the controller; its primary cache holds only its shard, its
 //! owned caches only the children of that shard (see
-//! [`Controller::sharded`](super::Controller::sharded)), its watched and read caches
+//! [`Controller::sharded`](crate::controller::Controller::sharded)), its watched and read caches
 //! are whole. Objects leaving the shard leave the primary cache as deletions; they are
 //! not remembered for a cleanup (they were not deleted). A worker takes a key only if
 //! the [`ShardHandle`] says this member may reconcile it now; any other key is dropped
@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::primaries::Primaries;
+use crate::controller::primaries::Primaries;
 use crate::key::ObjectKey;
 use crate::shard::ShardHandle;
 use crate::workqueue::{Action, Runner};
