@@ -1,18 +1,15 @@
 //! What a reconcile gets beside its object: typed listers, the client, tracked writes.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use either::Either;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::core::Status;
-use kube::{Api, Client, Resource};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::{Client, Resource};
 
-use super::read_your_writes::{CacheProbe, Expectation, ReadYourWrites, Written};
+use super::read_your_writes::ReadYourWrites;
 use super::registry::Registry;
-use crate::events::{EventSpec, Published, Recorder, object_reference};
+use super::replication::{Fence, fenced_client};
+use super::tracked_api::{TrackedApi, Tracking};
+use crate::events::{EventError, EventSpec, Published, Recorder, object_reference};
 use crate::factory::FactoryScope;
 use crate::key::{ObjectKey, short_type_name};
 use crate::lister::Lister;
@@ -46,6 +43,10 @@ impl std::fmt::Debug for Shared {
 pub struct Context<K> {
     shared: Arc<Shared>,
     key: ObjectKey,
+    /// Whether this replica may still act for the key: checked before each write.
+    fence: Fence,
+    /// [`Context::client`], fenced, made on first use.
+    client: Arc<OnceLock<Client>>,
     _primary: PhantomData<fn() -> K>,
 }
 
@@ -54,6 +55,8 @@ impl<K> Clone for Context<K> {
         Self {
             shared: Arc::clone(&self.shared),
             key: self.key.clone(),
+            fence: self.fence.clone(),
+            client: Arc::clone(&self.client),
             _primary: PhantomData,
         }
     }
@@ -69,10 +72,12 @@ impl<K> std::fmt::Debug for Context<K> {
 }
 
 impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
-    pub(crate) fn new(shared: Arc<Shared>, key: ObjectKey) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, key: ObjectKey, fence: Fence) -> Self {
         Self {
             shared,
             key,
+            fence,
+            client: Arc::default(),
             _primary: PhantomData,
         }
     }
@@ -88,10 +93,18 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
         self.shared.queue.num_requeues(&self.key)
     }
 
-    /// The client the controller's informers use, for reads and writes the cache
-    /// cannot serve. Writes made through it are not tracked: prefer [`api`](Self::api).
+    /// A client for reads and writes the cache cannot serve. Writes made through it
+    /// are not tracked (prefer [`api`](Self::api)), but they are fenced like every
+    /// write through the context: under leader election or sharding, a write is
+    /// refused with [`Fenced`](super::Fenced) before it is sent once this replica may no longer act
+    /// for the key (see [replicas](super#replicas-and-fencing)). Reads always go
+    /// through.
     pub fn client(&self) -> &Client {
-        &self.shared.client
+        if self.fence.is_open() {
+            return &self.shared.client;
+        }
+        self.client
+            .get_or_init(|| fenced_client(&self.shared.client, self.fence.clone()))
     }
 
     /// The lister of `C`: the primary type or any type registered with `owns`,
@@ -121,7 +134,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
             .expect("the controller added the owner index when it registered the type")
     }
 
-    /// An [`Api`] for `C` in the reconciled object's namespace (for a namespaced
+    /// An [`Api`](kube::Api) for `C` in the reconciled object's namespace (for a namespaced
     /// `C`; cluster-scoped types ignore it), whose writes are tracked.
     pub fn api<C>(&self) -> TrackedApi<C>
     where
@@ -137,14 +150,15 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
         C: Resource<DynamicType = ()> + 'static,
         C::Scope: FactoryScope,
     {
-        TrackedApi {
-            api: C::Scope::api(self.shared.client.clone(), namespace),
-            tracking: self.shared.registry.cache::<C>().map(|cache| Tracking {
+        TrackedApi::new(
+            C::Scope::api(self.client().clone(), namespace),
+            self.fence.clone(),
+            self.shared.registry.cache::<C>().map(|cache| Tracking {
                 cache,
                 reconciled: self.key.clone(),
                 read_your_writes: Arc::clone(&self.shared.read_your_writes),
             }),
-        }
+        )
     }
 
     /// The controller's event recorder (reporting as the controller's name).
@@ -155,140 +169,17 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// Publishes an `events.k8s.io/v1` Event about `object` (usually the one being
     /// reconciled). Never waits for the API server; identical events fold into a
     /// series and a hot loop is held back by the spam filter (see [`crate::events`]).
+    /// Fenced like every write: once this replica may no longer act for the key, the
+    /// event is not recorded ([`EventError::Fenced`]).
     pub fn publish(&self, object: &K, event: EventSpec) -> Published {
+        if let Err(fenced) = self.fence.check_write() {
+            return Published::Dropped(EventError::Fenced {
+                reason: fenced.reason,
+            });
+        }
         self.shared
             .recorder
             .publish(&object_reference(object), event)
-    }
-}
-
-/// Where a tracked write is remembered.
-struct Tracking {
-    cache: Arc<dyn CacheProbe>,
-    reconciled: ObjectKey,
-    read_your_writes: Arc<ReadYourWrites>,
-}
-
-/// A [`kube::Api`] whose writes the controller remembers: the next reconcile of the
-/// key that made them waits (bounded) until the informer's cache shows them, so it
-/// never acts on a view older than its own writes (no duplicate child after a quick
-/// requeue). Made by [`Context::api`].
-///
-/// Writes of a type the controller has no informer for are not tracked (there is no
-/// cache to wait for); [`inner`](Self::inner) gives the plain `Api` for anything else.
-pub struct TrackedApi<C> {
-    api: Api<C>,
-    tracking: Option<Tracking>,
-}
-
-impl<C: Resource> std::fmt::Debug for TrackedApi<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TrackedApi")
-            .field("url", &self.api.resource_url())
-            .field("tracked", &self.tracking.is_some())
-            .finish()
-    }
-}
-
-impl<C> TrackedApi<C>
-where
-    C: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
-{
-    /// The plain `Api` (its writes are not tracked).
-    pub fn inner(&self) -> &Api<C> {
-        &self.api
-    }
-
-    /// Creates `object`.
-    pub async fn create(&self, params: &PostParams, object: &C) -> kube::Result<C> {
-        let created = self.api.create(params, object).await?;
-        self.track_written(&created);
-        Ok(created)
-    }
-
-    /// Replaces the object `name` with `object` (optimistic concurrency on its
-    /// resourceVersion).
-    pub async fn replace(&self, name: &str, params: &PostParams, object: &C) -> kube::Result<C> {
-        let replaced = self.api.replace(name, params, object).await?;
-        self.track_written(&replaced);
-        Ok(replaced)
-    }
-
-    /// Patches the object `name`.
-    pub async fn patch<P: Serialize + std::fmt::Debug>(
-        &self,
-        name: &str,
-        params: &PatchParams,
-        patch: &Patch<P>,
-    ) -> kube::Result<C> {
-        let patched = self.api.patch(name, params, patch).await?;
-        self.track_written(&patched);
-        Ok(patched)
-    }
-
-    /// Patches the status subresource of the object `name`.
-    pub async fn patch_status<P: Serialize + std::fmt::Debug>(
-        &self,
-        name: &str,
-        params: &PatchParams,
-        patch: &Patch<P>,
-    ) -> kube::Result<C> {
-        let patched = self.api.patch_status(name, params, patch).await?;
-        self.track_written(&patched);
-        Ok(patched)
-    }
-
-    /// Deletes the object `name`: the object (deletion pending on finalizers) or the
-    /// server's status (deleted). Either way the next reconcile waits for the cache to
-    /// show it.
-    pub async fn delete(
-        &self,
-        name: &str,
-        params: &DeleteParams,
-    ) -> kube::Result<Either<C, Status>> {
-        let deleted = self.api.delete(name, params).await?;
-        if let Some(tracking) = &self.tracking {
-            let key = ObjectKey::new(self.api.namespace().map(str::to_owned), name);
-            let version = deleted
-                .as_ref()
-                .left()
-                .and_then(|object| object.meta().resource_version.clone());
-            tracking.record(key, Written::Deleted(version));
-        }
-        Ok(deleted)
-    }
-
-    fn track_written(&self, object: &C) {
-        let meta = object.meta();
-        let (Some(tracking), Some(version)) = (&self.tracking, &meta.resource_version) else {
-            return;
-        };
-        if !tracking.cache.holds(meta) {
-            // A filtered cache (a sharded controller's) never shows it.
-            return;
-        }
-        // An object being deleted may be gone at any moment (removing its last
-        // finalizer deletes it at once): gone counts as caught up.
-        let written = if meta.deletion_timestamp.is_some() {
-            Written::Deleted(Some(version.clone()))
-        } else {
-            Written::AtLeast(version.clone())
-        };
-        tracking.record(ObjectKey::of(object), written);
-    }
-}
-
-impl Tracking {
-    fn record(&self, key: ObjectKey, written: Written) {
-        tracing::trace!(reconciled = %self.reconciled, written = %key, ?written, "tracking a write");
-        self.read_your_writes.record(
-            &self.reconciled,
-            Expectation {
-                cache: Arc::clone(&self.cache),
-                key,
-                written,
-            },
-        );
     }
 }
 

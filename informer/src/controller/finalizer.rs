@@ -7,7 +7,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::context::TrackedApi;
+use super::tracked_api::TrackedApi;
 
 /// Whether `meta` lists the finalizer `name`.
 pub(crate) fn has_finalizer(meta: &ObjectMeta, name: &str) -> bool {

@@ -120,6 +120,44 @@
 //! Resource versions are compared as integers, which is what every API server backed
 //! by etcd hands out (etcd revisions); a version that is not an integer is only ever
 //! matched exactly, and at worst costs the bounded wait.
+//!
+//! # Replicas and fencing
+//!
+//! Run as several replicas, a controller is [`leader_election`](Controller::leader_election)
+//! (one replica reconciles, the others keep warm caches) or
+//! [`sharded`](Controller::sharded) (each replica reconciles its own share of the
+//! keys); the mode is part of its type ([`ReplicationMode`]). What is guaranteed, and
+//! how a test against the real API server breaks it when it can:
+//!
+//! - **A replica stops acting when its term or lease may have ended, by its own
+//!   clock.** Each reconcile (and cleanup) is checked before every step, that is
+//!   before each poll of its future, against the instant its lease could no longer be
+//!   its own (halfway between the renew deadline and the lease expiry, as of the
+//!   last successful renewal). Once past it, the reconcile is dropped where it stands
+//!   and its next step never runs. No one has to say so first: a process resuming
+//!   from a pause (SIGSTOP, a frozen VM, a long stall) finds every timer due at once,
+//!   and drops its in-flight reconciles before they send anything.
+//! - **Writes through the [`Context`] are fenced.** [`Context::api`],
+//!   [`Context::client`], the finalizer's patches and [`Context::publish`] check the
+//!   same deadline just before the request leaves, and fail with [`Fenced`] (inside
+//!   [`kube::Error::Service`]; [`Fenced::find`]) when it passed; reads always go
+//!   through.
+//! - **Counted.** Dropped reconciles and refused writes are counted in
+//!   [`LeadershipHandle::dropped_reconciles`](crate::leader::LeadershipHandle::dropped_reconciles)
+//!   and [`refused_writes`](crate::leader::LeadershipHandle::refused_writes), or in
+//!   [`ShardStats`](crate::shard::ShardStats), and in the metrics of the election or
+//!   shard member.
+//! - **What only the server can close.** A request already handed to the connection
+//!   when the process froze is sent when it resumes, whatever the client checks. A
+//!   write that must never apply over newer state is made conditional on the state
+//!   it was computed from: [`TrackedApi::if_unchanged`] sends the read
+//!   `resourceVersion` as a precondition, and the API server answers 409 Conflict if
+//!   anyone wrote the object since. Writes a user makes outside the context (a client
+//!   of their own, a task they spawned) are not fenced.
+//!
+//! A killed replica's work is taken over within the lease duration plus a retry
+//! period; a replica cut off from the API server stops before its lease expires for
+//! the others, and a paused one drops its work on resume, as above.
 
 mod builder;
 mod context;
@@ -131,15 +169,17 @@ mod registry;
 mod replication;
 mod run;
 mod tombstones;
+mod tracked_api;
 mod wiring;
 mod worker;
 
 use std::time::Duration;
 
 pub use builder::Controller;
-pub use context::{Context, TrackedApi};
+pub use context::Context;
 pub use mapping::IntoPrimaryKey;
-pub use replication::{LeaderElected, ReplicationMode, Sharded, Single};
+pub use replication::{Fenced, LeaderElected, ReplicationMode, Sharded, Single};
+pub use tracked_api::{IfUnchanged, TrackedApi};
 
 /// What the error policy asks for after a failed reconcile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -18,7 +18,7 @@ use super::context::{Context, Shared, primary_name};
 use super::primaries::Primaries;
 use super::read_your_writes::ReadYourWrites;
 use super::registry::Registry;
-use super::replication::Replication;
+use super::replication::{Fence, Replication};
 use super::tombstones::SharedTombstones;
 use super::wiring::{Unwires, Wire, Wiring, mapping_wire};
 use super::worker::{Cleanup, Worker};
@@ -191,9 +191,9 @@ where
         }))
     });
     let runner = Runner::with_config(queue, plan.runner);
-    let reconcile = move |key: ObjectKey| {
+    let reconcile = move |key: ObjectKey, fence: Fence| {
         let worker = Arc::clone(&worker);
-        async move { worker.process(key).await }
+        async move { worker.process(key, fence).await }
     };
     plan.replication
         .run_workers(runner, reconcile, &primaries, &plan.name, shutdown)

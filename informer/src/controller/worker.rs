@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use super::Retry;
 use super::context::{Context, Shared};
 use super::finalizer::{self, has_finalizer};
+use super::replication::Fence;
 use super::tombstones::SharedTombstones;
 use crate::factory::FactoryScope;
 use crate::key::ObjectKey;
@@ -74,24 +75,29 @@ where
     E: fmt::Display,
     P: Fn(&K, &E, &Context<K>) -> Retry,
 {
-    /// Reconciles `key` once.
-    pub(crate) async fn process(&self, key: ObjectKey) -> Result<Action, Failure<E>> {
+    /// Reconciles `key` once, acting only while `fence` holds.
+    pub(crate) async fn process(&self, key: ObjectKey, fence: Fence) -> Result<Action, Failure<E>> {
         #[cfg(feature = "metrics")]
         if let Some(metrics) = &self.metrics {
             let timer = metrics.start();
             let mut failed = false;
-            let result = self.reconcile_key(key, &mut failed).await;
+            let result = self.reconcile_key(key, fence, &mut failed).await;
             timer.finish(outcome(&result, failed));
             return result;
         }
-        self.reconcile_key(key, &mut false).await
+        self.reconcile_key(key, fence, &mut false).await
     }
 
     /// Reconciles `key` once; sets `failed` when the reconcile failed but the error
     /// policy turned the failure into a delay or into giving up.
-    async fn reconcile_key(&self, key: ObjectKey, failed: &mut bool) -> Result<Action, Failure<E>> {
+    async fn reconcile_key(
+        &self,
+        key: ObjectKey,
+        fence: Fence,
+        failed: &mut bool,
+    ) -> Result<Action, Failure<E>> {
         self.shared.read_your_writes.wait(&key).await;
-        let context = Context::new(Arc::clone(&self.shared), key.clone());
+        let context = Context::new(Arc::clone(&self.shared), key.clone(), fence);
         let Some(mut object) = self.primary.get(&key) else {
             return self.deleted(&key, context).await;
         };

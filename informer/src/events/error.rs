@@ -36,6 +36,14 @@ pub enum EventError {
         /// The configured queue capacity.
         capacity: usize,
     },
+    /// The publisher may no longer act: a controller replica whose leadership term
+    /// ended, or whose shard lease may have expired for the other members (see
+    /// [`Fenced`](crate::controller::Fenced)). The event was not recorded.
+    #[error("event not recorded: {reason}")]
+    Fenced {
+        /// Why the replica may no longer act.
+        reason: String,
+    },
     /// The recorder has been shut down (or its writer has ended): nothing more is
     /// recorded.
     #[error("the event recorder is shut down")]

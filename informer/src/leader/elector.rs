@@ -78,6 +78,8 @@ impl LeaderElector {
                 lease: config.name.clone(),
                 lease_duration: config.lease_duration,
                 slow_path_renewals: AtomicU64::new(0),
+                dropped_reconciles: AtomicU64::new(0),
+                refused_writes: AtomicU64::new(0),
             }),
             lock,
             state: watch::Sender::new(State::new()),

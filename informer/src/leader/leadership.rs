@@ -58,6 +58,21 @@ impl State {
     fn term_is_on(&self, term: u64) -> bool {
         self.term == term && self.leadership == Leadership::Leading && !self.stepping_down
     }
+
+    /// When work still running under the current term must stop, unless renewed:
+    /// halfway between the renew deadline and the lease expiry, the other half being
+    /// the margin for clocks that drift and timers that fire late.
+    fn drop_deadline(&self) -> Instant {
+        self.renew_deadline + (self.lease_expiry - self.renew_deadline) / 2
+    }
+
+    /// Whether work begun under `term` may go on at `now`: the lease is still held
+    /// in that term (also while stepping down, which waits for the work before
+    /// releasing) and the drop deadline has not passed, by the clock, whatever the
+    /// elector's task has had the chance to say.
+    fn may_continue(&self, term: u64, now: Instant) -> bool {
+        self.term == term && self.leadership == Leadership::Leading && now < self.drop_deadline()
+    }
 }
 
 /// Every [`Term`] holds a clone of the sender; the elector waits until all are
@@ -76,6 +91,10 @@ pub(crate) struct Candidate {
     pub(crate) lease_duration: Duration,
     /// Renewals that had to read the Lease first (client-go's slow path).
     pub(crate) slow_path_renewals: AtomicU64,
+    /// Reconciles dropped because their term ended while they ran.
+    pub(crate) dropped_reconciles: AtomicU64,
+    /// Writes refused before they were sent because their term had ended.
+    pub(crate) refused_writes: AtomicU64,
 }
 
 /// A view of one [`LeaderElector`](super::LeaderElector): where this replica stands,
@@ -138,6 +157,60 @@ impl LeadershipHandle {
     /// server is struggling.
     pub fn slow_path_renewals(&self) -> u64 {
         self.candidate.slow_path_renewals.load(Ordering::Relaxed)
+    }
+
+    /// How many reconciles a leader-elected controller dropped so far because their
+    /// term ended while they ran (a lost lease, a pause past the renew deadline):
+    /// each stopped before its next step, sending nothing more.
+    pub fn dropped_reconciles(&self) -> u64 {
+        self.candidate.dropped_reconciles.load(Ordering::Relaxed)
+    }
+
+    /// How many writes through a leader-elected controller's
+    /// [`Context`](crate::controller::Context) were refused before they were sent,
+    /// because their term had ended ([`Fenced`](crate::controller::Fenced)).
+    pub fn refused_writes(&self) -> u64 {
+        self.candidate.refused_writes.load(Ordering::Relaxed)
+    }
+
+    /// Counts a reconcile dropped because its term ended.
+    pub(crate) fn count_dropped_reconcile(&self) {
+        self.candidate
+            .dropped_reconciles
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a write refused because its term ended.
+    pub(crate) fn count_refused_write(&self) {
+        self.candidate
+            .refused_writes
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether work begun under term number `term` may go on now (see
+    /// [`Term::number`]): that term still holds the lease and its drop deadline has
+    /// not passed by the clock.
+    pub(crate) fn may_continue(&self, term: u64) -> bool {
+        self.state.borrow().may_continue(term, Instant::now())
+    }
+
+    /// Resolves once work begun under term number `term` may no longer go on (see
+    /// [`may_continue`](Self::may_continue)), at the latest at its drop deadline.
+    pub(crate) async fn term_over(&self, term: u64) {
+        let mut state = self.state.clone();
+        loop {
+            let deadline = {
+                let s = state.borrow_and_update();
+                if !s.may_continue(term, Instant::now()) {
+                    return;
+                }
+                s.drop_deadline()
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                changed = state.changed() => if changed.is_err() { return },
+            }
+        }
     }
 
     /// Whether the elector has stopped or its task is gone: nothing will change.
@@ -220,6 +293,12 @@ pub struct Term {
 }
 
 impl Term {
+    /// This term's number (terms count acquisitions), for
+    /// [`LeadershipHandle::may_continue`].
+    pub(crate) fn number(&self) -> u64 {
+        self.term
+    }
+
     /// Whether this term is still on: the elector has neither lost the lease nor
     /// begun to step down, and the renew deadline has not passed (checked against
     /// the clock, so a process resuming from a pause sees it at once).
@@ -289,6 +368,8 @@ mod tests {
                 lease: "lease".to_owned(),
                 lease_duration: 4 * SECOND,
                 slow_path_renewals: AtomicU64::new(0),
+                dropped_reconciles: AtomicU64::new(0),
+                refused_writes: AtomicU64::new(0),
             }),
         );
         (state, handle, released)

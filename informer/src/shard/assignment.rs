@@ -75,6 +75,17 @@ impl Assignment {
                 .all(|(member, view)| !view.owns(member, key))
     }
 
+    /// Whether a reconcile of the key whose hash is `key`, begun when
+    /// [`may_work`](Self::may_work) allowed it, may go on at `now`: this member's
+    /// published view still claims the key (so no other member may start it: each
+    /// waits until no published view claims its keys), and its lease cannot have
+    /// expired for the others yet (the [`drop_deadline`](Self::drop_deadline) has not
+    /// passed, by the clock, whatever the member's task has had the chance to say).
+    /// A key moving away may finish here until the hand-off publishes the new view.
+    pub(crate) fn may_continue(&self, key: u64, now: Instant) -> bool {
+        now < self.drop_deadline() && self.published.owns(&self.me, key)
+    }
+
     /// Whether `other` gives this member the same keys (only its deadlines may
     /// differ): the same members, claims and standing.
     pub(crate) fn same_keys_as(&self, other: &Assignment) -> bool {

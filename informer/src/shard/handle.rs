@@ -135,6 +135,26 @@ impl ShardHandle {
             .await;
     }
 
+    /// Whether a reconcile of `key` begun when [`may_reconcile`](Self::may_reconcile)
+    /// allowed it may take its next step now (see [`Assignment::may_continue`]).
+    pub(crate) fn may_continue(&self, key: &ObjectKey) -> bool {
+        self.state.borrow().may_continue(
+            key_hash(key.namespace.as_deref(), &key.name),
+            Instant::now(),
+        )
+    }
+
+    /// Counts a reconcile dropped before its next step (its key moved away, or the
+    /// lease may have expired for the others).
+    pub(crate) fn count_dropped_reconcile(&self) {
+        self.counters.dropped(1);
+    }
+
+    /// Counts a write refused before it was sent.
+    pub(crate) fn count_refused_write(&self) {
+        self.counters.refused_write();
+    }
+
     /// Records a reconcile of `key` as running, for hand-offs to wait on.
     pub(crate) fn enter(&self, key: &ObjectKey) -> InFlightGuard {
         self.in_flight.enter(key)

@@ -366,8 +366,8 @@ impl ShardMember {
         let moving = |key| assignment.moving_away(key);
         let deadline = started + self.config.handoff_timeout;
         let wait = if now >= deadline {
+            // Counted by the controller where each ends (a reconcile may finish first).
             let dropped = self.in_flight.drop_matching(moving);
-            self.counters.dropped(dropped);
             if dropped > 0 {
                 tracing::warn!(identity = %self.identity, dropped, "dropped reconciles of keys that moved away (hand-off timeout)");
             }
@@ -388,8 +388,7 @@ impl ShardMember {
         round.read_since_created = false;
         round.published = View::default();
         self.counters.rejoined();
-        self.counters
-            .dropped(self.in_flight.drop_matching(|_| true));
+        self.in_flight.drop_matching(|_| true);
         self.refresh(round, None);
     }
 
@@ -414,8 +413,7 @@ impl ShardMember {
         .await
         .is_err()
         {
-            self.counters
-                .dropped(self.in_flight.drop_matching(|_| true));
+            self.in_flight.drop_matching(|_| true);
         }
         if let Some(own) = &round.own {
             match self.leases.delete_as_observed("releasing", own).await {

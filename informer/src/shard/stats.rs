@@ -9,6 +9,7 @@ pub(crate) struct Counters {
     fenced_members: AtomicU64,
     rejoins: AtomicU64,
     dropped_reconciles: AtomicU64,
+    refused_writes: AtomicU64,
     request_errors: AtomicU64,
 }
 
@@ -23,11 +24,16 @@ impl Counters {
         self.rejoins.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Running reconciles were told to stop (hand-off timeout, fencing or shutdown).
+    /// Running reconciles were dropped before their next step.
     pub(crate) fn dropped(&self, reconciles: usize) {
         let reconciles = u64::try_from(reconciles).unwrap_or(u64::MAX);
         self.dropped_reconciles
             .fetch_add(reconciles, Ordering::Relaxed);
+    }
+
+    /// A write on this member's behalf was refused before it was sent.
+    pub(crate) fn refused_write(&self) {
+        self.refused_writes.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A request to the API server failed (it is retried).
@@ -43,6 +49,7 @@ impl Counters {
             fenced_members: self.fenced_members.load(Ordering::Relaxed),
             rejoins: self.rejoins.load(Ordering::Relaxed),
             dropped_reconciles: self.dropped_reconciles.load(Ordering::Relaxed),
+            refused_writes: self.refused_writes.load(Ordering::Relaxed),
             request_errors: self.request_errors.load(Ordering::Relaxed),
         }
     }
@@ -69,10 +76,17 @@ pub struct ShardStats {
     /// Times this member found its own Lease deleted by another member (it had not
     /// renewed for a lease duration: a pause, or a partition) and joined again.
     pub rejoins: u64,
-    /// Running reconciles this member told to stop: of keys that moved away and
-    /// were still running at the hand-off timeout, on being fenced, or at a
-    /// shutdown that outlasted the hand-off timeout.
+    /// Reconciles of a sharded controller on this member that were dropped before
+    /// their next step, whatever dropped them: their key moved away and they were
+    /// still running at the hand-off timeout, the member was fenced, its lease may
+    /// have expired for the others (a pause, a partition), or a shutdown outlasted
+    /// the hand-off timeout.
     pub dropped_reconciles: u64,
+    /// Writes through a sharded controller's [`Context`](crate::controller::Context)
+    /// refused before they were sent, because this member's lease may have expired
+    /// for the others or the key was no longer its own
+    /// ([`Fenced`](crate::controller::Fenced)).
+    pub refused_writes: u64,
     /// Requests to the API server that failed (each is retried).
     pub request_errors: u64,
 }

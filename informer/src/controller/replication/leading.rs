@@ -4,9 +4,11 @@
 //! over. The queue is filled on every replica too (it only holds keys, deduplicated),
 //! but workers take keys only during a [`Term`]: when one starts, every cached
 //! primary is queued (a new leader must look at everything: the old one may have
-//! left work half done); when it is lost, workers take no more keys, reconciles in
-//! hand may finish until the lease could expire for the others, and are dropped
-//! then. The controller then waits to lead again, its caches kept warm.
+//! left work half done); when it is lost, workers take no more keys, and reconciles
+//! in hand may finish while the term still holds the lease: each is dropped before
+//! its next step (a write, say) once the lease may no longer be this replica's, by
+//! the clock, even if the process was paused and nothing else has run yet (see
+//! [`Fence`]). The controller then waits to lead again, its caches kept warm.
 //!
 //! A standby keeps no backlog: what its handlers queue is taken off the queue
 //! unreconciled (a term starts by queueing everything anyway), and the deletions
@@ -22,8 +24,10 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::time::sleep_until;
 
+use super::fence::Fence;
 use crate::controller::primaries::Primaries;
 use crate::controller::tombstones::Tombstones;
 use crate::key::ObjectKey;
@@ -46,7 +50,7 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
     shutdown: S,
 ) where
     K: Send + Sync + 'static,
-    F: Fn(ObjectKey) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
     S: Future<Output = ()> + Send,
@@ -87,14 +91,19 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
                 () = shutdown.as_mut() => shut_down = true,
             }
         };
-        // In-flight reconciles end by the time the lease could expire for the
-        // others; a controller shut down while still leading lets them finish.
+        // In-flight reconciles are dropped by their fence at the drop deadline; this
+        // is the backstop for one that ignores it (a blocking call). A controller
+        // shut down while still leading lets them finish.
         let abandon = {
             let term = Arc::clone(&term);
             async move { sleep_until(term.lost().await).await }
         };
         runner
-            .run_until(gated(reconcile.clone(), Arc::clone(&term)), stop, abandon)
+            .run_until(
+                gated(reconcile.clone(), Arc::clone(&term), leadership),
+                stop,
+                abandon,
+            )
             .await;
         drop(term);
         if shut_down || runner.queue().is_shutting_down() {
@@ -128,23 +137,31 @@ async fn stand_by<K>(queue: &WorkQueue<ObjectKey>, tombstones: &Tombstones<K>, w
     }
 }
 
-/// `reconcile`, skipped (the key is left for the next term) once `term` is over: a
-/// worker that took a key just as the term ended does not act on it.
+/// `reconcile` under `term`: skipped (the key is left for the next term) once the
+/// term is over, as a worker that took a key just as the term ended must not act on
+/// it; dropped before its next step once the term can no longer hold the lease (see
+/// [`Fence`]).
 fn gated<F, Fut, E>(
     reconcile: F,
     term: Arc<Term>,
-) -> impl Fn(ObjectKey) -> futures::future::Either<Fut, std::future::Ready<Result<Action, E>>>
-+ Send
-+ Sync
-+ 'static
+    leadership: &LeadershipHandle,
+) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
 where
-    F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
+    F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: Send + 'static,
 {
+    let reconcile = Arc::new(reconcile);
+    let fence = Fence::Term {
+        leadership: leadership.clone(),
+        term: term.number(),
+    };
     move |key| {
-        if term.is_leading() {
-            futures::future::Either::Left(reconcile(key))
-        } else {
-            futures::future::Either::Right(std::future::ready(Ok(Action::Done)))
+        if !term.is_leading() {
+            return Box::pin(std::future::ready(Ok(Action::Done)));
         }
+        let fence = fence.clone();
+        let reconciling = reconcile(key.clone(), fence.clone());
+        Box::pin(async move { fence.run(&key, reconciling).await })
     }
 }

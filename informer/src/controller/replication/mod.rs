@@ -2,11 +2,15 @@
 //! controller's type ([`ReplicationMode`]), and how the run room drives the workers
 //! in each mode (the `leading` and `sharding` submodules).
 
+mod fence;
 mod leading;
 mod sharding;
 
 use std::fmt;
 use std::future::Future;
+
+pub use fence::Fenced;
+pub(crate) use fence::{Fence, fenced_client};
 
 use crate::controller::primaries::Primaries;
 use crate::key::ObjectKey;
@@ -82,7 +86,8 @@ impl Replication {
         }
     }
 
-    /// Runs `runner`'s workers on `reconcile` as the mode says, until `shutdown`
+    /// Runs `runner`'s workers on `reconcile` (given each key with its [`Fence`]) as
+    /// the mode says, until `shutdown`
     /// completes (or the elector or shard member stops); then shuts the queue down.
     pub(crate) async fn run_workers<K, F, Fut, E, S>(
         &self,
@@ -93,13 +98,17 @@ impl Replication {
         shutdown: S,
     ) where
         K: Send + Sync + 'static,
-        F: Fn(ObjectKey) -> Fut + Clone + Send + Sync + 'static,
+        F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
         S: Future<Output = ()> + Send,
     {
         match self {
-            Replication::Single => runner.run(reconcile, shutdown).await,
+            Replication::Single => {
+                runner
+                    .run(move |key| reconcile(key, Fence::Open), shutdown)
+                    .await;
+            }
             Replication::LeaderElected(leadership) => {
                 leading::run_while_leading(
                     runner, reconcile, leadership, primaries, controller, shutdown,

@@ -12,16 +12,17 @@
 //! forgotten. The tombstones of keys that moved to another member are forgotten: that
 //! member may reconcile a new object of the same key, and the cleanup must not run
 //! beside it. A running reconcile is dropped when its key must be handed over and the
-//! hand-off timeout passed, or when this member's lease could have expired for the
-//! others.
+//! hand-off timeout passed, or before its next step once this member's lease could
+//! have expired for the others (checked against the clock: see [`Fence`]).
 
 use std::fmt;
 use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use tokio::time::Instant;
 
+use super::fence::Fence;
 use crate::controller::primaries::Primaries;
 use crate::key::ObjectKey;
 use crate::shard::ShardHandle;
@@ -38,7 +39,7 @@ pub(crate) async fn run_sharded<K, F, Fut, E, S>(
     shutdown: S,
 ) where
     K: Send + Sync + 'static,
-    F: Fn(ObjectKey) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
     S: Future<Output = ()> + Send,
@@ -114,17 +115,15 @@ async fn queue_keys_as_they_become_ours<K>(
     }
 }
 
-/// `reconcile`, for keys this member may reconcile now; dropped when the member asks
-/// (hand-off timeout) or its lease could have expired for the others.
+/// `reconcile`, for keys this member may reconcile now; dropped before its next step
+/// when the member asks (hand-off timeout), or once the key is no longer claimed by
+/// this member or its lease could have expired for the others (see [`Fence`]).
 fn gated<F, Fut, E>(
     reconcile: F,
     shard: ShardHandle,
-) -> impl Fn(ObjectKey) -> std::pin::Pin<Box<dyn Future<Output = Result<Action, E>> + Send>>
-+ Send
-+ Sync
-+ 'static
+) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
 where
-    F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
+    F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: Send + 'static,
 {
@@ -139,17 +138,21 @@ where
             if !shard.may_reconcile(&key) {
                 return Ok(Action::Done);
             }
-            let reconciling = pin!(reconcile(key.clone()));
+            let fence = Fence::Shard {
+                shard: shard.clone(),
+                key: key.clone(),
+            };
+            let reconciling = fence.run(&key, reconcile(key.clone(), fence.clone()));
             tokio::select! {
-                result = reconciling => result,
+                // The member's word first: a process resuming from a pause may find
+                // everything ready at once.
+                biased;
                 () = running.dropped() => {
+                    shard.count_dropped_reconcile();
                     tracing::warn!(%key, "reconcile dropped: the key moved to another member");
                     Ok(Action::Done)
                 }
-                () = shard.lease_lost() => {
-                    tracing::warn!(%key, "reconcile dropped: this member's lease could have expired");
-                    Ok(Action::Done)
-                }
+                result = reconciling => result,
             }
         })
     }

@@ -1,0 +1,266 @@
+//! Fences: whether this replica may still act for the key it reconciles, checked
+//! against the clock before every step of the reconcile and before every write sent
+//! through its [`Context`](crate::controller::Context).
+//!
+//! A process that was paused (a long GC or allocator stall, a frozen VM, a throttled
+//! container, SIGSTOP) for longer than its lease resumes with every timer due at once:
+//! a reconcile that was waiting between its read and its write would send the write
+//! before anything else on the runtime had the chance to say the term was over. So
+//! the check does not wait for anyone to say so: the deadlines are instants of the
+//! monotonic clock, compared with `now` in the task that is about to act.
+//!
+//! - [`Fence::guard`] checks before each poll of the reconcile: once the fence no
+//!   longer holds, the reconcile is dropped where it stands and its next step never
+//!   runs.
+//! - [`Fence::check_write`] checks just before a write through the context leaves
+//!   (the [`TrackedApi`](crate::controller::TrackedApi), and the client of
+//!   [`Context::client`](crate::controller::Context::client), see [`fenced_client`]):
+//!   a refused write fails with [`Fenced`].
+//!
+//! What no client-side check can stop is a request that was already handed to the
+//! connection when the process froze: it reaches the server on resume. A write made
+//! conditional on the state it was computed from (`resourceVersion` preconditions,
+//! [`TrackedApi::if_unchanged`](crate::controller::TrackedApi::if_unchanged)) is
+//! refused by the server instead, with 409 Conflict, once anyone else has written.
+
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+
+use futures::future::BoxFuture;
+use kube::client::Body;
+
+use crate::key::ObjectKey;
+use crate::leader::LeadershipHandle;
+use crate::shard::ShardHandle;
+use crate::workqueue::Action;
+
+/// A write not sent because the replica that would have sent it may no longer act for
+/// its key: its leadership term ended, or (sharded) the key is no longer its own or
+/// its lease may have expired for the other members. Another replica may be
+/// reconciling the key now; the write would have overwritten newer state with an old
+/// view.
+///
+/// Writes through a [`Context`](crate::controller::Context) fail with it inside
+/// [`kube::Error::Service`]; [`Fenced::find`] tells it apart. It is counted in
+/// [`LeadershipHandle::refused_writes`] or
+/// [`ShardStats::refused_writes`](crate::shard::ShardStats::refused_writes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("write to the API server not sent: {reason}")]
+#[non_exhaustive]
+pub struct Fenced {
+    /// Why this replica may no longer act, in words.
+    pub reason: String,
+}
+
+impl Fenced {
+    /// The [`Fenced`] that `error` carries, if it is one (a write through a
+    /// [`Context`](crate::controller::Context) refused before it was sent).
+    pub fn find(error: &kube::Error) -> Option<&Fenced> {
+        match error {
+            kube::Error::Service(inner) => inner.downcast_ref::<Fenced>(),
+            _ => None,
+        }
+    }
+
+    fn into_kube_error(self) -> kube::Error {
+        kube::Error::Service(Box::new(self))
+    }
+}
+
+/// Whether this replica may still act for one key.
+#[derive(Clone)]
+pub(crate) enum Fence {
+    /// A controller that runs alone: always.
+    Open,
+    /// While leadership term `term` holds the lease and its drop deadline has not
+    /// passed.
+    Term {
+        /// The elector's handle.
+        leadership: LeadershipHandle,
+        /// The term the reconcile began in.
+        term: u64,
+    },
+    /// While this member's published view claims `key` and its lease cannot have
+    /// expired for the others.
+    Shard {
+        /// The member's handle.
+        shard: ShardHandle,
+        /// The key being reconciled.
+        key: ObjectKey,
+    },
+}
+
+impl fmt::Debug for Fence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fence::Open => f.write_str("Open"),
+            Fence::Term { term, .. } => f.debug_struct("Term").field("term", term).finish(),
+            Fence::Shard { key, .. } => f.debug_struct("Shard").field("key", key).finish(),
+        }
+    }
+}
+
+impl Fence {
+    /// Whether the fence holds now, by the clock.
+    pub(crate) fn holds(&self) -> bool {
+        match self {
+            Fence::Open => true,
+            Fence::Term { leadership, term } => leadership.may_continue(*term),
+            Fence::Shard { shard, key } => shard.may_continue(key),
+        }
+    }
+
+    /// Whether this fence never breaks (a controller that runs alone).
+    pub(crate) fn is_open(&self) -> bool {
+        matches!(self, Fence::Open)
+    }
+
+    /// `Ok` if a write may be sent now; else counts the refusal and says why.
+    pub(crate) fn check_write(&self) -> Result<(), Fenced> {
+        if self.holds() {
+            return Ok(());
+        }
+        match self {
+            Fence::Open => {}
+            Fence::Term { leadership, .. } => leadership.count_refused_write(),
+            Fence::Shard { shard, .. } => shard.count_refused_write(),
+        }
+        Err(Fenced {
+            reason: self.reason(),
+        })
+    }
+
+    /// [`check_write`](Self::check_write) as a [`kube::Error`].
+    pub(crate) fn check_kube_write(&self) -> kube::Result<()> {
+        self.check_write().map_err(Fenced::into_kube_error)
+    }
+
+    /// Counts a reconcile dropped because the fence broke.
+    pub(crate) fn count_dropped(&self) {
+        match self {
+            Fence::Open => {}
+            Fence::Term { leadership, .. } => leadership.count_dropped_reconcile(),
+            Fence::Shard { shard, .. } => shard.count_dropped_reconcile(),
+        }
+    }
+
+    fn reason(&self) -> String {
+        match self {
+            Fence::Open => "the controller stopped".to_owned(),
+            Fence::Term { leadership, term } => format!(
+                "leadership term {term} of {} on Lease {} has ended (or may have expired for the other replicas)",
+                leadership.identity(),
+                leadership.lease_name()
+            ),
+            Fence::Shard { shard, key } => format!(
+                "shard member {}/{} may no longer reconcile {key} (the key moved, or the member's lease may have expired for the others)",
+                shard.group(),
+                shard.identity()
+            ),
+        }
+    }
+
+    /// Runs `reconcile` of `key` under the fence: checked before each poll, and
+    /// watched while the reconcile waits, so that once the fence no longer holds
+    /// the reconcile is dropped where it stands (its next step never runs), at the
+    /// latest at the drop deadline. A dropped reconcile is counted, logged, and
+    /// reported as done: the key is queued again when it becomes this replica's
+    /// again (a new term, a shard that grows).
+    pub(crate) async fn run<Fut, E>(&self, key: &ObjectKey, reconcile: Fut) -> Result<Action, E>
+    where
+        Fut: Future<Output = Result<Action, E>>,
+    {
+        tokio::select! {
+            // The fence first: a process resuming from a pause finds both ready.
+            biased;
+            () = self.broken() => {
+                self.dropped(key);
+                Ok(Action::Done)
+            }
+            result = self.guard(key, reconcile) => result,
+        }
+    }
+
+    /// Resolves once the fence no longer holds, at the latest at its drop deadline;
+    /// never for an open fence.
+    async fn broken(&self) {
+        match self {
+            Fence::Open => std::future::pending().await,
+            Fence::Term { leadership, term } => leadership.term_over(*term).await,
+            Fence::Shard { shard, .. } => shard.lease_lost().await,
+        }
+    }
+
+    /// `reconcile`, polled only while the fence holds; dropped (and counted) at the
+    /// first poll that finds it broken.
+    async fn guard<Fut, E>(&self, key: &ObjectKey, reconcile: Fut) -> Result<Action, E>
+    where
+        Fut: Future<Output = Result<Action, E>>,
+    {
+        let mut reconcile = pin!(reconcile);
+        let stepped = poll_fn(|cx| {
+            if self.holds() {
+                reconcile.as_mut().poll(cx).map(Some)
+            } else {
+                Poll::Ready(None)
+            }
+        })
+        .await;
+        stepped.unwrap_or_else(|| {
+            self.dropped(key);
+            Ok(Action::Done)
+        })
+    }
+
+    /// Counts and logs a reconcile of `key` dropped because the fence broke.
+    pub(crate) fn dropped(&self, key: &ObjectKey) {
+        self.count_dropped();
+        tracing::warn!(%key, reason = %self.reason(), "reconcile dropped before its next step");
+    }
+}
+
+/// A client whose writes (every method but GET, HEAD and OPTIONS) are sent only while
+/// `fence` holds, checked as each request is handed on; reads always go through.
+/// `Client::new` gives it kube's own request buffer, a task that ends with the last
+/// clone of the client.
+pub(crate) fn fenced_client(client: &kube::Client, fence: Fence) -> kube::Client {
+    let namespace = client.default_namespace().to_owned();
+    kube::Client::new(
+        FencedService {
+            client: client.clone(),
+            fence,
+        },
+        namespace,
+    )
+}
+
+/// The service under [`fenced_client`].
+#[derive(Clone)]
+struct FencedService {
+    client: kube::Client,
+    fence: Fence,
+}
+
+impl tower_service::Service<http::Request<Body>> for FencedService {
+    type Response = http::Response<Body>;
+    type Error = kube::Error;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let reads = matches!(
+            *request.method(),
+            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+        );
+        if !reads && let Err(fenced) = self.fence.check_write() {
+            return Box::pin(std::future::ready(Err(fenced.into_kube_error())));
+        }
+        let client = self.client.clone();
+        Box::pin(async move { client.send(request).await })
+    }
+}
