@@ -39,7 +39,7 @@ const WAIT: Duration = Duration::from_secs(20);
     index(name = "by_size", path = "spec.size"),
     index(name = "by_tag", path = "spec.tags"),
     index(name = "by_app", path = "metadata.labels['app']"),
-    index(name = "by_owner", owner(kind = "Widget"))
+    index(name = "by_owner", owner(type = Widget))
 )]
 struct WidgetSpec {
     color: String,
@@ -450,7 +450,7 @@ async fn the_factory_shares_one_informer_with_the_derived_indexes() {
 #[informable(
     kind = ConfigMap,
     foreign,
-    index(name = "by_backup", owner(kind = "Backup", controller, name)),
+    index(name = "by_backup", owner(kind = "Backup", group = "backup.example.com", controller, name)),
     index(name = "by_tier", path = "metadata.labels['tier']"),
     index(name = "by_source", path = "data['source']")
 )]
