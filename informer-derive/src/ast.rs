@@ -79,8 +79,8 @@ pub(crate) enum Source {
     Path(LitStr),
     /// `fn = path::to::func`.
     Fn(Path),
-    /// `owner` or `owner(kind = "...", controller, name)`.
-    Owner(Owner, Span),
+    /// `owner` or `owner(type = Owner, controller, name)`.
+    Owner(Box<Owner>, Span),
 }
 
 impl Source {
@@ -93,14 +93,23 @@ impl Source {
     }
 }
 
-/// Options of an owner-reference index.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `owner(...)` as written: which owners, and how they are keyed. Validation checks
+/// that the owner is named by API group and kind (`type`, or `kind` with `group` or
+/// `api_version`).
+#[derive(Default)]
 pub(crate) struct Owner {
-    /// Only owners of this kind.
-    pub(crate) kind: Option<String>,
-    /// Only the managing controller's reference.
+    /// `type = CronJob`: the owner's Rust type, whose `kube::Resource` impl gives the
+    /// group and kind.
+    pub(crate) ty: Option<Type>,
+    /// `kind = "CronJob"`.
+    pub(crate) kind: Option<LitStr>,
+    /// `group = "batch"` (`""` for the core group).
+    pub(crate) group: Option<LitStr>,
+    /// `api_version = "batch/v1"`: the group, with a version that does not matter.
+    pub(crate) api_version: Option<LitStr>,
+    /// `controller`: only the managing controller's reference.
     pub(crate) controller: bool,
-    /// Key by the owner's name instead of its UID.
+    /// `name`: key by the owner's name instead of its UID.
     pub(crate) by_name: bool,
 }
 
@@ -117,6 +126,8 @@ pub(crate) enum Format {
 
 /// The parts of kube's `#[kube(...)]` that locate the generated resource type.
 pub(crate) struct KubeAttrs {
+    /// `group = "example.com"`.
+    pub(crate) group: Option<LitStr>,
     /// `kind = "Widget"`.
     pub(crate) kind: Option<LitStr>,
     /// `root = "WidgetResource"`: the generated struct's name, when not the kind.

@@ -24,7 +24,7 @@ use syn::{DeriveInput, Ident, Path};
 use crate::ast::Format;
 use crate::ctxt::Ctxt;
 use crate::parse;
-use crate::validate::{self, Index, Keys, Model, Root, Step};
+use crate::validate::{self, Index, Keys, Model, OwnerOf, Root, Step};
 
 /// `#[derive(Informable)]` on `input`: the generated items, or `compile_error!`s for
 /// every mistake found.
@@ -314,8 +314,18 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
                 let reference = Ident::new("reference", Span::mixed_site());
                 let references = Ident::new("references", Span::mixed_site());
                 let mut conditions = Vec::new();
-                if let Some(kind) = &owner.kind {
-                    conditions.push(quote!(#reference.kind == #kind));
+                match &owner.of {
+                    None => {}
+                    // Located at the type, so a type that cannot name an owner is
+                    // reported there.
+                    Some(OwnerOf::Type(ty)) => {
+                        conditions.push(quote_spanned! {syn::spanned::Spanned::span(ty)=>
+                            #runtime::owned_by::<#ty>(#reference)
+                        })
+                    }
+                    Some(OwnerOf::Named { group, kind }) => conditions.push(quote! {
+                        #runtime::owner_is(#reference, #group, #kind)
+                    }),
                 }
                 if owner.controller {
                     conditions

@@ -57,8 +57,15 @@ mod tests;
 ///     index(name = "by_phase", path = "status.phase", value = Phase, format = "serde"),
 ///     // By function: fn(&K) -> String, Option<..>, Vec<..>, ... of keys:
 ///     index(name = "by_team", fn = crate::team_of),
-///     // By owner reference (UID by default, or the owner's name):
-///     index(name = "by_parent", owner(kind = "Widget", controller, name), marker = ByParent),
+///     // By owner reference (UID by default, or the owner's name). The owner is named by
+///     // API group and kind, never kind alone (a kind is unique only in its group: the
+///     // built-in batch/v1 CronJob is not yours): its Rust type, in scope here...
+///     index(name = "by_parent", owner(type = Widget, controller, name), marker = ByParent),
+///     // ...or its kind and group (`group = ""`: core), or apiVersion (any version matches):
+///     index(name = "by_cron_job", owner(kind = "CronJob", group = "batch", controller)),
+///     index(name = "by_schedule", owner(kind = "Schedule", api_version = "example.com/v1")),
+///     // Any owner, by UID:
+///     index(name = "by_owner", owner),
 /// )]
 /// ```
 ///

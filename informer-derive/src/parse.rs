@@ -10,7 +10,10 @@
 //!     index(name = "by_color", path = "spec.color"),
 //!     index(name = "by_replicas", path = "spec.replicas", value = i32, format = "display"),
 //!     index(name = "by_team", fn = crate::team_of),
-//!     index(name = "by_owner", owner(kind = "Widget", controller, name), marker = ByParent),
+//!     // the owner by its type (group and kind from its kube::Resource impl)...
+//!     index(name = "by_owner", owner(type = Widget, controller, name), marker = ByParent),
+//!     // ...or by group and kind (`group = ""`: core; or `api_version = "batch/v1"`)
+//!     index(name = "by_cronjob", owner(kind = "CronJob", group = "batch", controller)),
 //! )]
 //! ```
 
@@ -25,7 +28,7 @@ use crate::suggest;
 
 const CONTAINER_KEYS: &[&str] = &["kind", "key", "crate", "lister_trait", "foreign", "index"];
 const INDEX_KEYS: &[&str] = &["name", "path", "fn", "owner", "value", "format", "marker"];
-const OWNER_KEYS: &[&str] = &["kind", "controller", "name"];
+const OWNER_KEYS: &[&str] = &["type", "kind", "group", "api_version", "controller", "name"];
 const FORMATS: &[&str] = &["key", "display", "serde"];
 
 /// Parses the derive input; `None` when it is not a struct (the error is recorded).
@@ -174,7 +177,9 @@ fn index(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<IndexAttr>
             }
             "owner" => {
                 let owner = owner(cx, &meta)?;
-                index.sources.push(Source::Owner(owner, meta.path.span()));
+                index
+                    .sources
+                    .push(Source::Owner(Box::new(owner), meta.path.span()));
             }
             "value" => set_once(cx, &meta, &mut index.value, meta.value()?.parse()?),
             "format" => {
@@ -210,7 +215,8 @@ fn index(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<IndexAttr>
     Ok(Some(index))
 }
 
-/// `owner` or `owner(kind = "...", controller, name)`.
+/// `owner` or `owner(type = Owner, controller, name)` /
+/// `owner(kind = "...", group = "...", ...)`; what goes together is checked later.
 fn owner(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Owner> {
     let mut owner = Owner::default();
     if !meta.input.peek(syn::token::Paren) {
@@ -219,12 +225,23 @@ fn owner(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Owner> {
     meta.parse_nested_meta(|meta| {
         let key = meta_key(&meta);
         match key.as_str() {
-            "kind" => {
-                let kind: LitStr = meta.value()?.parse()?;
-                owner.kind = Some(kind.value());
+            "type" => {
+                let ty = parse_type_or_str(&meta)?;
+                set_once(cx, &meta, &mut owner.ty, ty);
             }
+            "kind" => set_once(cx, &meta, &mut owner.kind, meta.value()?.parse()?),
+            "group" => set_once(cx, &meta, &mut owner.group, meta.value()?.parse()?),
+            "api_version" => set_once(cx, &meta, &mut owner.api_version, meta.value()?.parse()?),
             "controller" => owner.controller = true,
             "name" => owner.by_name = true,
+            // `owner(CronJob)`: a type where a key goes.
+            _ if !meta.input.peek(Token![=]) && looks_like_a_type(&key) => {
+                cx.error_spanned(
+                    &meta.path,
+                    format!("to name the owner by its Rust type, write `type = {key}`"),
+                );
+                skip_value(&meta)?;
+            }
             _ => {
                 unknown_key(cx, &meta, &key, "owner(...)", OWNER_KEYS);
                 skip_value(&meta)?;
@@ -233,6 +250,22 @@ fn owner(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Owner> {
         Ok(())
     })?;
     Ok(owner)
+}
+
+/// Whether a key is rather a type's path: `CronJob`, `batch::v1::CronJob`.
+fn looks_like_a_type(key: &str) -> bool {
+    key.contains("::") || key.starts_with(|c: char| c.is_ascii_uppercase())
+}
+
+/// A type, written bare (`type = CronJob`) or quoted (`type = "CronJob"`).
+fn parse_type_or_str(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Type> {
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        let lit: LitStr = value.parse()?;
+        lit.parse()
+    } else {
+        value.parse()
+    }
 }
 
 /// The key of a nested meta item as a string (keywords such as `fn` and `crate` too).
@@ -297,12 +330,13 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
-/// kube's `#[kube(kind = "...", root = "...", status = ...)]`, read leniently: kube's
+/// kube's `#[kube(group = "...", kind = "...", root = "...", status = ...)]`, read leniently: kube's
 /// own derive reports its mistakes.
 fn kube_attrs(attributes: &[Attribute]) -> Option<KubeAttrs> {
     let mut found = None;
     for attr in attributes.iter().filter(|a| a.path().is_ident("kube")) {
         let kube = found.get_or_insert(KubeAttrs {
+            group: None,
             kind: None,
             root: None,
             status: false,
@@ -310,6 +344,8 @@ fn kube_attrs(attributes: &[Attribute]) -> Option<KubeAttrs> {
         let _ignored = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("kind") {
                 kube.kind = Some(meta.value()?.parse()?);
+            } else if meta.path.is_ident("group") {
+                kube.group = Some(meta.value()?.parse()?);
             } else if meta.path.is_ident("root") {
                 kube.root = Some(meta.value()?.parse()?);
             } else {

@@ -7,7 +7,7 @@ use syn::{DeriveInput, parse_quote};
 
 use crate::ast::Format;
 use crate::ctxt::Ctxt;
-use crate::validate::{Keys, Model, Root, Step};
+use crate::validate::{Keys, Model, OwnerOf, Root, Step};
 use crate::{expand, parse, validate};
 
 /// Parses and validates; the model (if any) and every error message.
@@ -137,7 +137,7 @@ fn a_resource_struct_indexes_its_own_fields_metadata_functions_and_owners() {
             index(name = "by_generation", path = "metadata.generation"),
             index(name = "by_finalizer", path = "metadata.finalizers"),
             index(name = "by_team", fn = crate::teams::team_of, value = u8),
-            index(name = "by_owner", owner(kind = "ReplicaSet", controller, name)),
+            index(name = "by_owner", owner(api_version = "apps/v1", kind = "ReplicaSet", controller, name)),
         )]
         struct SlimPod {
             metadata: ObjectMeta,
@@ -173,7 +173,9 @@ fn a_resource_struct_indexes_its_own_fields_metadata_functions_and_owners() {
     assert_eq!(tokens(&team.value), "u8");
     match &owner.keys {
         Keys::Owner(o) => {
-            assert_eq!(o.kind.as_deref(), Some("ReplicaSet"));
+            assert!(
+                matches!(&o.of, Some(OwnerOf::Named { group, kind }) if group == "apps" && kind == "ReplicaSet")
+            );
             assert!(o.controller && o.by_name);
         }
         _ => panic!("not an owner index"),
@@ -293,7 +295,8 @@ fn output_names_std_items_by_absolute_paths_only() {
             key = keys::by_uid,
             index(name = "by_node", path = "spec.nodeName"),
             index(name = "by_app", path = "metadata.labels['app']"),
-            index(name = "by_owner", owner(kind = "Widget", controller)),
+            index(name = "by_owner", owner(type = Widget, controller)),
+            index(name = "by_cron_job", owner(kind = "CronJob", group = "batch", name)),
             index(name = "by_team", fn = teams::team_of),
             index(name = "by_phase", path = "status.phase", value = Phase, format = "display"),
             index(name = "by_state", path = "status.state", value = Phase, format = "serde"),
@@ -313,6 +316,8 @@ fn output_names_std_items_by_absolute_paths_only() {
         "trait SlimPodIndexes",
         ". with_index :: < ByNode > ()",
         "teams :: team_of (object)",
+        ":: informer :: informable :: __private :: owned_by :: < Widget > (reference)",
+        ":: informer :: informable :: __private :: owner_is (reference , \"batch\" , \"CronJob\")",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
@@ -356,7 +361,7 @@ fn a_foreign_kind_leaves_paths_below_metadata_to_the_compiler() {
     let m = model(&config_map_indexes(quote! {
         kind = k8s_openapi::api::core::v1::ConfigMap,
         foreign,
-        index(name = "by_backup", owner(kind = "Backup", controller, name)),
+        index(name = "by_backup", owner(kind = "Backup", group = "backup.example.com", controller, name)),
         index(name = "by_app", path = "metadata.labels['app']"),
         index(name = "by_data", path = "data['owner']"),
         index(name = "by_node", path = "spec.nodeName"),
@@ -419,7 +424,7 @@ fn a_foreign_set_implements_index_set_for_the_struct_and_not_informable() {
     let output = expand::expand(&model(&config_map_indexes(quote! {
         kind = ConfigMap,
         foreign,
-        index(name = "by_backup", owner(kind = "Backup", controller, name)),
+        index(name = "by_backup", owner(kind = "Backup", group = "backup.example.com", controller, name)),
         index(name = "by_app", path = "metadata.labels['app']"),
         index(name = "by_node", path = "spec.nodeName"),
         index(name = "by_team", fn = teams::team_of),
@@ -586,4 +591,113 @@ fn flatten(tokens: TokenStream) -> Vec<TokenTree> {
         }
     }
     out
+}
+
+fn owner_keys(index: &validate::Index) -> &validate::OwnerKeys {
+    match &index.keys {
+        Keys::Owner(keys) => keys,
+        _ => panic!("not an owner index"),
+    }
+}
+
+#[test]
+fn owners_are_named_by_type_or_by_group_and_kind() {
+    let m = model(&widget(quote! {
+        index(name = "by_widget", owner(type = Widget, controller, name)),
+        index(name = "by_cron_job", owner(type = "k8s_openapi::api::batch::v1::CronJob")),
+        index(name = "by_batch", owner(kind = "CronJob", group = "batch", name)),
+        index(name = "by_core", owner(kind = "Namespace", group = "", name)),
+        index(name = "by_version", owner(kind = "Namespace", api_version = "v1")),
+        index(name = "by_apps", owner(kind = "Deployment", api_version = "apps/v1beta2", controller)),
+        index(name = "by_any", owner(controller)),
+    }));
+    let named = |i: usize| match &owner_keys(&m.indexes[i]).of {
+        Some(OwnerOf::Named { group, kind }) => (group.as_str(), kind.as_str()),
+        _ => panic!("not a named owner"),
+    };
+    let typed = |i: usize| match &owner_keys(&m.indexes[i]).of {
+        Some(OwnerOf::Type(ty)) => tokens(ty),
+        _ => panic!("not a typed owner"),
+    };
+    assert_eq!(typed(0), "Widget");
+    assert_eq!(typed(1), "k8s_openapi :: api :: batch :: v1 :: CronJob");
+    assert_eq!(named(2), ("batch", "CronJob"));
+    assert_eq!(named(3), ("", "Namespace"));
+    // The version only tells the group: `v1` is the core group's.
+    assert_eq!(named(4), ("", "Namespace"));
+    assert_eq!(named(5), ("apps", "Deployment"));
+    assert!(owner_keys(&m.indexes[6]).of.is_none());
+    let describe: Vec<&str> = m.indexes.iter().map(|i| i.describe.as_str()).collect();
+    assert_eq!(
+        describe,
+        [
+            "the controller owner references to a `Widget` (API group and kind of that type) (by owner name)",
+            "the owner references to a `k8s_openapi::api::batch::v1::CronJob` (API group and kind of that type) (by owner UID)",
+            "the owner references to a `CronJob` of API group `batch` (by owner name)",
+            "the owner references to a `Namespace` of the core API group (by owner name)",
+            "the owner references to a `Namespace` of the core API group (by owner UID)",
+            "the controller owner references to a `Deployment` of API group `apps` (by owner UID)",
+            "the controller owner references (by owner UID)",
+        ]
+    );
+    let text = expand::expand(&m).to_string();
+    for expected in [
+        "owned_by :: < k8s_openapi :: api :: batch :: v1 :: CronJob > (reference)",
+        "owner_is (reference , \"\" , \"Namespace\")",
+        "owner_is (reference , \"apps\" , \"Deployment\") && reference . controller == :: core :: option :: Option :: Some (true)",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+/// What `owner(kind = "...")` without a group says: both ways to name the group.
+fn kind_without_group(kind: &str, flags: &str, group: &str) -> String {
+    format!(
+        "`owner(kind = \"{kind}\")` would match a `{kind}` of any API group, and another \
+         group's `{kind}` (a built-in one, another operator's) is another owner whose \
+         children would be indexed as yours: name the group too. Did you mean \
+         `owner(type = {kind}{flags})` (the owner's Rust type, in scope here), or \
+         `owner(kind = \"{kind}\", group = \"{group}\"{flags})` (`group = \"\"` for the core group)?"
+    )
+}
+
+#[test]
+fn an_owner_without_its_group_and_other_owner_mistakes_are_reported_at_once() {
+    let messages = errors(&widget(quote! {
+        index(name = "by_cron_job", owner(kind = "CronJob", controller, name)),
+        index(name = "by_parent", owner(kind = "Widget")),
+        index(name = "by_both", owner(type = Widget, kind = "Widget", group = "example.com")),
+        index(name = "by_two_groups", owner(kind = "X", group = "a", api_version = "a/v1")),
+        index(name = "by_slash", owner(kind = "X", group = "a/v1")),
+        index(name = "by_group_alone", owner(group = "batch")),
+        index(name = "by_bad_version", owner(kind = "X", api_version = "batch")),
+        index(name = "by_no_version", owner(kind = "X", api_version = "/v1")),
+        index(name = "by_empty_kind", owner(kind = "", group = "a")),
+        index(name = "by_name_alone", owner(controller, name)),
+        index(name = "by_positional", owner(CronJob, controller)),
+        index(name = "by_camel", owner(type = Widget, apiVersion = "a/v1")),
+    }));
+    let expected = [
+        kind_without_group("CronJob", ", controller, name", "..."),
+        // The annotated CRD's own kind: its group is known.
+        kind_without_group("Widget", "", "example.com"),
+        "`type = Widget` gives the owner's group and kind already: remove `kind`".into(),
+        "`type = Widget` gives the owner's group and kind already: remove `group`".into(),
+        "`group` and `api_version` both give the owner's API group: keep one (the version never matters)".into(),
+        "`group` is the API group alone: write `group = \"a\"` (or `api_version = \"a/v1\"`)".into(),
+        "`group` needs the owner's kind beside it: `owner(kind = \"...\", group = \"batch\")`".into(),
+        "`batch` is not an apiVersion: write `group/version` (`batch/v1`), or the version alone for the core group (`v1`); did you mean `group = \"batch\"`?".into(),
+        "`/v1` is not an apiVersion: write `group/version` (`batch/v1`), or the version alone for the core group (`v1`)".into(),
+        "the owner's kind is empty".into(),
+        "keying by the owner's name (`name`) needs the owner's group and kind, as names are unique only within a kind: add `type = Owner` or `kind = \"...\", group = \"...\"` to `owner(...)`".into(),
+        "to name the owner by its Rust type, write `type = CronJob`".into(),
+        "unknown key `apiVersion` in `owner(...)`; did you mean `api_version`?".into(),
+    ];
+    for message in &expected {
+        assert!(
+            messages.iter().any(|m| m == message),
+            "missing {message:?} in {messages:#?}"
+        );
+    }
+    assert_eq!(messages.len(), expected.len(), "{messages:#?}");
 }

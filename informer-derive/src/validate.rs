@@ -10,13 +10,15 @@ use proc_macro2::Span;
 use quote::format_ident;
 use syn::{GenericArgument, Ident, LitStr, Path, PathArguments, Type, Visibility, parse_quote};
 
-use crate::ast::{Container, Field, Format, IndexAttr, Owner, Source};
+use crate::ast::{Container, Field, Format, IndexAttr, Source};
 use crate::ctxt::Ctxt;
 use crate::path::{self, Segment};
 use crate::suggest;
 
+mod owner;
 mod resolve;
 
+pub(crate) use owner::{OwnerKeys, OwnerOf};
 use resolve::Resolver;
 
 /// Everything expansion needs.
@@ -75,7 +77,7 @@ pub(crate) enum Keys {
     /// A user function `fn(&K) -> impl keys`.
     Fn(Path),
     /// The owner references.
-    Owner(Owner),
+    Owner(OwnerKeys),
 }
 
 /// Where a field path starts.

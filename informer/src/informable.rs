@@ -52,7 +52,7 @@
 //!     index(name = "by_size", path = "spec.size"),            // keys are u32
 //!     index(name = "by_tag", path = "spec.tags"),             // one key per tag
 //!     index(name = "by_app", path = "metadata.labels['app']"),
-//!     index(name = "by_parent", owner(kind = "Widget", name)),
+//!     index(name = "by_parent", owner(type = Widget, name)),  // owner names
 //! )]
 //! pub struct WidgetSpec {
 //!     color: String,
@@ -111,7 +111,7 @@
 //! |-----------|---------|
 //! | `index(name = "by_x", path = "spec.x")` | keys from a field path; JSON (`spec.nodeName`) or Rust (`spec.node_name`) names; `Option`, `Vec` and sets are looked into (one key per element); `['key']` reads a map (`metadata.labels['app']`) |
 //! | `index(name = "by_x", fn = path::to::f)` | keys from `fn(&K) -> R`, where `R` is a key, an `Option`, `Vec` or set of keys, or a reference to one |
-//! | `index(name = "by_x", owner)` | keys from `metadata.ownerReferences`: the owner's UID; `owner(kind = "Widget", controller, name)` keeps only owners of that kind, only the controller, and keys by the owner's name |
+//! | `index(name = "by_x", owner)` | keys from `metadata.ownerReferences`: the owner's UID; `owner(type = Widget, controller, name)` keeps only owners of that type (its API group and kind), only the controller, and keys by the owner's name; `owner(kind = "CronJob", group = "batch")` or `api_version = "batch/v1"` names the group and kind of an owner without a Rust type ([Owner indexes](#owner-indexes)) |
 //! | `value = Type` (in `index`) | the key type, when the derive cannot see it (deep paths, functions); default `String`, and checked against the field |
 //! | `format = "key" \| "display" \| "serde"` (in `index`) | how a key becomes the index's string: [`IndexKey`] (default), `Display`, or its serde JSON form (for enums as the API server stores them) |
 //! | `marker = Name` (in `index`) | the marker type's name; default the index name in UpperCamelCase (`ByX`) |
@@ -124,6 +124,59 @@
 //! Index names are snake_case: each becomes a query method. Whether an informer lists
 //! one namespace or all, and whether [`Lister::get`] or [`Lister::namespaced`] exists,
 //! follows the resource's `kube::Resource::Scope` as always.
+//!
+//! # Owner indexes
+//! `owner` indexes `metadata.ownerReferences`, client-go's usual owner field index
+//! ("the Jobs this CronJob controls"). An owner reference names its owner by
+//! `apiVersion`, `kind`, `name` and `uid`, and a kind is unique only within its API
+//! group: a CRD `CronJob` of yours and the built-in `batch/v1` `CronJob` are two
+//! different owners, possibly with the same name in the same namespace. An index that
+//! compared kinds alone would hand a controller the other one's children, to list in
+//! its status or to delete. So `owner(...)` that keeps some owners names them by
+//! group and kind, like [`Controller::owns`](crate::controller::Controller::owns):
+//!
+//! - `owner(type = CronJob)`: the owner's Rust type (a k8s-openapi type, the type of
+//!   a `#[derive(CustomResource)]`, in scope where the derive is); its group and kind
+//!   come from its [`kube::Resource`] impl, so they cannot drift from the type;
+//! - `owner(kind = "CronJob", group = "batch")`, for owners without a Rust type here
+//!   (`group = ""` is the core group); or `api_version = "batch/v1"`, which means
+//!   the same group.
+//!
+//! The version never matters: a reference keeps the version it was written with
+//! while the owner is served under others, so `api_version = "batch/v1"` matches a
+//! `batch/v1beta1` reference too. `kind` without a group does not compile (the error
+//! spells both forms out), nor does `name` without an owner type: a name is unique
+//! only within a kind. `owner` and `owner(controller)` alone read every owner, keyed
+//! by UID, which is unique across kinds.
+//!
+//! ```
+//! use informer::informable::Informable;
+//! use k8s_openapi::api::batch::v1::CronJob;
+//! use kube::CustomResource;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(CustomResource, Informable, Deserialize, Serialize, Clone, Debug)]
+//! #[kube(group = "example.com", version = "v1", kind = "Task", namespaced, schema = "disabled")]
+//! #[informable(
+//!     index(name = "by_cron_job", owner(type = CronJob, controller, name)),
+//!     index(name = "by_schedule", owner(kind = "Schedule", group = "example.com", controller)),
+//!     index(name = "by_parent", owner(type = Task, name)),
+//! )]
+//! pub struct TaskSpec {
+//!     command: String,
+//! }
+//! ```
+//!
+//! ```compile_fail
+//! # use informer::informable::Informable;
+//! # use kube::CustomResource;
+//! # use serde::{Deserialize, Serialize};
+//! # #[derive(CustomResource, Informable, Deserialize, Serialize, Clone, Debug)]
+//! # #[kube(group = "example.com", version = "v1", kind = "Task", namespaced, schema = "disabled")]
+//! #[informable(index(name = "by_cron_job", owner(kind = "CronJob", controller, name)))]
+//! // error: `owner(kind = "CronJob")` would match a `CronJob` of any API group [...]
+//! # pub struct TaskSpec { command: String }
+//! ```
 //!
 //! # Built-in types
 //! `k8s-openapi` types need no derive to be cached, and cannot get one: the orphan rule
@@ -147,7 +200,7 @@
 //! #[informable(
 //!     kind = ConfigMap,
 //!     foreign,
-//!     index(name = "by_backup", owner(kind = "Backup", controller, name)),
+//!     index(name = "by_backup", owner(kind = "Backup", group = "example.com", controller, name)),
 //!     index(name = "by_app", path = "metadata.labels['app']"),
 //!     index(name = "by_team", path = "data['team']"),
 //! )]
@@ -194,7 +247,7 @@
 //! # use informer::informable::Informable;
 //! # use k8s_openapi::api::core::v1::ConfigMap;
 //! # #[derive(Informable)]
-//! # #[informable(kind = ConfigMap, foreign, index(name = "by_backup", owner(kind = "Backup", controller, name)))]
+//! # #[informable(kind = ConfigMap, foreign, index(name = "by_backup", owner(kind = "Backup", group = "example.com", controller, name)))]
 //! # struct ConfigMapIndexes;
 //! # fn demo(factory: informer::factory::SharedInformerFactory) {
 //! let config_maps = factory.informer::<ConfigMap>();

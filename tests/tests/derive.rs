@@ -1,8 +1,9 @@
 //! `#[derive(Informable)]` against a real API server: typed index queries over an
 //! informer's cache agree with what the server lists, through create/update/delete
 //! churn, for a CRD, for a slim projection of Pods and for ConfigMaps through a
-//! `foreign` index set (its metadata indexes on a metadata-only informer too); and the
-//! factory shares one informer that maintains the derived indexes.
+//! `foreign` index set (its metadata indexes on a metadata-only informer too); the
+//! factory shares one informer that maintains the derived indexes; and owner indexes
+//! tell a CRD `Deployment` of ours from the built-in `apps/v1` one.
 
 mod common;
 
@@ -17,8 +18,9 @@ use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::TestEnv;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
@@ -39,7 +41,7 @@ const WAIT: Duration = Duration::from_secs(20);
     index(name = "by_size", path = "spec.size"),
     index(name = "by_tag", path = "spec.tags"),
     index(name = "by_app", path = "metadata.labels['app']"),
-    index(name = "by_owner", owner(kind = "Widget"))
+    index(name = "by_owner", owner(type = Widget))
 )]
 struct WidgetSpec {
     color: String,
@@ -450,7 +452,7 @@ async fn the_factory_shares_one_informer_with_the_derived_indexes() {
 #[informable(
     kind = ConfigMap,
     foreign,
-    index(name = "by_backup", owner(kind = "Backup", controller, name)),
+    index(name = "by_backup", owner(kind = "Backup", group = "backup.example.com", controller, name)),
     index(name = "by_tier", path = "metadata.labels['tier']"),
     index(name = "by_source", path = "data['source']")
 )]
@@ -722,5 +724,275 @@ async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informe
     if let Some((factory, _)) = late {
         factory.shutdown().await;
     }
+    env.delete_namespace(&ns).await.unwrap();
+}
+
+/// A CRD whose kind is the built-in `apps/v1` Deployment's: same kind, another group.
+mod ours {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+    #[kube(
+        group = "derive.informer.example.com",
+        version = "v1",
+        kind = "Deployment",
+        namespaced
+    )]
+    pub(crate) struct DeploymentSpec {
+        pub(crate) replicas: u32,
+    }
+}
+
+/// Owner indexes of ConfigMaps by a Deployment, built-in or ours: typed and explicit.
+#[derive(Informable)]
+#[informable(
+    kind = ConfigMap,
+    foreign,
+    index(name = "by_deployment", owner(type = Deployment, controller, name)),
+    index(name = "by_our_deployment", owner(type = ours::Deployment, controller, name)),
+    index(name = "by_apps_deployment_uid", owner(kind = "Deployment", group = "apps", controller)),
+    index(
+        name = "by_our_deployment_uid",
+        owner(kind = "Deployment", api_version = "derive.informer.example.com/v1", controller)
+    )
+)]
+struct OwnedConfigMapIndexes;
+
+/// A ConfigMap with the given owner references.
+fn owned_config_map(name: &str, owners: Vec<OwnerReference>) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            owner_references: Some(owners),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }
+}
+
+/// Every query of the owner indexes, cluster-wide and in `namespace`, against the
+/// server's list filtered by group, kind, controller and name or UID; empty when they
+/// agree.
+fn owner_disagreements(
+    lister: &Lister<ConfigMap>,
+    listed: &[ConfigMap],
+    namespace: &str,
+    apps_uid: &str,
+    our_uid: &str,
+) -> Vec<String> {
+    let controlled_by = |api_version: &'static str| {
+        move |c: &ConfigMap| {
+            c.owner_references().iter().any(|r| {
+                r.controller == Some(true)
+                    && r.kind == "Deployment"
+                    && r.api_version == api_version
+                    && r.name == "web"
+            })
+        }
+    };
+    let apps = controlled_by("apps/v1");
+    let ours = controlled_by("derive.informer.example.com/v1");
+    let mut problems = Vec::new();
+    let mut compare =
+        |what: &str, cached: Vec<Arc<ConfigMap>>, filter: &dyn Fn(&ConfigMap) -> bool| {
+            let cached = sorted_names::<ConfigMap>(cached);
+            let expected = sorted_names::<ConfigMap>(listed.iter().filter(|c| filter(c)));
+            if cached != expected {
+                problems.push(format!("{what}: cache {cached:?}, server {expected:?}"));
+            }
+        };
+    compare("by_deployment(web)", lister.by_deployment("web"), &apps);
+    compare(
+        "by_our_deployment(web)",
+        lister.by_our_deployment("web"),
+        &ours,
+    );
+    compare(
+        "by_apps_deployment_uid",
+        lister.by_apps_deployment_uid(apps_uid),
+        &apps,
+    );
+    compare(
+        "by_our_deployment_uid",
+        lister.by_our_deployment_uid(our_uid),
+        &ours,
+    );
+    compare(
+        "namespaced by_deployment(web)",
+        lister.namespaced(namespace).by_deployment("web"),
+        &apps,
+    );
+    compare(
+        "namespaced by_our_deployment(web)",
+        lister.namespaced(namespace).by_our_deployment("web"),
+        &ours,
+    );
+    // The UID of the other group's owner is never a key of the index.
+    compare(
+        "by_our_deployment_uid(apps uid)",
+        lister.by_our_deployment_uid(apps_uid),
+        &|_| false,
+    );
+    compare(
+        "by_apps_deployment_uid(our uid)",
+        lister.by_apps_deployment_uid(our_uid),
+        &|_| false,
+    );
+    problems
+}
+
+/// Our CRD `Deployment` and the built-in `apps/v1` Deployment, both named `web`, each
+/// control ConfigMaps in one namespace: the owner indexes, typed and explicit, answer
+/// only their own group's children, through creates, a change of controller and
+/// deletes; a comparison of kinds alone would have mixed them.
+#[tokio::test]
+async fn owner_indexes_tell_our_deployment_from_the_built_in_one() {
+    let env = TestEnv::shared().await.unwrap();
+    env.install_crd(&ours::Deployment::crd()).await.unwrap();
+    let ns = env.create_namespace("derive-owner-groups").await.unwrap();
+    let client = env.client().unwrap();
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+
+    let built_in: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "web" },
+        "spec": {
+            "selector": { "matchLabels": { "app": "web" } },
+            "template": {
+                "metadata": { "labels": { "app": "web" } },
+                "spec": { "containers": [{ "name": "web", "image": "nginx" }] },
+            },
+        },
+    }))
+    .unwrap();
+    let built_in = Api::<Deployment>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &built_in)
+        .await
+        .unwrap();
+    let ours = Api::<ours::Deployment>::namespaced(client.clone(), &ns)
+        .create(
+            &PostParams::default(),
+            &ours::Deployment::new("web", ours::DeploymentSpec { replicas: 1 }),
+        )
+        .await
+        .unwrap();
+    let apps_owner = built_in.controller_owner_ref(&()).unwrap();
+    let our_owner = ours.controller_owner_ref(&()).unwrap();
+    assert_eq!(
+        (apps_owner.kind.as_str(), apps_owner.name.as_str()),
+        (our_owner.kind.as_str(), our_owner.name.as_str()),
+        "the two owners differ only in their API group"
+    );
+    assert_eq!(apps_owner.api_version, "apps/v1");
+    assert_eq!(our_owner.api_version, "derive.informer.example.com/v1");
+    let apps_uid = apps_owner.uid.clone();
+    let our_uid = our_owner.uid.clone();
+    let not_controller = |owner: &OwnerReference| OwnerReference {
+        controller: Some(false),
+        block_owner_deletion: None,
+        ..owner.clone()
+    };
+
+    let factory = SharedInformerFactory::new(
+        client.clone(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    let informer = factory.informer::<ConfigMap>();
+    OwnedConfigMapIndexes::add_to(&informer.indexer());
+    factory.start();
+    assert!(factory.wait_for_cache_sync().await.is_ok());
+    let lister = informer.lister();
+
+    // Side by side: children of each, and one controlled by ours that also lists the
+    // built-in one as a plain owner.
+    for i in 0..3 {
+        for (prefix, owner) in [("apps", &apps_owner), ("ours", &our_owner)] {
+            config_maps
+                .create(
+                    &PostParams::default(),
+                    &owned_config_map(&format!("{prefix}-{i}"), vec![owner.clone()]),
+                )
+                .await
+                .unwrap();
+        }
+    }
+    config_maps
+        .create(
+            &PostParams::default(),
+            &owned_config_map(
+                "mixed",
+                vec![our_owner.clone(), not_controller(&apps_owner)],
+            ),
+        )
+        .await
+        .unwrap();
+
+    let agree = |stage: &'static str| {
+        let config_maps = config_maps.clone();
+        let lister = lister.clone();
+        let (ns, apps_uid, our_uid) = (ns.clone(), apps_uid.clone(), our_uid.clone());
+        async move {
+            let listed = config_maps
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items;
+            let deadline = tokio::time::Instant::now() + WAIT;
+            loop {
+                let problems = owner_disagreements(&lister, &listed, &ns, &apps_uid, &our_uid);
+                if problems.is_empty() {
+                    return listed;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{stage}: the owner indexes disagree with the server:\n{}",
+                    problems.join("\n")
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let listed = agree("created").await;
+    assert_eq!(
+        sorted_names::<ConfigMap>(lister.by_deployment("web")),
+        ["apps-0", "apps-1", "apps-2"]
+    );
+    assert_eq!(
+        sorted_names::<ConfigMap>(lister.by_our_deployment("web")),
+        ["mixed", "ours-0", "ours-1", "ours-2"]
+    );
+    // What a comparison of kinds alone would have answered: the children of both.
+    let by_kind_alone = listed
+        .iter()
+        .filter(|c| {
+            c.owner_references()
+                .iter()
+                .any(|r| r.controller == Some(true) && r.kind == "Deployment" && r.name == "web")
+        })
+        .count();
+    assert_eq!(by_kind_alone, 7);
+
+    // A child changes hands (ours takes `apps-0` over), and one of ours goes away.
+    let take_over = serde_json::json!({ "metadata": { "ownerReferences": [our_owner] } });
+    config_maps
+        .patch("apps-0", &PatchParams::default(), &Patch::Merge(&take_over))
+        .await
+        .unwrap();
+    config_maps
+        .delete("ours-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    agree("after a change of controller and a delete").await;
+    assert_eq!(
+        sorted_names::<ConfigMap>(lister.by_deployment("web")),
+        ["apps-1", "apps-2"]
+    );
+    assert_eq!(
+        sorted_names::<ConfigMap>(lister.by_our_deployment_uid(our_uid.as_str())),
+        ["apps-0", "mixed", "ours-0", "ours-2"]
+    );
+
+    factory.shutdown().await;
     env.delete_namespace(&ns).await.unwrap();
 }

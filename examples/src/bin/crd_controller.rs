@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 #[informable(
     index(name = "by_color", path = "spec.color"),
     index(name = "by_size", path = "spec.size"),
-    index(name = "by_kit", owner(kind = "Widget", controller))
+    index(name = "by_kit", owner(type = Widget, controller))
 )]
 struct WidgetSpec {
     /// The widget's color.

@@ -93,20 +93,9 @@ impl Resolver<'_, '_> {
                 if let Some((_, span)) = attr.format {
                     cx.error(span, "owner indexes are keyed by strings: remove `format`");
                 }
-                let mut describe = String::from("the ");
-                if owner.controller {
-                    describe.push_str("controller ");
-                }
-                describe.push_str("owner references");
-                if let Some(kind) = &owner.kind {
-                    describe.push_str(&format!(" of kind `{kind}`"));
-                }
-                describe.push_str(if owner.by_name {
-                    " (by owner name)"
-                } else {
-                    " (by owner UID)"
-                });
-                (Keys::Owner(owner.clone()), string, describe, None)
+                let keys = owner::owner(cx, self.container, owner, source.span())?;
+                let describe = owner::describe(&keys);
+                (Keys::Owner(keys), string, describe, None)
             }
         };
         if !name_ok {

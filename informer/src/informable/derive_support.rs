@@ -6,13 +6,14 @@
 //! [`Step`] with the [`StepInto`] / [`StepStay`] pair picks, by method resolution
 //! rather than by the derive guessing at types, whether a value is a container to look
 //! into or a key itself; [`map_get`] reads `['key']`; [`emit`] and [`serde_key`] turn
-//! keys into their string form. Living here rather than in the expansion keeps the
+//! keys into their string form; [`owned_by`] and [`owner_is`] pick an owner index's
+//! references by API group and kind. Living here rather than in the expansion keeps the
 //! generated code small and lets `#[diagnostic::on_unimplemented]` explain mistakes.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
 use crate::store::AsIndexKey;
@@ -23,6 +24,38 @@ pub use kube::core::PartialObjectMeta;
 /// The object's metadata.
 pub fn meta<K: Resource>(object: &K) -> &ObjectMeta {
     object.meta()
+}
+
+/// A resource type whose API group and kind are known without a value: what
+/// `owner(type = ...)` names. Every `kube::Resource` with `DynamicType = ()` is one (the
+/// k8s-openapi types, the types of `#[derive(CustomResource)]`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot name an owner: it is not a resource type with a static API group and kind",
+    label = "`owner(type = ...)` takes the owner's group and kind from this type's `kube::Resource` impl",
+    note = "name a k8s-openapi type or a CRD's generated type, or write the group and kind: \
+            `owner(kind = \"...\", group = \"...\")`"
+)]
+pub trait OwnerType {
+    /// Whether `reference` points to an object of this type, in any version.
+    fn is_owner(reference: &OwnerReference) -> bool;
+}
+
+impl<O: Resource<DynamicType = ()>> OwnerType for O {
+    fn is_owner(reference: &OwnerReference) -> bool {
+        owner_is(reference, &O::group(&()), &O::kind(&()))
+    }
+}
+
+/// Whether `reference` points to an owner of type `O` (`owner(type = O)`).
+pub fn owned_by<O: ?Sized + OwnerType>(reference: &OwnerReference) -> bool {
+    O::is_owner(reference)
+}
+
+/// Whether `reference` points to an owner of `kind` in API group `group` (`""`: the
+/// core group), whatever its version: an owner reference keeps the version it was
+/// written with, and the owner is served under others.
+pub fn owner_is(reference: &OwnerReference, group: &str, kind: &str) -> bool {
+    reference.kind == kind && crate::key::api_group(&reference.api_version) == group
 }
 
 /// A value on the way from an object to its keys.

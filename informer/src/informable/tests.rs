@@ -16,6 +16,8 @@ use crate::shared_informer::InformerOptions;
 use crate::store::{Index, IndexFunc, IndexQuery, IndexedField, Indexers, TypedIndex, Writer};
 use crate::test_support::{config_map, names};
 
+mod owners;
+
 /// The keys `I` gives `object`, sorted.
 fn keys<K, I: Index<K>>(object: &K) -> Vec<String> {
     let mut keys = Vec::new();
@@ -75,7 +77,7 @@ struct WidgetStatus {
     index(name = "by_app", path = "metadata.labels['app']"),
     index(name = "by_generation", path = "metadata.generation"),
     index(name = "by_owner", owner),
-    index(name = "by_parent", owner(kind = "Widget", controller, name), marker = ByParentName),
+    index(name = "by_parent", owner(type = Widget, controller, name), marker = ByParentName),
     index(name = "by_initial", fn = initial_of, value = char),
     index(name = "by_color_words", fn = color_words),
 )]
@@ -162,15 +164,24 @@ fn derived_path_indexes_look_into_options_vecs_maps_and_metadata() {
 }
 
 #[test]
-fn owner_indexes_filter_by_kind_and_controller_and_key_by_uid_or_name() {
+fn owner_indexes_filter_by_group_kind_and_controller_and_key_by_uid_or_name() {
     let mut w = widget("ns", "child", "red", 1);
+    let mut foreign_widget = owner("Widget", "parent", "uid-4", true);
+    foreign_widget.api_version = "other.example.com/v1".into();
     w.metadata.owner_references = Some(vec![
         owner("Widget", "parent", "uid-1", true),
         owner("Widget", "other", "uid-2", false),
         owner("ConfigMap", "cm", "uid-3", true),
+        foreign_widget,
     ]);
-    assert_eq!(keys::<Widget, ByOwner>(&w), ["uid-1", "uid-2", "uid-3"]);
+    assert_eq!(
+        keys::<Widget, ByOwner>(&w),
+        ["uid-1", "uid-2", "uid-3", "uid-4"]
+    );
+    // Only the controller of kind Widget in Widget's group, not the other group's.
     assert_eq!(keys::<Widget, ByParentName>(&w), ["parent"]);
+    w.metadata.owner_references.as_mut().unwrap().remove(0);
+    assert!(keys::<Widget, ByParentName>(&w).is_empty());
 }
 
 #[test]
@@ -399,7 +410,7 @@ mod foreign {
         crate = crate,
         kind = ConfigMap,
         foreign,
-        index(name = "by_backup", owner(kind = "Backup", controller, name)),
+        index(name = "by_backup", owner(kind = "Backup", api_version = "test.informer.dev/v1", controller, name)),
         index(name = "by_app", path = "metadata.labels['app']"),
         index(name = "by_data_owner", path = "data['owner']"),
         index(name = "by_immutable", path = "immutable", value = bool),
