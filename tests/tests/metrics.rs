@@ -308,11 +308,19 @@ async fn a_scrape_shows_leader_election_and_shard_membership() {
         "informer_shard_fenced_members_total",
         "informer_shard_rejoins_total",
         "informer_shard_dropped_reconciles_total",
+        "informer_shard_refused_writes_total",
         "informer_shard_request_errors_total",
     ] {
         assert_eq!(get(family), 0.0, "{family}");
     }
     assert_eq!(value(&text, status), Some(1.0), "still leading");
+    for family in [
+        "informer_leader_dropped_reconciles_total",
+        "informer_leader_refused_writes_total",
+    ] {
+        let line = format!(r#"{family}{{name="metrics-leader"}}"#);
+        assert_eq!(value(&text, &line), Some(0.0), "{line}");
+    }
 
     controlling.stop().await;
     membership.stop().await;
@@ -320,7 +328,11 @@ async fn a_scrape_shows_leader_election_and_shard_membership() {
     let text = scrape(&registry);
     let coordination: Vec<&str> = text
         .lines()
-        .filter(|line| line.starts_with("leader_election_") || line.starts_with("informer_shard_"))
+        .filter(|line| {
+            ["leader_election_", "informer_leader_", "informer_shard_"]
+                .iter()
+                .any(|prefix| line.starts_with(prefix))
+        })
         .collect();
     assert!(
         coordination.is_empty(),

@@ -3,7 +3,8 @@
 //!
 //! Leader election, labelled `name` (the Lease's name), with client-go's names:
 //! `leader_election_master_status` (1 while this replica leads) and
-//! `leader_election_slowpath_total`. Shard membership, labelled `group`:
+//! `leader_election_slowpath_total`; ours, `informer_leader_dropped_reconciles_total`
+//! and `informer_leader_refused_writes_total`. Shard membership, labelled `group`:
 //! `informer_shard_members`, `informer_shard_active` and the counters of
 //! [`ShardStats`](crate::shard::ShardStats).
 
@@ -64,7 +65,7 @@ impl fmt::Debug for CoordinationCollector {
 /// A shard counter: name (the encoder appends `_total`), help, value.
 type ShardCounter = (&'static str, &'static str, fn(&ShardStats) -> u64);
 
-const SHARD_COUNTERS: [ShardCounter; 5] = [
+const SHARD_COUNTERS: [ShardCounter; 6] = [
     (
         "informer_shard_membership_changes",
         "Reads of the shard group that found other members than before (each moves keys)",
@@ -82,8 +83,13 @@ const SHARD_COUNTERS: [ShardCounter; 5] = [
     ),
     (
         "informer_shard_dropped_reconciles",
-        "Running reconciles told to stop: their key moved away and outlasted the hand-off timeout, or this member was fenced or shut down",
+        "Reconciles dropped before their next step: their key moved away and outlasted the hand-off timeout, the member's lease may have expired for the others (a pause, a partition), or it was fenced or shut down",
         |s| s.dropped_reconciles,
+    ),
+    (
+        "informer_shard_refused_writes",
+        "Writes through a sharded controller's context refused before they were sent, because the key was no longer this member's or its lease may have expired for the others",
+        |s| s.refused_writes,
     ),
     (
         "informer_shard_request_errors",
@@ -122,6 +128,26 @@ impl Collector for CoordinationCollector {
             elections
                 .iter()
                 .map(|h| (h.lease_name(), Value::Count(h.slow_path_renewals()))),
+        )?;
+        labelled_family(
+            e,
+            "informer_leader_dropped_reconciles",
+            "Reconciles of a leader-elected controller dropped before their next step because their term ended (a lost lease, a pause past the deadline)",
+            MetricType::Counter,
+            "name",
+            elections
+                .iter()
+                .map(|h| (h.lease_name(), Value::Count(h.dropped_reconciles()))),
+        )?;
+        labelled_family(
+            e,
+            "informer_leader_refused_writes",
+            "Writes through a leader-elected controller's context refused before they were sent because their term had ended",
+            MetricType::Counter,
+            "name",
+            elections
+                .iter()
+                .map(|h| (h.lease_name(), Value::Count(h.refused_writes()))),
         )?;
 
         let stats: Vec<(&str, ShardStats)> =

@@ -44,11 +44,14 @@
 //!
 //! **Leader election**, labelled `name` (the Lease's name), with client-go's names:
 //! `leader_election_master_status` (1 while this replica leads) and
-//! `leader_election_slowpath_total` (renewals that had to read the Lease first).
+//! `leader_election_slowpath_total` (renewals that had to read the Lease first), and
+//! ours, `informer_leader_dropped_reconciles_total` and
+//! `informer_leader_refused_writes_total` (see [replicas and
+//! fencing](crate::controller#replicas-and-fencing)).
 //! **Shard membership**, labelled `group`: `informer_shard_members`,
 //! `informer_shard_active`, `informer_shard_membership_changes_total`,
 //! `informer_shard_fenced_members_total`, `informer_shard_rejoins_total`,
-//! `informer_shard_dropped_reconciles_total` and
+//! `informer_shard_dropped_reconciles_total`, `informer_shard_refused_writes_total` and
 //! `informer_shard_request_errors_total` (see
 //! [`ShardStats`](crate::shard::ShardStats)). A controller with metrics reports its
 //! election or its shard member; others are reported once given to
