@@ -351,13 +351,13 @@ impl Term {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const SECOND: Duration = Duration::from_secs(1);
 
     /// A handle on a state the test drives, as the elector would.
-    fn handle() -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
+    pub(crate) fn handle() -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
         let state = watch::Sender::new(State::new());
         let (hold, released) = mpsc::channel(1);
         let handle = LeadershipHandle::new(
@@ -375,7 +375,8 @@ mod tests {
         (state, handle, released)
     }
 
-    fn lead(state: &watch::Sender<State>) {
+    /// Starts a term: renew deadline in 3 s, lease expiry in 4 s.
+    pub(crate) fn lead(state: &watch::Sender<State>) {
         let now = Instant::now();
         state.send_modify(|s| {
             s.term += 1;

@@ -91,6 +91,8 @@ pub use elector::LeaderElector;
 pub use error::LeaderError;
 pub(crate) use error::error_chain;
 pub use leadership::{Leadership, LeadershipHandle, Term};
+#[cfg(test)]
+pub(crate) use leadership::{State, tests as leadership_tests};
 pub(crate) use record::wall_now;
 
 /// Compile-time checks that the public types (and the run future) cross threads.

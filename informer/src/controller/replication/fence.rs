@@ -264,3 +264,156 @@ impl tower_service::Service<http::Request<Body>> for FencedService {
         Box::pin(async move { client.send(request).await })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use tokio::sync::watch;
+    use tokio::time::{Instant, sleep};
+
+    use super::*;
+    use crate::leader::{State, leadership_tests};
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// A term fence on a state the test drives; the term's drop deadline is 3.5 s
+    /// away (renew deadline 3 s, lease expiry 4 s).
+    async fn leading() -> (watch::Sender<State>, Fence, LeadershipHandle) {
+        let (state, handle, released) = leadership_tests::handle();
+        std::mem::forget(released);
+        leadership_tests::lead(&state);
+        let term = handle.leading().await.unwrap();
+        let fence = Fence::Term {
+            leadership: handle.clone(),
+            term: term.number(),
+        };
+        (state, fence, handle)
+    }
+
+    /// A reconcile that reads, waits `pause`, then "writes" (counts a write).
+    async fn read_wait_write(pause: Duration, writes: Arc<AtomicUsize>) -> Result<Action, ()> {
+        sleep(pause).await;
+        writes.fetch_add(1, Ordering::SeqCst);
+        Ok(Action::Done)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_step_due_after_the_drop_deadline_never_runs() {
+        let (_state, fence, handle) = leading().await;
+        let writes = Arc::new(AtomicUsize::new(0));
+        // Only the reconcile's own timer: the guard alone decides, at the poll that
+        // would run the write, as in a process resuming from a pause.
+        let key = ObjectKey::new(None, "a");
+        let result = fence
+            .guard(&key, read_wait_write(10 * SECOND, Arc::clone(&writes)))
+            .await;
+        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(writes.load(Ordering::SeqCst), 0, "the write ran");
+        assert_eq!(handle.dropped_reconciles(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_reconcile_is_dropped_at_the_drop_deadline() {
+        let (_state, fence, handle) = leading().await;
+        let writes = Arc::new(AtomicUsize::new(0));
+        let start = Instant::now();
+        let key = ObjectKey::new(None, "a");
+        let result = fence
+            .run(&key, read_wait_write(60 * SECOND, Arc::clone(&writes)))
+            .await;
+        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(start.elapsed(), 3 * SECOND + SECOND / 2);
+        assert_eq!(writes.load(Ordering::SeqCst), 0);
+        assert_eq!(handle.dropped_reconciles(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn renewals_keep_a_long_reconcile_going_and_a_new_term_stops_it() {
+        let (state, fence, handle) = leading().await;
+        let renewing = tokio::spawn({
+            let state = state.clone();
+            async move {
+                loop {
+                    sleep(SECOND).await;
+                    let now = Instant::now();
+                    state.send_modify(|s| {
+                        s.renew_deadline = now + 3 * SECOND;
+                        s.lease_expiry = now + 4 * SECOND;
+                    });
+                }
+            }
+        });
+        let writes = Arc::new(AtomicUsize::new(0));
+        let key = ObjectKey::new(None, "a");
+        let result = fence
+            .run(&key, read_wait_write(10 * SECOND, Arc::clone(&writes)))
+            .await;
+        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(writes.load(Ordering::SeqCst), 1, "renewed: the write ran");
+        assert!(fence.check_write().is_ok());
+        // Lost and taken again: a work of the old term may not go on, even though
+        // the lease is this replica's again.
+        leadership_tests::lead(&state);
+        assert!(!fence.holds());
+        let result = fence
+            .run(&key, read_wait_write(SECOND, Arc::clone(&writes)))
+            .await;
+        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        assert_eq!(handle.dropped_reconciles(), 1);
+        renewing.abort();
+    }
+
+    /// A service that records the methods it was asked to send and answers 200.
+    #[derive(Clone, Default)]
+    struct Recording(Arc<Mutex<Vec<http::Method>>>);
+
+    impl tower_service::Service<http::Request<Body>> for Recording {
+        type Response = http::Response<Body>;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+        fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+            self.0.lock().unwrap().push(request.method().clone());
+            std::future::ready(Ok(http::Response::new(Body::empty())))
+        }
+    }
+
+    fn request(method: http::Method) -> http::Request<Body> {
+        http::Request::builder()
+            .method(method)
+            .uri("/api/v1/namespaces/default/configmaps/a")
+            .body(Body::empty())
+            .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_fenced_client_refuses_writes_past_the_deadline_and_lets_reads_through() {
+        let (_state, fence, handle) = leading().await;
+        let sent = Recording::default();
+        let client = fenced_client(&kube::Client::new(sent.clone(), "default"), fence);
+        client.send(request(http::Method::PATCH)).await.unwrap();
+        tokio::time::advance(4 * SECOND).await;
+        let refused = client.send(request(http::Method::PATCH)).await.unwrap_err();
+        let fenced = Fenced::find(&refused).expect("a Fenced error");
+        assert!(
+            fenced.to_string().contains("leadership term 1 of me on Lease lease"),
+            "{fenced}"
+        );
+        assert!(client.send(request(http::Method::DELETE)).await.is_err());
+        client.send(request(http::Method::GET)).await.unwrap();
+        assert_eq!(
+            *sent.0.lock().unwrap(),
+            [http::Method::PATCH, http::Method::GET],
+            "only the write before the deadline and the read were sent"
+        );
+        assert_eq!(handle.refused_writes(), 2);
+    }
+}
