@@ -7,6 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
+use informer::controller::{Context, Fenced};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Patch, PatchParams};
 use tokio::sync::watch;
 
 /// Prints one event line to stdout: `<unix µs> <identity> <event>`.
@@ -65,6 +68,11 @@ impl Args {
         ))
     }
 
+    /// Whether a `name=1` flag was given.
+    pub fn flag(&self, name: &str) -> bool {
+        self.0.get(name).is_some_and(|value| value == "1")
+    }
+
     /// A client from `KUBECONFIG`, talking to `server=` instead if given (a fault
     /// proxy).
     pub async fn client(&self) -> anyhow::Result<kube::Client> {
@@ -100,5 +108,29 @@ pub fn on_sigterm() -> impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Ou
         Box::pin(async move {
             let _ = terminated.wait_for(|t| *t).await;
         })
+    }
+}
+
+/// What a reconcile of a replica run with `write=1` does after its wait: a merge
+/// patch of `data.writer` (the replica's identity) and `data.seq` (a number of its
+/// own, rising) through the context, fenced like every write through it, printed as
+/// `wrote <key> <resourceVersion>`, `refused <key>` ([`Fenced`]) or `write-failed
+/// <key> <error>`. The tests read who wrote what, and when, from the server.
+pub async fn write_through(ctx: &Context<ConfigMap>, identity: &str, key: &str, seq: u64) {
+    let patch = serde_json::json!({ "data": { "writer": identity, "seq": seq.to_string() } });
+    let written = ctx
+        .api::<ConfigMap>()
+        .patch(key, &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+    match written {
+        Ok(cm) => say(
+            identity,
+            &format!(
+                "wrote {key} {}",
+                cm.metadata.resource_version.unwrap_or_default()
+            ),
+        ),
+        Err(error) if Fenced::find(&error).is_some() => say(identity, &format!("refused {key}")),
+        Err(error) => say(identity, &format!("write-failed {key} {error}")),
     }
 }

@@ -10,6 +10,8 @@
 mod common;
 #[path = "common/replicas.rs"]
 mod replicas;
+#[path = "common/server_history.rs"]
+mod server_history;
 
 use std::time::Duration;
 
@@ -18,6 +20,7 @@ use informer::testenv::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use replicas::{JITTER, LEASE, RECONCILE, RENEW, RETRY, Replicas, SLACK, micros, now_micros};
+use server_history::ServerHistory;
 
 /// A namespace with a few ConfigMaps for the replicas to reconcile.
 async fn namespace_with_work(env: &TestEnv, prefix: &str) -> String {
@@ -483,4 +486,153 @@ async fn a_standby_keeps_no_backlog_and_a_new_leader_cleans_up_the_handover_dele
     assert_eq!(*a.cleaned.lock().unwrap(), old, "a's cleanups");
     b.elector.abort();
     b.controller.abort();
+}
+
+/// A pause longer than the lease: the others take over while the paused process's
+/// clocks run on.
+const LONG_PAUSE: Duration = Duration::from_secs(6);
+
+/// A pause past the renew deadline but shorter than the lease, even counted from a
+/// renewal a retry period before it: nobody may take over.
+const SHORT_PAUSE: Duration = Duration::from_millis(3200);
+
+/// Waits until the history shows `count` more writes by `writer` than `before`.
+async fn wait_for_writes(history: &ServerHistory, writer: &str, before: usize, count: usize) {
+    common::eventually(
+        &format!("{count} writes by {writer}"),
+        Duration::from_secs(30),
+        || history.writes_by(writer) >= before + count,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_sends_no_write_after_its_term_ended() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("paused-leader").await.unwrap();
+    let client = env.client().unwrap();
+    // From before the first Lease write, so that every term is seen.
+    let history = ServerHistory::record(&client, &namespace).await;
+    common::create_config_maps(&Api::namespaced(client, &namespace), "work", 16, &[]).await;
+    // Eight reconciles in flight on the leader, each waiting between its read and
+    // its write (the ConfigMap it patches).
+    let mut replicas = Replicas::elected(&namespace, env.kubeconfig_path())
+        .with_arg("write=1")
+        .with_arg("workers=8");
+    for identity in ["a", "b", "c"] {
+        replicas.spawn(identity, None);
+    }
+    let mut leader = replicas
+        .wait_for("a leader", 0, FIRST_ELECTION, |l| l.event == "leading")
+        .await
+        .identity;
+    wait_for_writes(&history, &leader, 0, 20).await;
+
+    // Twice: the leader freezes with writes in flight, another takes over, the
+    // frozen one resumes.
+    let mut takeovers = Vec::new();
+    for _ in 0..2 {
+        let paused_at = replicas.pause(&leader);
+        let next = replicas
+            .wait_for("a new leader", paused_at, takeover_bound() * 2, |l| {
+                l.event == "leading" && l.identity != leader
+            })
+            .await;
+        takeovers.push(Duration::from_micros((next.at - paused_at) as u64));
+        let resume_at = paused_at + micros(LONG_PAUSE);
+        tokio::time::sleep(Duration::from_micros(
+            resume_at.saturating_sub(now_micros()) as u64,
+        ))
+        .await;
+        let resumed_at = replicas.resume(&leader);
+        replicas
+            .wait_for(
+                "the resumed one to follow",
+                resumed_at,
+                takeover_bound(),
+                |l| l.identity == leader && l.event == "following",
+            )
+            .await;
+        let before = history.writes_by(&next.identity);
+        wait_for_writes(&history, &next.identity, before, 20).await;
+        leader = next.identity;
+    }
+
+    // A pause past the renew deadline but within the lease: the leader stops, nobody
+    // takes over, and it leads again.
+    let paused_at = replicas.pause(&leader);
+    tokio::time::sleep(SHORT_PAUSE).await;
+    let resumed_at = replicas.resume(&leader);
+    let before = history.writes_by(&leader);
+    wait_for_writes(&history, &leader, before, 20).await;
+    assert_eq!(
+        replicas
+            .find(paused_at, |l| l.event == "leading" && l.identity != leader)
+            .map(|l| l.identity),
+        None,
+        "nobody takes over a lease that has not expired; {}",
+        replicas.describe()
+    );
+    assert!(
+        replicas
+            .lines()
+            .iter()
+            .all(|l| l.at < paused_at || l.identity == leader || l.event != "reconcile-start"),
+        "only the leader reconciled around its short pause; {}",
+        replicas.describe()
+    );
+    let _ = resumed_at;
+
+    let stopping = now_micros();
+    for identity in ["a", "b", "c"] {
+        replicas.terminate(identity);
+    }
+    for identity in ["a", "b", "c"] {
+        assert!(
+            replicas
+                .wait_exit(identity, Duration::from_secs(20))
+                .await
+                .success()
+        );
+    }
+    // Decided from the server: each write that landed, against the Lease's holder as
+    // of the last change before it in etcd's revision order.
+    let outside = history.writes_outside_the_writers_term("replicas");
+    assert!(
+        outside.is_empty(),
+        "writes that landed in another replica's term: {outside:?}; {}",
+        replicas.describe()
+    );
+    // Every ConfigMap converged: written by the last leader after the last pause.
+    let written_last: std::collections::BTreeSet<String> = history
+        .changes()
+        .into_iter()
+        .filter_map(|change| match change {
+            server_history::Change::Write { key, writer, .. } if writer == leader => Some(key),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(written_last.len(), 16, "{written_last:?}");
+    let stats: Vec<String> = replicas
+        .lines()
+        .iter()
+        .filter(|l| l.at >= stopping && l.event == "stats")
+        .map(|l| format!("{} {}", l.identity, l.detail))
+        .collect();
+    let refused = replicas
+        .lines()
+        .iter()
+        .filter(|l| l.event == "refused")
+        .count();
+    eprintln!(
+        "paused leaders: 2 x {LONG_PAUSE:?} (takeovers after {takeovers:?}) and 1 x {SHORT_PAUSE:?}; \
+         writes refused before sending: {refused}; dropped/refused per replica: {stats:?}; \
+         writes that landed after the writer's term: {}",
+        outside.len()
+    );
+    assert!(
+        takeovers.iter().all(|took| *took <= takeover_bound()),
+        "takeovers {takeovers:?}, bound {:?}",
+        takeover_bound()
+    );
 }

@@ -10,6 +10,8 @@
 mod common;
 #[path = "common/replicas.rs"]
 mod replicas;
+#[path = "common/server_history.rs"]
+mod server_history;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +27,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use replicas::{LEASE, RENEW, RETRY, Replicas, SLACK, micros, now_micros};
+use server_history::ServerHistory;
 
 /// How many objects the replicas share.
 const OBJECTS: usize = 3000;
@@ -864,4 +867,128 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
     b_member.abort();
     a_controller.abort();
     b_controller.abort();
+}
+
+/// A pause longer than the lease: the others fence the member while its clocks run on.
+const LONG_PAUSE: Duration = Duration::from_secs(6);
+
+/// A pause past the renew deadline but shorter than the lease, even counted from a
+/// renewal a retry period before it: nobody may fence the member.
+const SHORT_PAUSE: Duration = Duration::from_millis(3200);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("paused-member").await.unwrap();
+    let client = env.client().unwrap();
+    // From before the first Lease write, so that every membership is seen.
+    let history = ServerHistory::record(&client, &namespace).await;
+    common::create_config_maps(&Api::namespaced(client, &namespace), "work", 30, &[]).await;
+    // Eight reconciles in flight per member, each waiting 300 ms between its read and
+    // its write (the ConfigMap it patches); the write changes the object, which
+    // queues it again, so every key is nearly always being reconciled.
+    let mut replicas = Replicas::sharded(
+        &namespace,
+        env.kubeconfig_path(),
+        8,
+        Duration::from_millis(300),
+        Duration::from_secs(2),
+    )
+    .with_arg("write=1");
+    let members = ["a", "b", "c"];
+    for identity in members {
+        replicas.spawn(identity, None);
+    }
+    wait_for_members(&replicas, &members, "a,b,c", 0).await;
+    for identity in members {
+        common::eventually(&format!("writes by {identity}"), SETTLE, || {
+            history.writes_by(identity) >= 10
+        })
+        .await;
+    }
+
+    // Two members in turn freeze with writes in flight; the others fence them and
+    // take their keys; they resume, find themselves fenced and join again.
+    let mut takeovers = Vec::new();
+    for (paused, others) in [("a", ["b", "c"]), ("b", ["a", "c"])] {
+        let paused_at = replicas.pause(paused);
+        let fenced_at = wait_for_members(&replicas, &others, &others.join(","), paused_at).await;
+        takeovers.push(Duration::from_micros((fenced_at - paused_at) as u64));
+        let resume_at = paused_at + micros(LONG_PAUSE);
+        tokio::time::sleep(Duration::from_micros(
+            resume_at.saturating_sub(now_micros()) as u64,
+        ))
+        .await;
+        let resumed_at = replicas.resume(paused);
+        // (The resumed one never saw itself gone: it says nothing new.)
+        wait_for_members(&replicas, &others, "a,b,c", resumed_at).await;
+        let before = history.writes_by(paused);
+        common::eventually(&format!("{paused} to write again"), SETTLE, || {
+            history.writes_by(paused) >= before + 10
+        })
+        .await;
+    }
+
+    // A pause past the renew deadline but within the lease: nobody fences c.
+    let paused_at = replicas.pause("c");
+    tokio::time::sleep(SHORT_PAUSE).await;
+    let resumed_at = replicas.resume("c");
+    let before = history.writes_by("c");
+    common::eventually("c to write again", SETTLE, || {
+        history.writes_by("c") >= before + 10
+    })
+    .await;
+    assert_eq!(
+        replicas
+            .find(paused_at, |l| l.event == "members" && l.detail != "a,b,c")
+            .map(|l| format!("{} {}", l.identity, l.detail)),
+        None,
+        "nobody fences a member whose lease has not expired; {}",
+        replicas.describe()
+    );
+    let _ = resumed_at;
+
+    let stopping = now_micros();
+    for identity in members {
+        replicas.terminate(identity);
+    }
+    for identity in members {
+        assert!(
+            replicas
+                .wait_exit(identity, Duration::from_secs(20))
+                .await
+                .success()
+        );
+    }
+    // Decided from the server: no member's write landed while it had no Lease, nor
+    // on a key another member wrote since its last write of it unless it had joined
+    // again in between.
+    let outside = history.writes_outside_the_writers_membership("replicas");
+    assert!(
+        outside.is_empty(),
+        "writes that landed when the key may have been another's: {outside:?}; {}",
+        replicas.describe()
+    );
+    let stats: Vec<String> = replicas
+        .lines()
+        .iter()
+        .filter(|l| l.at >= stopping && l.event == "stats")
+        .map(|l| format!("{} {}", l.identity, l.detail))
+        .collect();
+    let refused = replicas
+        .lines()
+        .iter()
+        .filter(|l| l.event == "refused")
+        .count();
+    eprintln!(
+        "paused members: 2 x {LONG_PAUSE:?} (fenced after {takeovers:?}) and 1 x {SHORT_PAUSE:?}; \
+         writes refused before sending: {refused}; dropped/refused per member: {stats:?}; \
+         writes that landed when the key may have been another's: {}",
+        outside.len()
+    );
+    assert!(
+        takeovers.iter().all(|took| *took <= takeover_bound()),
+        "fenced after {takeovers:?}, bound {:?}",
+        takeover_bound()
+    );
 }

@@ -6,22 +6,27 @@
 //! line per event to stdout: `<unix µs> <identity> <event> [detail]`, where the event
 //! is `started`, `leading`, `following <leader or ->`, `stopped`,
 //! `reconcile-start <key>`, `reconcile-end <key>` (also when a reconcile is
-//! abandoned) or `exit`. SIGTERM shuts it down cleanly.
+//! abandoned), with `write=1` the outcome of each reconcile's write (see
+//! [`write_through`]), and at the end `stats dropped=<n> refused=<n>` (the
+//! election's dropped reconciles and refused writes) and `exit`. SIGTERM shuts it
+//! down cleanly.
 //!
 //! Arguments, as `name=value`: `namespace` (of the Lease and the ConfigMaps), `lease`,
 //! `identity`, `lease-ms`, `renew-ms`, `retry-ms`, `reconcile-ms` (how long each
 //! reconcile takes), and optionally `server` (an API server URL replacing the
-//! kubeconfig's, e.g. a fault proxy). The kubeconfig comes from `KUBECONFIG`.
+//! kubeconfig's, e.g. a fault proxy), `workers` (default 2) and `write=1` (each
+//! reconcile writes its ConfigMap after its wait). The kubeconfig comes from `KUBECONFIG`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use informer::workqueue::Action;
-use informer_tests::replica::{Args, EndLine, init_logging, on_sigterm, say};
+use informer_tests::replica::{Args, EndLine, init_logging, on_sigterm, say, write_through};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 
@@ -32,6 +37,8 @@ async fn main() -> anyhow::Result<()> {
     let namespace = args.get("namespace")?;
     let identity: Arc<str> = Arc::from(args.get("identity")?);
     let reconcile_time = args.millis("reconcile-ms")?;
+    let write = args.flag("write");
+    let workers = args.get("workers").map_or(Ok(2), |w| w.parse())?;
     let client = args.client().await?;
 
     let elector = LeaderElector::new(
@@ -64,30 +71,48 @@ async fn main() -> anyhow::Result<()> {
 
     say(&identity, "started");
     let handle = elector.handle();
+    let stats = elector.handle();
     let election = tokio::spawn(elector.run(shutdown()));
     let factory =
         SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let writes = Arc::new(AtomicU64::new(0));
     let reconcile = {
         let identity = Arc::clone(&identity);
-        move |cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| {
+        move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let identity = Arc::clone(&identity);
+            let seq = writes.fetch_add(1, Ordering::Relaxed);
             async move {
                 let key = cm.name_any();
                 say(&identity, &format!("reconcile-start {key}"));
-                let _end = EndLine { identity, key };
+                let end = EndLine {
+                    identity: Arc::clone(&identity),
+                    key: key.clone(),
+                };
                 tokio::time::sleep(reconcile_time).await;
+                if write {
+                    write_through(&ctx, &identity, &key, seq).await;
+                }
+                drop(end);
                 Ok::<_, Infallible>(Action::RequeueAfter(Duration::from_millis(50)))
             }
         }
     };
     Controller::<ConfigMap>::new(&factory)
         .leader_election(handle)
-        .workers(2)
+        .workers(workers)
         .run(reconcile, backoff, shutdown())
         .await?;
     election.await?;
     report.await?;
     factory.shutdown().await;
+    say(
+        &identity,
+        &format!(
+            "stats dropped={} refused={}",
+            stats.dropped_reconciles(),
+            stats.refused_writes()
+        ),
+    );
     say(&identity, "exit");
     Ok(())
 }

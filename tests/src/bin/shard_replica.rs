@@ -5,26 +5,30 @@
 //! namespace, and prints one line per event to stdout: `<unix µs> <identity> <event>
 //! [detail]`, where the event is `started`, `members <a,b,...>` (whenever the members
 //! it reads change), `reconcile-start <key> <data.key>`, `reconcile-end <key>` (also
-//! when a reconcile is dropped) or `exit`. SIGTERM shuts it down cleanly.
+//! when a reconcile is dropped), with `write=1` the outcome of each reconcile's write
+//! (see [`write_through`]), and at the end `stats dropped=<n> refused=<n>` (the
+//! member's dropped reconciles and refused writes) and `exit`. SIGTERM shuts it down
+//! cleanly.
 //!
 //! Arguments, as `name=value`: `namespace` (of the Leases and the ConfigMaps),
 //! `group`, `identity`, `lease-ms`, `renew-ms`, `retry-ms`, `handoff-ms`,
 //! `reconcile-ms` (how long each reconcile takes, unless the ConfigMap's
 //! `data.sleep-ms` says otherwise; one with `data.requeue` is requeued 50 ms after
 //! each reconcile, so it is nearly always being reconciled), `workers`, and optionally
-//! `server`
-//! (an API server URL replacing the kubeconfig's, e.g. a fault proxy). The kubeconfig
+//! `server` (an API server URL replacing the kubeconfig's, e.g. a fault proxy) and
+//! `write=1` (each reconcile writes its ConfigMap after its wait). The kubeconfig
 //! comes from `KUBECONFIG`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::shard::{ShardConfig, ShardMember};
 use informer::workqueue::Action;
-use informer_tests::replica::{Args, EndLine, init_logging, on_sigterm, say};
+use informer_tests::replica::{Args, EndLine, init_logging, on_sigterm, say, write_through};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 
@@ -35,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
     let namespace = args.get("namespace")?;
     let identity: Arc<str> = Arc::from(args.get("identity")?);
     let reconcile_time = args.millis("reconcile-ms")?;
+    let write = args.flag("write");
     let workers: usize = args.get("workers")?.parse()?;
     let client = args.client().await?;
 
@@ -68,10 +73,12 @@ async fn main() -> anyhow::Result<()> {
     let membership = tokio::spawn(member.run(shutdown()));
     let factory =
         SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let writes = Arc::new(AtomicU64::new(0));
     let reconcile = {
         let identity = Arc::clone(&identity);
-        move |cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| {
+        move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let identity = Arc::clone(&identity);
+            let seq = writes.fetch_add(1, Ordering::Relaxed);
             async move {
                 let key = cm.name_any();
                 let data = cm.data.clone().unwrap_or_default();
@@ -81,8 +88,15 @@ async fn main() -> anyhow::Result<()> {
                     .and_then(|ms| ms.parse().ok())
                     .map_or(reconcile_time, Duration::from_millis);
                 say(&identity, &format!("reconcile-start {key} {value}"));
-                let _end = EndLine { identity, key };
+                let end = EndLine {
+                    identity: Arc::clone(&identity),
+                    key: key.clone(),
+                };
                 tokio::time::sleep(sleep).await;
+                if write {
+                    write_through(&ctx, &identity, &key, seq).await;
+                }
+                drop(end);
                 Ok::<_, Infallible>(if data.contains_key("requeue") {
                     Action::RequeueAfter(Duration::from_millis(50))
                 } else {
@@ -98,6 +112,14 @@ async fn main() -> anyhow::Result<()> {
     membership.await?;
     report.await?;
     factory.shutdown().await;
+    let stats = shard.stats();
+    say(
+        &identity,
+        &format!(
+            "stats dropped={} refused={}",
+            stats.dropped_reconciles, stats.refused_writes
+        ),
+    );
     say(&identity, "exit");
     Ok(())
 }

@@ -125,6 +125,34 @@ impl Replicas {
         }
     }
 
+    /// Gives every replica started from now on the argument `arg` (`name=value`).
+    pub fn with_arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_owned());
+        self
+    }
+
+    /// SIGSTOP: the process freezes as a paused VM or a stalled runtime would, its
+    /// clocks running on. Returns when it was sent.
+    pub fn pause(&mut self, identity: &str) -> Micros {
+        self.signal(identity, "-STOP")
+    }
+
+    /// SIGCONT: a paused process resumes. Returns when it was sent.
+    pub fn resume(&mut self, identity: &str) -> Micros {
+        self.signal(identity, "-CONT")
+    }
+
+    fn signal(&mut self, identity: &str, signal: &str) -> Micros {
+        let pid = self.children[identity].id();
+        let at = now_micros();
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} {identity}");
+        at
+    }
+
     /// Starts replica `identity`, talking to `server` if given (a fault proxy),
     /// else to the kubeconfig's server.
     pub fn spawn(&mut self, identity: &str, server: Option<&str>) {
@@ -174,14 +202,7 @@ impl Replicas {
 
     /// SIGTERM: a clean shutdown. Returns when it was sent.
     pub fn terminate(&mut self, identity: &str) -> Micros {
-        let pid = self.children[identity].id();
-        let at = now_micros();
-        let status = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        at
+        self.signal(identity, "-TERM")
     }
 
     /// Waits (blocking, at most `limit`) for a terminated replica to exit.
