@@ -404,7 +404,9 @@ mod tests {
         let refused = client.send(request(http::Method::PATCH)).await.unwrap_err();
         let fenced = Fenced::find(&refused).expect("a Fenced error");
         assert!(
-            fenced.to_string().contains("leadership term 1 of me on Lease lease"),
+            fenced
+                .to_string()
+                .contains("leadership term 1 of me on Lease lease"),
             "{fenced}"
         );
         assert!(client.send(request(http::Method::DELETE)).await.is_err());
