@@ -47,7 +47,7 @@ impl Demo {
         let driving = tokio::spawn(async move {
             let outcome = tokio::select! {
                 outcome = drive(client, &namespace, backup) => outcome,
-                _ = tokio::signal::ctrl_c() => Ok(()),
+                () = informer::shutdown_signal() => Ok(()),
             };
             *self.outcome.lock().expect("lock") = Some(outcome);
         });

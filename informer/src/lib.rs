@@ -121,8 +121,11 @@ pub mod workqueue;
 
 mod lock;
 mod panic;
+mod shutdown;
 #[cfg(test)]
 mod test_support;
+
+pub use shutdown::shutdown_signal;
 
 /// The names a controller uses most, for `use informer::prelude::*`.
 pub mod prelude {
@@ -137,6 +140,7 @@ pub mod prelude {
         HasSynced, InformerOptions, Notification, ResourceEventHandler, ResourceEventHandlerFns,
         SharedIndexInformer, wait_for_cache_sync,
     };
+    pub use crate::shutdown_signal;
     pub use crate::store::{IndexQuery, Indexer, Indexers, Selector};
     pub use crate::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
 }

@@ -128,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
         };
         tokio::select! {
             result = run => if let Err(error) = result { eprintln!("demo failed: {error}") },
-            _ = tokio::signal::ctrl_c() => println!("Interrupted"),
+            () = informer::shutdown_signal() => println!("Interrupted"),
         }
     };
 

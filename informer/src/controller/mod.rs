@@ -69,8 +69,7 @@
 //! let factory = SharedInformerFactory::new(client, FactoryOptions::default().namespace("default"));
 //! Controller::<Deployment>::new(&factory)
 //!     .owns::<ConfigMap>()
-//!     // Until Ctrl-C, say: `async { tokio::signal::ctrl_c().await.ok(); }`
-//!     .run(reconcile, backoff, std::future::pending())
+//!     .run(reconcile, backoff, informer::shutdown_signal())
 //!     .await?;
 //! factory.shutdown().await;
 //! # Ok(())

@@ -69,8 +69,7 @@
 //!     LeaderElectionConfig::default().lease("default", "backup-operator"),
 //! )?;
 //! let mut handle = elector.handle();
-//! // Until Ctrl-C, say: `async { tokio::signal::ctrl_c().await.ok(); }`
-//! let election = tokio::spawn(elector.run(std::future::pending()));
+//! let election = tokio::spawn(elector.run(informer::shutdown_signal()));
 //! while let Some(leadership) = handle.changed().await {
 //!     println!("now: {leadership:?}");
 //! }

@@ -97,8 +97,7 @@
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! let member = ShardMember::new(client, ShardConfig::new("default", "backup-controller"))?;
 //! let shard = member.handle();
-//! // Until Ctrl-C, say: `async { tokio::signal::ctrl_c().await.ok(); }`
-//! let membership = tokio::spawn(member.run(std::future::pending()));
+//! let membership = tokio::spawn(member.run(informer::shutdown_signal()));
 //! let key = informer::key::ObjectKey::new(Some("default".into()), "nightly");
 //! println!("members {:?}; mine now: {}", shard.members(), shard.may_reconcile(&key));
 //! membership.await?;

@@ -55,7 +55,7 @@
 //!         }
 //!     },
 //!     async move {
-//!         let _ = stopped.await; // e.g. tokio::signal::ctrl_c()
+//!         let _ = stopped.await; // e.g. informer::shutdown_signal()
 //!     },
 //! ));
 //!
