@@ -17,10 +17,11 @@ use serde::de::DeserializeOwned;
 
 use super::context::Context;
 use super::mapping::{IntoPrimaryKey, controller_key, controller_uid, owner_index_name};
+use super::predicate::Predicate;
 use super::registry::Registry;
 use super::replication::{LeaderElected, Replication, ReplicationMode, Sharded, Single};
 use super::run::{Plan, run};
-use super::wiring::mapping_wire;
+use super::wiring::{Relation, mapping_wire};
 use super::{ControllerError, Retry};
 use crate::events::Recorder;
 use crate::factory::{FactoryScope, SharedInformerFactory};
@@ -144,7 +145,26 @@ where
     /// `C in ns [controlled by K of shard {group}/{identity}]`), skipping the others
     /// before they are decoded; it relists with the shard.
     #[must_use]
-    pub fn owns<C>(mut self) -> Self
+    pub fn owns<C>(self) -> Self
+    where
+        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        C::Scope: FactoryScope,
+    {
+        self.owned(None::<Predicate<C>>)
+    }
+
+    /// [`owns`](Self::owns), reconciling only for the updates of `C` that `predicate`
+    /// accepts (adds and deletions always count; see [`Predicate`]).
+    #[must_use]
+    pub fn owns_with<C>(self, predicate: Predicate<C>) -> Self
+    where
+        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        C::Scope: FactoryScope,
+    {
+        self.owned(Some(predicate))
+    }
+
+    fn owned<C>(mut self, predicate: Option<Predicate<C>>) -> Self
     where
         C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         C::Scope: FactoryScope,
@@ -189,6 +209,8 @@ where
         self.plan.registry.set_owned::<C>(indexer, index);
         self.plan.wires.push(mapping_wire(
             &informer,
+            Relation::Owned,
+            predicate,
             |child: &C| controller_key::<K>(child.meta()),
             |_| {},
         ));
@@ -203,7 +225,32 @@ where
     /// It may return [`ObjectKey`]s or the primaries themselves. On an update it runs
     /// for the old and the new state, so a primary that stops matching hears of it.
     #[must_use]
-    pub fn watches<W, F, I>(mut self, mapper: F) -> Self
+    pub fn watches<W, F, I>(self, mapper: F) -> Self
+    where
+        W: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        W::Scope: FactoryScope,
+        F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: IntoPrimaryKey<K>,
+    {
+        self.watched(None, mapper)
+    }
+
+    /// [`watches`](Self::watches), mapping only the updates of `W` that `predicate`
+    /// accepts (adds and deletions always count; see [`Predicate`]).
+    #[must_use]
+    pub fn watches_with<W, F, I>(self, predicate: Predicate<W>, mapper: F) -> Self
+    where
+        W: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        W::Scope: FactoryScope,
+        F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: IntoPrimaryKey<K>,
+    {
+        self.watched(Some(predicate), mapper)
+    }
+
+    fn watched<W, F, I>(mut self, predicate: Option<Predicate<W>>, mapper: F) -> Self
     where
         W: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         W::Scope: FactoryScope,
@@ -216,6 +263,8 @@ where
         let primaries = self.plan.primary.lister();
         self.plan.wires.push(mapping_wire(
             &informer,
+            Relation::Watched,
+            predicate,
             move |watched: &W| {
                 mapper(watched, &primaries)
                     .into_iter()
@@ -237,9 +286,24 @@ where
         let informer = self.plan.factory.informer::<C>();
         self.plan.registry.register(&informer);
         // Maps to no key, but wakes read-your-writes waiters on every change.
-        self.plan
-            .wires
-            .push(mapping_wire(&informer, |_: &C| None::<ObjectKey>, |_| {}));
+        self.plan.wires.push(mapping_wire(
+            &informer,
+            Relation::Watched,
+            None,
+            |_: &C| None::<ObjectKey>,
+            |_| {},
+        ));
+        self
+    }
+
+    /// Reconciles a `K` only for the updates of it that `predicate` accepts (default:
+    /// every change); its first sight, its deletion and an update that starts its
+    /// deletion always count (see [`Predicate`]). A controller that writes the
+    /// status of its primaries wakes itself with each write unless it filters them,
+    /// typically with [`Predicate::generation_changed`].
+    #[must_use]
+    pub fn predicate(mut self, predicate: Predicate<K>) -> Self {
+        self.plan.primary_predicate = Some(predicate);
         self
     }
 
@@ -401,5 +465,6 @@ where
         #[cfg(feature = "metrics")]
         metrics: factory.metrics().cloned(),
         replication: Replication::Single,
+        primary_predicate: None,
     }
 }

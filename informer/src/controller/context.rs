@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use kube::{Client, Resource};
 
 use super::read_your_writes::ReadYourWrites;
+use super::reasons::Reasons;
 use super::registry::Registry;
 use super::replication::{Fence, fenced_client};
 use super::tracked_api::{TrackedApi, Tracking};
@@ -24,6 +25,10 @@ pub(crate) struct Shared {
     pub(crate) primary: &'static str,
     pub(crate) recorder: Recorder,
     pub(crate) queue: WorkQueue<ObjectKey>,
+    /// Why each queued key was queued.
+    pub(crate) reasons: Arc<Reasons>,
+    /// The controller's name, for its spans.
+    pub(crate) name: String,
 }
 
 impl std::fmt::Debug for Shared {

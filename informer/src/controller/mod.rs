@@ -162,8 +162,10 @@ mod builder;
 mod context;
 mod finalizer;
 mod mapping;
+mod predicate;
 mod primaries;
 mod read_your_writes;
+mod reasons;
 mod registry;
 mod replication;
 mod run;
@@ -177,6 +179,7 @@ use std::time::Duration;
 pub use builder::Controller;
 pub use context::Context;
 pub use mapping::IntoPrimaryKey;
+pub use predicate::Predicate;
 pub use replication::{Fenced, LeaderElected, ReplicationMode, Sharded, Single};
 pub use tracked_api::{IfUnchanged, TrackedApi};
 

@@ -15,12 +15,14 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
 use super::context::{Context, Shared, primary_name};
+use super::predicate::Predicate;
 use super::primaries::Primaries;
 use super::read_your_writes::ReadYourWrites;
+use super::reasons::Reasons;
 use super::registry::Registry;
 use super::replication::{Fence, Replication};
 use super::tombstones::SharedTombstones;
-use super::wiring::{Unwires, Wire, Wiring, mapping_wire};
+use super::wiring::{Relation, Unwires, Wire, Wiring, mapping_wire};
 use super::worker::{Cleanup, Worker};
 use super::{ControllerError, Retry};
 use crate::events::{Recorder, Reporter};
@@ -50,6 +52,8 @@ pub(crate) struct Plan<K> {
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::metrics::Metrics>,
     pub(crate) replication: Replication,
+    /// Which updates of the primary queue its key (`None`: every one).
+    pub(crate) primary_predicate: Option<Predicate<K>>,
 }
 
 impl<K> fmt::Debug for Plan<K> {
@@ -99,14 +103,17 @@ where
         WorkQueue::with_config(config, default_controller_rate_limiter())
     });
     let cache_changed = Arc::new(Notify::new());
+    let reasons = Arc::new(Reasons::default());
     let wiring = Wiring {
         queue: queue.clone(),
         cache_changed: Arc::clone(&cache_changed),
+        reasons: Arc::clone(&reasons),
     };
     let tombstones: SharedTombstones<K> = Arc::default();
     let mut wires = plan.wires;
     wires.push(primary_wire(
         &plan.primary,
+        plan.primary_predicate,
         plan.cleanup.is_some().then(|| Arc::clone(&tombstones)),
         &plan.replication,
     ));
@@ -162,6 +169,8 @@ where
             primary: primary_name::<K>(),
             recorder: recorder.clone(),
             queue: queue.clone(),
+            reasons: Arc::clone(&reasons),
+            name: plan.name.clone(),
         }),
         primary: plan.primary.indexer(),
         reconcile,
@@ -196,7 +205,9 @@ where
         async move { worker.process(key, fence).await }
     };
     plan.replication
-        .run_workers(runner, reconcile, &primaries, &plan.name, shutdown)
+        .run_workers(
+            runner, reconcile, &primaries, &reasons, &plan.name, shutdown,
+        )
         .await;
     drop(unwires);
     if own_recorder {
@@ -217,6 +228,7 @@ where
 /// deleted, and their cleanup is not due.
 fn primary_wire<K>(
     primary: &SharedIndexInformer<K>,
+    predicate: Option<Predicate<K>>,
     tombstones: Option<SharedTombstones<K>>,
     replication: &Replication,
 ) -> Wire
@@ -226,6 +238,8 @@ where
     let shard = replication.shard().cloned();
     mapping_wire(
         primary,
+        Relation::Primary,
+        predicate,
         |object: &K| Some(ObjectKey::of(object)),
         move |gone: &Arc<K>| {
             let key = ObjectKey::of(gone.as_ref());

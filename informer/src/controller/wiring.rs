@@ -7,8 +7,10 @@ use std::sync::Arc;
 use kube::Resource;
 use tokio::sync::Notify;
 
+use super::predicate::Predicate;
+use super::reasons::{Reason, Reasons};
 use crate::fifo::DeletedObject;
-use crate::key::ObjectKey;
+use crate::key::{ObjectKey, short_type_name};
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
 use crate::workqueue::WorkQueue;
 
@@ -17,6 +19,37 @@ use crate::workqueue::WorkQueue;
 pub(crate) struct Wiring {
     pub(crate) queue: WorkQueue<ObjectKey>,
     pub(crate) cache_changed: Arc<Notify>,
+    /// Why each queued key was queued, for its reconcile's span.
+    pub(crate) reasons: Arc<Reasons>,
+}
+
+/// What an informer's objects are to the primary type, for the reason a key is
+/// queued with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// The primary type itself.
+    Primary,
+    /// A type the primary owns.
+    Owned,
+    /// A type the controller watches (or reads).
+    Watched,
+}
+
+impl Relation {
+    fn reason<C: Resource>(self, changed: &C) -> Reason {
+        match self {
+            Relation::Primary => Reason::Changed,
+            Relation::Owned | Relation::Watched => Reason::Related {
+                relation: if self == Relation::Owned {
+                    "owned"
+                } else {
+                    "watched"
+                },
+                kind: short_type_name::<C>(),
+                key: ObjectKey::of(changed),
+            },
+        }
+    }
 }
 
 /// Registers a handler when the controller runs; the returned closure removes it. On
@@ -52,10 +85,14 @@ impl Drop for Unwires {
 }
 
 /// A handler queueing the keys `map` gives for each state an event carries (old and
-/// new on update), and telling read-your-writes waiters the cache changed. `on_gone`
-/// sees a deleted object before its keys are queued.
+/// new on update), with the reason `relation` gives, and telling read-your-writes
+/// waiters the cache changed. An update `predicate` does not accept queues nothing
+/// (adds and deletions always queue). `on_gone` sees a deleted object before its keys
+/// are queued.
 pub(crate) fn mapping_wire<C, M, I>(
     informer: &SharedIndexInformer<C>,
+    relation: Relation,
+    predicate: Option<Predicate<C>>,
     map: M,
     on_gone: impl Fn(&Arc<C>) + Send + 'static,
 ) -> Wire
@@ -66,9 +103,11 @@ where
 {
     let informer = informer.clone();
     Box::new(move |wiring: &Wiring| {
+        let changed = Arc::clone(&wiring.cache_changed);
         let enqueue = {
             let queue = wiring.queue.clone();
-            let changed = Arc::clone(&wiring.cache_changed);
+            let reasons = Arc::clone(&wiring.reasons);
+            let changed = Arc::clone(&changed);
             // Each key once per event: queued twice (an update whose old and new
             // state map to the same key), a key a worker took in between would be
             // reconciled twice for one change.
@@ -77,6 +116,12 @@ where
                 for key in states.iter().flat_map(|state| map(state)) {
                     if !keys.contains(&key) {
                         keys.push(key);
+                    }
+                }
+                if let Some(last) = states.last() {
+                    let reason = relation.reason(*last);
+                    for key in &keys {
+                        reasons.record(key, reason.clone());
                     }
                 }
                 for key in keys {
@@ -91,13 +136,177 @@ where
             .add_event_handler(
                 ResourceEventHandlerFns::new()
                     .on_add(move |object: &Arc<C>, _| on_add(&[object]))
-                    .on_update(move |old: &Arc<C>, new: &Arc<C>| on_update(&[old, new]))
+                    .on_update(move |old: &Arc<C>, new: &Arc<C>| {
+                        match &predicate {
+                            Some(predicate) if !predicate.accepts(old, new) => {
+                                // Not a change worth a reconcile, but the cache did
+                                // change: a reconcile may be waiting for it.
+                                changed.notify_waiters();
+                            }
+                            _ => on_update(&[old, new]),
+                        }
+                    })
                     .on_delete(move |gone: DeletedObject<C>| {
                         on_gone(gone.object());
                         on_delete(&[gone.object()]);
                     }),
             )
-            .map_err(|error| (crate::key::short_type_name::<C>(), error))?;
+            .map_err(|error| (short_type_name::<C>(), error))?;
         Ok(Box::new(move || registration.remove()) as Unwire)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::*;
+    use crate::reflector::FakeSource;
+    use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
+    use crate::test_support::{config_map, spawn_run};
+
+    /// The keys the wire queued so far, in order, each with its reason.
+    async fn drain(wiring: &Wiring) -> Vec<(String, String)> {
+        let mut taken = Vec::new();
+        while !wiring.queue.is_empty() {
+            let key = wiring.queue.get().await.expect("open");
+            let reason = reasons_describe(&wiring.reasons, &key);
+            wiring.queue.done(&key);
+            taken.push((key.to_string(), reason));
+        }
+        taken
+    }
+
+    fn reasons_describe(reasons: &Reasons, key: &ObjectKey) -> String {
+        crate::controller::reasons::describe(reasons.take(key).as_ref())
+    }
+
+    /// An informer on `source` with a wire (as `relation`) that accepts only label
+    /// changes.
+    async fn wired(
+        source: &FakeSource<ConfigMap>,
+        relation: Relation,
+    ) -> (Wiring, Unwires, SharedIndexInformer<ConfigMap>) {
+        let informer =
+            SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
+                .expect("no indexes");
+        let wiring = Wiring {
+            queue: WorkQueue::new(),
+            cache_changed: Arc::new(Notify::new()),
+            reasons: Arc::default(),
+        };
+        let mut unwires = Unwires::default();
+        let map = move |cm: &ConfigMap| match relation {
+            Relation::Primary => Some(ObjectKey::of(cm)),
+            // An owned object names its primary "owner" in its namespace.
+            _ => Some(ObjectKey::new(cm.metadata.namespace.clone(), "owner")),
+        };
+        unwires
+            .connect(
+                mapping_wire(
+                    &informer,
+                    relation,
+                    Some(Predicate::labels_changed()),
+                    map,
+                    |_| {},
+                ),
+                &wiring,
+            )
+            .expect("connected");
+        (wiring, unwires, informer)
+    }
+
+    /// Gives the informer's handlers (tasks of their own) a moment to run, also for
+    /// the cases that must queue nothing.
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    #[tokio::test]
+    async fn a_predicate_filters_updates_but_never_first_sights_deletions_or_tombstones() {
+        let source = FakeSource::new();
+        source.add(config_map("default/listed", &[], 1));
+        let (wiring, _unwires, informer) = wired(&source, Relation::Primary).await;
+        let (stop, running) = spawn_run(&informer);
+        wait_for_cache_sync(&[&informer]).await;
+        settle().await;
+        // First sight from the initial list.
+        assert_eq!(
+            drain(&wiring).await,
+            [("default/listed".to_owned(), "object changed".to_owned())]
+        );
+        // First sight from a watch event.
+        source.add(config_map("default/added", &[], 1));
+        settle().await;
+        assert_eq!(drain(&wiring).await.len(), 1, "an add always queues");
+        // An update the predicate refuses queues nothing, but wakes read-your-writes.
+        let woken = wiring.cache_changed.notified();
+        source.modify(config_map("default/added", &[], 2));
+        tokio::time::timeout(Duration::from_secs(5), woken)
+            .await
+            .expect("a filtered update still tells waiters the cache changed");
+        settle().await;
+        assert_eq!(drain(&wiring).await, []);
+        // One it accepts queues the key.
+        source.modify(config_map("default/added", &[("app", "web")], 3));
+        settle().await;
+        assert_eq!(drain(&wiring).await.len(), 1);
+        // An update starting the deletion always queues, whatever the predicate.
+        let mut deleting = config_map("default/added", &[("app", "web")], 4);
+        deleting.metadata.deletion_timestamp = Some(Time(Default::default()));
+        source.modify(deleting.clone());
+        settle().await;
+        assert_eq!(
+            drain(&wiring).await.len(),
+            1,
+            "the start of a deletion queues"
+        );
+        // A deletion queues.
+        source.delete(deleting);
+        settle().await;
+        assert_eq!(drain(&wiring).await.len(), 1, "a deletion queues");
+        // A deletion missed while disconnected arrives as a tombstone, and queues.
+        source.delete_missed(&config_map("default/listed", &[], 1));
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while wiring.queue.is_empty() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the tombstone queued its key");
+        assert_eq!(
+            drain(&wiring).await,
+            [("default/listed".to_owned(), "object changed".to_owned())]
+        );
+        stop.send(()).ok();
+        running.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_related_objects_change_queues_its_primary_with_the_reason() {
+        let source = FakeSource::new();
+        let (wiring, unwires, informer) = wired(&source, Relation::Owned).await;
+        let (stop, running) = spawn_run(&informer);
+        wait_for_cache_sync(&[&informer]).await;
+        source.add(config_map("default/child", &[], 1));
+        settle().await;
+        assert_eq!(
+            drain(&wiring).await,
+            [(
+                "default/owner".to_owned(),
+                "owned ConfigMap default/child changed".to_owned()
+            )]
+        );
+        assert_eq!(wiring.reasons.len(), 0, "taken with the key");
+        // Unwired: nothing more is queued.
+        drop(unwires);
+        source.add(config_map("default/other", &[], 1));
+        settle().await;
+        assert_eq!(drain(&wiring).await, []);
+        stop.send(()).ok();
+        running.await.unwrap().unwrap();
+    }
 }

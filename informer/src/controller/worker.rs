@@ -10,10 +10,12 @@ use futures::future::BoxFuture;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tracing::Instrument;
 
 use super::Retry;
 use super::context::{Context, Shared};
 use super::finalizer::{self, has_finalizer};
+use super::reasons;
 use super::replication::Fence;
 use super::tombstones::SharedTombstones;
 use crate::factory::FactoryScope;
@@ -76,16 +78,32 @@ where
     P: Fn(&K, &E, &Context<K>) -> Retry,
 {
     /// Reconciles `key` once, acting only while `fence` holds.
+    ///
+    /// Runs in a span `reconcile` naming the controller, the object (`kind` and
+    /// `object`, its key) and why it was queued (`reason`), so every log line of the
+    /// reconcile, the cleanup and the controller's own says what it is about.
     pub(crate) async fn process(&self, key: ObjectKey, fence: Fence) -> Result<Action, Failure<E>> {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = &self.metrics {
-            let timer = metrics.start();
-            let mut failed = false;
-            let result = self.reconcile_key(key, fence, &mut failed).await;
-            timer.finish(outcome(&result, failed));
-            return result;
+        let reason = self.shared.reasons.take(&key);
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.shared.name,
+            kind = %K::kind(&()),
+            object = %key,
+            reason = %reasons::describe(reason.as_ref()),
+        );
+        async move {
+            #[cfg(feature = "metrics")]
+            if let Some(metrics) = &self.metrics {
+                let timer = metrics.start();
+                let mut failed = false;
+                let result = self.reconcile_key(key, fence, &mut failed).await;
+                timer.finish(outcome(&result, failed));
+                return result;
+            }
+            self.reconcile_key(key, fence, &mut false).await
         }
-        self.reconcile_key(key, fence, &mut false).await
+        .instrument(span)
+        .await
     }
 
     /// Reconciles `key` once; sets `failed` when the reconcile failed but the error
@@ -109,6 +127,7 @@ where
                 if has_finalizer(object.meta(), name) {
                     if let Some(cleanup) = &self.cleanup {
                         cleanup(Arc::clone(&object), context.clone())
+                            .instrument(tracing::info_span!("cleanup"))
                             .await
                             .map_err(Failure::Cleanup)?;
                     }
@@ -168,7 +187,10 @@ where
                 return Ok(Action::Done);
             }
         }
-        match cleanup(Arc::clone(&last_known), context).await {
+        match cleanup(Arc::clone(&last_known), context)
+            .instrument(tracing::info_span!("cleanup"))
+            .await
+        {
             Ok(()) => {
                 tracing::debug!(%key, name = last_known.name_any(), "cleaned up after deletion");
                 Ok(Action::Done)

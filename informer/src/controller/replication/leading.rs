@@ -29,6 +29,7 @@ use tokio::time::sleep_until;
 
 use super::fence::Fence;
 use crate::controller::primaries::Primaries;
+use crate::controller::reasons::{Reason, Reasons};
 use crate::controller::tombstones::Tombstones;
 use crate::key::ObjectKey;
 use crate::leader::{LeadershipHandle, Term};
@@ -46,6 +47,7 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
     reconcile: F,
     leadership: &LeadershipHandle,
     primaries: &Primaries<K>,
+    reasons: &Arc<Reasons>,
     controller: &str,
     shutdown: S,
 ) where
@@ -59,7 +61,7 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
     let window = leadership.lease_duration() * HANDOVER_WINDOW_LEASES;
     loop {
         let term = tokio::select! {
-            () = stand_by(runner.queue(), &primaries.tombstones, window) => break,
+            () = stand_by(runner.queue(), &primaries.tombstones, reasons, window) => break,
             term = leadership.leading() => match term {
                 Some(term) => Arc::new(term),
                 None => {
@@ -81,6 +83,7 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
             "leading: reconciling every cached object and recent deletion"
         );
         for key in primaries_now {
+            reasons.record(&key, Reason::TookOver);
             queue.add(ObjectKey::clone(&key));
         }
 
@@ -100,7 +103,12 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
         };
         runner
             .run_until(
-                gated(reconcile.clone(), Arc::clone(&term), leadership),
+                gated(
+                    reconcile.clone(),
+                    Arc::clone(&term),
+                    leadership,
+                    Arc::clone(reasons),
+                ),
                 stop,
                 abandon,
             )
@@ -120,13 +128,19 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
 /// While this replica follows: takes what the handlers queue off the queue
 /// unreconciled, and forgets the tombstones older than `window`. Returns only if the
 /// queue is shut down.
-async fn stand_by<K>(queue: &WorkQueue<ObjectKey>, tombstones: &Tombstones<K>, window: Duration) {
+async fn stand_by<K>(
+    queue: &WorkQueue<ObjectKey>,
+    tombstones: &Tombstones<K>,
+    reasons: &Reasons,
+    window: Duration,
+) {
     let mut prune = tokio::time::interval(window / 2);
     loop {
         tokio::select! {
             // `get` is cancel-safe: a term starting meanwhile loses no key.
             key = queue.get() => match key {
                 Some(key) => {
+                    reasons.take(&key);
                     queue.forget(&key);
                     queue.done(&key);
                 }
@@ -145,6 +159,7 @@ fn gated<F, Fut, E>(
     reconcile: F,
     term: Arc<Term>,
     leadership: &LeadershipHandle,
+    reasons: Arc<Reasons>,
 ) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
 where
     F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
@@ -158,6 +173,7 @@ where
     };
     move |key| {
         if !term.is_leading() {
+            reasons.take(&key);
             return Box::pin(std::future::ready(Ok(Action::Done)));
         }
         let fence = fence.clone();

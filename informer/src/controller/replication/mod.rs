@@ -8,11 +8,13 @@ mod sharding;
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 
 pub use fence::Fenced;
 pub(crate) use fence::{Fence, fenced_client};
 
 use crate::controller::primaries::Primaries;
+use crate::controller::reasons::Reasons;
 use crate::key::ObjectKey;
 use crate::leader::LeadershipHandle;
 use crate::shard::ShardHandle;
@@ -89,11 +91,15 @@ impl Replication {
     /// Runs `runner`'s workers on `reconcile` (given each key with its [`Fence`]) as
     /// the mode says, until `shutdown`
     /// completes (or the elector or shard member stops); then shuts the queue down.
+    ///
+    /// A key taken and not reconciled here (not this replica's) has its queueing
+    /// reason forgotten; one taken over is queued as such.
     pub(crate) async fn run_workers<K, F, Fut, E, S>(
         &self,
         runner: Runner<ObjectKey>,
         reconcile: F,
         primaries: &Primaries<K>,
+        reasons: &Arc<Reasons>,
         controller: &str,
         shutdown: S,
     ) where
@@ -111,13 +117,15 @@ impl Replication {
             }
             Replication::LeaderElected(leadership) => {
                 leading::run_while_leading(
-                    runner, reconcile, leadership, primaries, controller, shutdown,
+                    runner, reconcile, leadership, primaries, reasons, controller, shutdown,
                 )
                 .await;
             }
             Replication::Sharded(shard) => {
-                sharding::run_sharded(runner, reconcile, shard, primaries, controller, shutdown)
-                    .await;
+                sharding::run_sharded(
+                    runner, reconcile, shard, primaries, reasons, controller, shutdown,
+                )
+                .await;
             }
         }
     }

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use super::fence::Fence;
 use crate::controller::primaries::Primaries;
+use crate::controller::reasons::{Reason, Reasons};
 use crate::key::ObjectKey;
 use crate::shard::ShardHandle;
 use crate::workqueue::{Action, Runner};
@@ -35,6 +36,7 @@ pub(crate) async fn run_sharded<K, F, Fut, E, S>(
     reconcile: F,
     shard: &ShardHandle,
     primaries: &Primaries<K>,
+    reasons: &Arc<Reasons>,
     controller: &str,
     shutdown: S,
 ) where
@@ -62,8 +64,9 @@ pub(crate) async fn run_sharded<K, F, Fut, E, S>(
             () = stopped => {}
         }
     };
-    let requeue = queue_keys_as_they_become_ours(shard.clone(), primaries, &queue, controller);
-    let run = runner.run(gated(reconcile, shard.clone()), stop);
+    let requeue =
+        queue_keys_as_they_become_ours(shard.clone(), primaries, &queue, reasons, controller);
+    let run = runner.run(gated(reconcile, shard.clone(), Arc::clone(reasons)), stop);
     tokio::select! {
         () = run => {}
         () = requeue => {}
@@ -78,6 +81,7 @@ async fn queue_keys_as_they_become_ours<K>(
     mut shard: ShardHandle,
     primaries: &Primaries<K>,
     queue: &crate::workqueue::WorkQueue<ObjectKey>,
+    reasons: &Reasons,
     controller: &str,
 ) where
     K: Send + Sync + 'static,
@@ -104,6 +108,7 @@ async fn queue_keys_as_they_become_ours<K>(
         for key in primaries.keys() {
             let hash = crate::shard::key_hash_of(&key);
             if now_assigned.may_work(hash, now) && (lapsed || !before.may_work(hash, now)) {
+                reasons.record(&key, Reason::TookOver);
                 queue.add(ObjectKey::clone(&key));
                 queued += 1;
             }
@@ -121,6 +126,7 @@ async fn queue_keys_as_they_become_ours<K>(
 fn gated<F, Fut, E>(
     reconcile: F,
     shard: ShardHandle,
+    reasons: Arc<Reasons>,
 ) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
 where
     F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
@@ -131,11 +137,13 @@ where
     move |key: ObjectKey| {
         let shard = shard.clone();
         let reconcile = Arc::clone(&reconcile);
+        let reasons = Arc::clone(&reasons);
         Box::pin(async move {
             // Recorded as running before the check, so a hand-off that starts now
             // either sees it running or is seen by the check.
             let mut running = shard.enter(&key);
             if !shard.may_reconcile(&key) {
+                reasons.take(&key);
                 return Ok(Action::Done);
             }
             let fence = Fence::Shard {
