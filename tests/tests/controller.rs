@@ -275,7 +275,7 @@ async fn a_reconcile_requeued_at_once_never_creates_a_second_child() {
                         "apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {
                             "generateName": format!("{}-", backup.name_any()),
-                            "ownerReferences": [backup.controller_owner_ref(&())],
+                            "ownerReferences": [ctx.controller_reference(&backup)],
                         },
                     });
                     let child: ConfigMap = serde_json::from_value(child).unwrap();
@@ -310,8 +310,13 @@ async fn a_reconcile_requeued_at_once_never_creates_a_second_child() {
     let children = cms.list(&ListParams::default()).await.unwrap();
     let mut per_backup: BTreeMap<String, usize> = BTreeMap::new();
     for child in &children {
-        let owner = &child.owner_references()[0].name;
-        *per_backup.entry(owner.clone()).or_default() += 1;
+        let owner = &child.owner_references()[0];
+        assert_eq!(
+            (owner.controller, owner.block_owner_deletion),
+            (Some(true), Some(true)),
+            "a controller reference that blocks the owner's foreground deletion"
+        );
+        *per_backup.entry(owner.name.clone()).or_default() += 1;
     }
     assert_eq!(
         per_backup,

@@ -18,7 +18,7 @@ use informer::prelude::*;
 use informer_examples::{Cluster, backup_demo::Demo};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +39,7 @@ async fn reconcile(backup: Arc<Backup>, ctx: Context<Backup>) -> Result<Action, 
     };
     let copy = serde_json::json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": { "name": copy_name(&backup), "ownerReferences": [backup.controller_owner_ref(&())] },
+        "metadata": { "name": copy_name(&backup), "ownerReferences": [ctx.controller_reference(&backup)] },
         "data": target.data,
     });
     let apply = PatchParams::apply("backup-operator").force();

@@ -3,6 +3,7 @@
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Client, Resource};
 
 use super::read_your_writes::ReadYourWrites;
@@ -164,6 +165,20 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
                 read_your_writes: Arc::clone(&self.shared.read_your_writes),
             }),
         )
+    }
+
+    /// An owner reference to `owner` (usually the object being reconciled) as the
+    /// controller of the object it is put on: `controller` and `blockOwnerDeletion`
+    /// set, as controller-runtime's `SetControllerReference` does (kube's
+    /// `controller_owner_ref` leaves `blockOwnerDeletion` unset, so a foreground
+    /// deletion of the owner would not wait for the child). `None` if `owner` has no
+    /// name or uid (it was not read from the API server). A child carrying it is
+    /// mapped back to `owner` by [`owns`](super::Controller::owns) and found by
+    /// [`owned`](Self::owned).
+    pub fn controller_reference(&self, owner: &K) -> Option<OwnerReference> {
+        let mut reference = owner.controller_owner_ref(&())?;
+        reference.block_owner_deletion = Some(true);
+        Some(reference)
     }
 
     /// The controller's event recorder (reporting as the controller's name).
