@@ -13,9 +13,9 @@ use serde::de::DeserializeOwned;
 use super::read_your_writes::{CacheProbe, Expectation, ReadYourWrites, Written};
 use super::registry::Registry;
 use crate::events::{EventSpec, Published, Recorder, object_reference};
-use crate::factory::FactoryScope;
 use crate::key::{ObjectKey, short_type_name};
 use crate::lister::Lister;
+use crate::scope::FactoryScope;
 use crate::workqueue::WorkQueue;
 
 /// What every reconcile of one controller shares.

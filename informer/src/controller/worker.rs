@@ -15,9 +15,9 @@ use super::Retry;
 use super::context::{Context, Shared};
 use super::finalizer::{self, has_finalizer};
 use super::tombstones::SharedTombstones;
-use crate::factory::FactoryScope;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
+use crate::scope::FactoryScope;
 use crate::store::Indexer;
 use crate::workqueue::Action;
 
