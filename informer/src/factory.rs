@@ -78,6 +78,7 @@ use tokio::task::JoinHandle;
 use crate::informable::Informable;
 use crate::lock::MutexExt;
 use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
+use crate::scope::FactoryScope;
 use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
 use crate::store::Indexers;
 
@@ -91,7 +92,7 @@ mod sync_error;
 use managed::FactoryInformers;
 use managed::ManagedInformer;
 use scope::Target;
-pub use scope::{FactoryScope, InformerScope, NamedKeyFilter};
+pub use scope::{InformerScope, NamedKeyFilter};
 pub use sync_error::{CacheSyncError, Unsynced};
 
 type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;

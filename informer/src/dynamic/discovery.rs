@@ -5,7 +5,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;
 use kube::{Client, Resource};
 
-use crate::factory::FactoryScope;
+use crate::scope::FactoryScope;
 
 /// A resource known at run time: its [`ApiResource`] (group, version, kind, plural) and
 /// whether its objects live in namespaces. What the factory's dynamic informers are

@@ -17,8 +17,9 @@ use kube::Resource;
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
-use super::{FactoryScope, InformerScope, SharedInformerFactory, Target};
+use super::{InformerScope, SharedInformerFactory, Target};
 use crate::informable::Informable;
+use crate::scope::FactoryScope;
 use crate::shared_informer::{InformerOptions, SharedIndexInformer};
 
 impl SharedInformerFactory {

@@ -15,7 +15,7 @@ use futures::stream::BoxStream;
 
 use super::error::{DecodeError, ReflectorError};
 use super::key_filter::SharedKeyFilter;
-use crate::key::ObjectKeyRef;
+use crate::cached::CachedObjects;
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,20 +127,6 @@ impl<K> Default for ListPage<K> {
             continue_token: None,
         }
     }
-}
-
-/// The objects a cache holds, offered to a relist ([`ListerWatcher::list_reusing`]): an
-/// object listed at the same resourceVersion as its cached copy is the same object, so
-/// the cached copy can stand for it instead of a second one decoded next to it.
-pub trait CachedObjects<K>: Send + Sync {
-    /// The cached object under `key`, if it is at `resource_version` and, when `uid`
-    /// is given, has that uid.
-    fn cached(
-        &self,
-        key: ObjectKeyRef<'_>,
-        resource_version: &str,
-        uid: Option<&str>,
-    ) -> Option<Arc<K>>;
 }
 
 /// Lists and watches one resource type; see the [module docs](crate::reflector).

@@ -86,6 +86,7 @@ use rand::Rng;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use crate::cached::CachedObjects;
 pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
 pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
@@ -97,8 +98,8 @@ pub use key_filter::{
 };
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
-    CachedObjects, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest,
-    ListerWatcher, TweakListOptions, WatchEvent, WatchRequest, WatchStream,
+    INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest, ListerWatcher,
+    TweakListOptions, WatchEvent, WatchRequest, WatchStream,
 };
 pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;

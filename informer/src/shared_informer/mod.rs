@@ -65,6 +65,7 @@ mod shared_index_informer;
 mod sink;
 mod sync;
 
+pub use crate::synced::{HasSynced, wait_for_cache_sync};
 pub use handler::{Notification, ResourceEventHandler, ResourceEventHandlerFns};
 pub use listener::ListenerStats;
 pub use options::{InformerOptions, Transform};
@@ -73,7 +74,6 @@ pub use registration::{Registration, Subscription};
 pub use shared_index_informer::SharedIndexInformer;
 #[cfg(feature = "metrics")]
 pub(crate) use shared_index_informer::WeakInformer;
-pub use sync::{HasSynced, wait_for_cache_sync};
 
 use crate::store::StoreError;
 use shared_index_informer::Inner;

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use super::Inner;
 use super::handler::Notification;
 use super::listener::{Listener, ListenerStats, Receiver};
-use super::sync::HasSynced;
+use crate::synced::HasSynced;
 
 /// A registered event handler (client-go's `ResourceEventHandlerRegistration`).
 ///

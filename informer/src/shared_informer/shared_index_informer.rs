@@ -18,7 +18,7 @@ use super::processor::Processor;
 use super::queue::Queue;
 use super::registration::{Registration, Subscription};
 use super::sink::QueueSink;
-use super::sync::{HasSynced, SyncSignal};
+use super::sync::SyncSignal;
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
@@ -27,6 +27,7 @@ use crate::reflector::{
     self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
 };
 use crate::store::{Indexer, NAMESPACE_INDEX, Writer};
+use crate::synced::HasSynced;
 
 /// The smallest handler resync period (client-go's `minimumResyncPeriod`): smaller
 /// ones are raised to it.

@@ -9,15 +9,20 @@ use super::tree::{Crate, circles};
 
 /// DESIGN.md's layer list, bottom floor first; a module may import from its own
 /// floor and the floors below. The crate root and the prelude sit on top.
+///
+/// Two moves from the list as DESIGN.md drew it, because the imports say so: the
+/// lister (typed reads of a store) sits below `shared_informer`, which hands one out,
+/// and `dynamic` (discovery and JSONPath indexes, over the store) below `factory`,
+/// which builds dynamic informers from it.
 const LAYERS: &[&[&str]] = &[
-    &["key", "lock", "panic"],
+    &["key", "lock", "panic", "cached", "scope", "synced"],
     &["reflector", "events", "leader", "workqueue", "testenv"],
     &["store", "shard"],
-    &["fifo", "informable"],
+    &["fifo", "informable", "lister", "dynamic"],
     &["shared_informer"],
-    &["lister", "metrics"],
+    &["metrics"],
     &["factory"],
-    &["controller", "dynamic"],
+    &["controller"],
     &["", "prelude"],
 ];
 
