@@ -83,7 +83,7 @@
 
 mod index;
 mod indexer;
-pub mod selector;
+mod selector;
 mod state;
 mod typed_index;
 mod writer;
