@@ -69,10 +69,10 @@
 //! ```
 
 mod delay;
-pub mod metrics;
-pub mod queue;
-pub mod rate_limiter;
-pub mod runner;
+mod metrics;
+mod queue;
+mod rate_limiter;
+mod runner;
 
 pub use metrics::{
     DurationStats, InMemoryMetrics, MetricsSnapshot, NoopMetrics, QueueMetrics, UnfinishedWork,
