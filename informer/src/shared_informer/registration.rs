@@ -8,8 +8,8 @@ use educe::Educe;
 use futures::Stream;
 use futures::future::BoxFuture;
 
-use super::Inner;
 use super::handler::Notification;
+use super::inner::Inner;
 use super::listener::{Listener, ListenerStats, Receiver};
 use crate::synced::HasSynced;
 
