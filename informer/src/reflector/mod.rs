@@ -72,6 +72,7 @@ mod key_filter;
 mod list_watch;
 mod lister_watcher;
 mod metrics;
+mod progress;
 mod store;
 mod watch;
 mod watch_list;
@@ -106,9 +107,7 @@ pub use store::ReflectorStore;
 
 use backoff::Backoff;
 use error::{is_expired, is_too_large_resource_version};
-use filtering::FilterGeneration;
-use watch::Relist;
-use watch_list::{OpenWatch, StreamingList};
+use progress::{FilterGeneration, OpenWatch, Progress, Relist, StreamingList};
 
 /// A watch shorter than this that brought no events is treated as an error.
 const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -160,22 +159,6 @@ impl<K> std::fmt::Debug for Reflector<K> {
             .field("stats", &self.stats.snapshot())
             .finish()
     }
-}
-
-/// What the reflector remembers between lists and watches.
-struct Progress {
-    last_resource_version: String,
-    /// A buffer for the resourceVersion of the event being applied.
-    event_resource_version: String,
-    /// The last resourceVersion answered 410 to a list: the next list must be a
-    /// consistent read.
-    resource_version_unavailable: bool,
-    /// The first list at "0" came back in pages: the server pages (its watch cache is
-    /// off), so relists at a specific version are paged too (client-go's
-    /// `paginatedResult`).
-    paginated_result: bool,
-    /// The key filter's generation, followed to relist when it moves.
-    key_filter_generation: Option<FilterGeneration>,
 }
 
 impl<K> Reflector<K>
