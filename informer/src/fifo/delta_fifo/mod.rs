@@ -11,6 +11,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard},
 };
 
+use educe::Educe;
 use hashbrown::{Equivalent, HashTable, hash_table::Entry};
 use kube::Resource;
 use tokio::sync::Notify;
@@ -338,18 +339,13 @@ impl<K> QueueState for State<K> {
 /// [`close`]: DeltaFifo::close
 /// [`has_synced`]: DeltaFifo::has_synced
 #[doc(alias = "DeltaFIFO")]
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct DeltaFifo<K> {
     shared: Arc<Shared<K>>,
 }
 
-impl<K> Clone for DeltaFifo<K> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
+// By hand: it shows the queue's live length and state, read under the lock.
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();
