@@ -85,13 +85,15 @@ mod error;
 mod leadership;
 mod lease_lock;
 mod record;
+mod timings;
 
-pub use config::{JITTER_FACTOR, LeaderElectionConfig};
+pub use config::LeaderElectionConfig;
 pub use elector::LeaderElector;
 pub use error::LeaderError;
 pub(crate) use error::error_chain;
 pub use leadership::{Leadership, LeadershipHandle, Term};
 pub(crate) use record::wall_now;
+pub use timings::{JITTER_FACTOR, LeaseTimings};
 
 /// Compile-time checks that the public types (and the run future) cross threads.
 #[cfg(test)]
