@@ -20,6 +20,7 @@ pub struct DynamicResource {
 
 /// Why [`DynamicResource::discover`] found nothing.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DiscoveryError {
     /// The API server does not serve this kind: no such group or version, or no such
     /// kind in it (a CRD not installed, or not yet established).

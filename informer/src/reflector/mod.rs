@@ -126,6 +126,7 @@ fn dead_watch_grace(timeout: Duration) -> Duration {
 
 /// Error from [`Reflector::run`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RunError {
     /// `run` was called while the reflector was already running.
     #[error("the reflector is already running")]

@@ -116,6 +116,7 @@ pub(crate) type FastSet<T> = std::collections::HashSet<T, FastState>;
 
 /// Errors of the store's index operations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// No index with this name is defined.
     #[error("index {0:?} does not exist")]

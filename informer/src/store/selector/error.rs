@@ -4,6 +4,7 @@ use super::operator::Operator;
 
 /// Why a selector or requirement is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SelectorError {
     /// A label key is not a valid qualified name (`[prefix/]name`).
     #[error("invalid label key {key:?}: {reason}")]
