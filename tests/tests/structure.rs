@@ -75,6 +75,11 @@ fn each_public_name_has_one_path_outside_the_prelude() {
     for (module, count) in &paths.names_per_module {
         println!("  {module}: {count} public names");
     }
+    if std::env::var_os("PRINT_PUBLIC_PATHS").is_some() {
+        for path in paths.items.values().flatten() {
+            println!("  path: {path}");
+        }
+    }
     let doubles = paths.doubles();
     for (item, paths) in &doubles {
         println!("  double: {item}: {}", paths.join(", "));

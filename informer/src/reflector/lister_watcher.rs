@@ -103,7 +103,7 @@ pub enum WatchEvent<K> {
         /// The resourceVersion to resume from.
         resource_version: String,
         /// This bookmark ends the initial events of a streaming list (its object is
-        /// annotated [`INITIAL_EVENTS_END_ANNOTATION`]`: "true"`): the objects sent
+        /// annotated `k8s.io/initial-events-end: "true"`): the objects sent
         /// before it are the whole collection at `resource_version`.
         initial_events_end: bool,
     },
@@ -245,10 +245,6 @@ impl<K> ListPage<K> {
     }
 }
 
-/// The annotation on the bookmark that ends a streaming list's initial events
-/// (`metav1.InitialEventsAnnotationKey`); its value is `"true"`.
-pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
-
 /// A stream of watch events; it ends when the server closes the watch.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, kube::Error>>;
 
@@ -325,10 +321,6 @@ pub trait ListerWatcher<K>: Send + Sync {
         None
     }
 }
-
-/// Changes the selectors of every list and watch, like client-go's
-/// `TweakListOptionsFunc`.
-pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
 /// Options sent with every list and watch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -90,7 +90,7 @@ use tracing::Instrument;
 pub use crate::cached::CachedObjects;
 pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
-pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
+pub use config::{Config, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
@@ -99,13 +99,13 @@ pub use key_filter::{
 };
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
-    INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest, ListerWatcher,
-    TweakListOptions, WatchEvent, WatchRequest, WatchStream,
+    ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
 pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;
 
 use backoff::Backoff;
+use config::DEFAULT_PAGE_SIZE;
 use error::{is_expired, is_too_large_resource_version};
 use progress::{FilterGeneration, OpenWatch, Progress, Relist, StreamingList};
 

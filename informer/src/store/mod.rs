@@ -91,10 +91,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use index::{
-    IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex,
-    label_index_name,
-};
+pub use index::{IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, label_index_name};
 pub use indexer::Indexer;
 pub use selector::{Operator, Requirement, Selector, SelectorError};
 pub(crate) use typed_index::typed_query;

@@ -103,7 +103,7 @@ pub struct UnfinishedWork {
 
 /// Metrics that go nowhere; the default for every queue.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoopMetrics;
+pub(crate) struct NoopMetrics;
 
 impl QueueMetrics for NoopMetrics {}
 

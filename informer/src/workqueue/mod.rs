@@ -74,9 +74,7 @@ mod queue;
 mod rate_limiter;
 mod runner;
 
-pub use metrics::{
-    DurationStats, InMemoryMetrics, MetricsSnapshot, NoopMetrics, QueueMetrics, UnfinishedWork,
-};
+pub use metrics::{DurationStats, InMemoryMetrics, MetricsSnapshot, QueueMetrics, UnfinishedWork};
 pub use queue::{QueueConfig, WorkQueue};
 pub use rate_limiter::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
@@ -106,7 +104,6 @@ mod send_sync {
         send_sync::<Action>();
         send_sync::<QueueConfig>();
         send_sync::<InMemoryMetrics>();
-        send_sync::<NoopMetrics>();
         send_sync::<MetricsSnapshot>();
         send_sync::<ItemExponentialFailureRateLimiter<Key>>();
         send_sync::<ItemFastSlowRateLimiter<Key>>();

@@ -156,7 +156,7 @@ pub struct QueueConfig {
     /// The queue's name, used in logs and `Debug` output (client-go's
     /// `QueueConfig.Name`, the metrics label). Empty by default.
     pub name: String,
-    /// Where the queue's metrics go. [`NoopMetrics`] by default.
+    /// Where the queue's metrics go. Nowhere by default.
     pub metrics: Arc<dyn QueueMetrics>,
 }
 
