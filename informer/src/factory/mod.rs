@@ -8,7 +8,7 @@
 //! such as one that keeps only a shard's objects ([`InformerScope::filtered`]).
 //! [`informable`](SharedInformerFactory::informable) and
 //! [`informable_for`](SharedInformerFactory::informable_for) share the same informers
-//! and make them maintain an [`Informable`] type's key function and indexes.
+//! and make them maintain an [`Informable`](crate::informable::Informable) type's key function and indexes.
 //!
 //! Beside full typed informers it makes metadata-only ones
 //! ([`metadata_informer::<Pod>()`](SharedInformerFactory::metadata_informer): the server

@@ -27,7 +27,7 @@ use crate::scope::FactoryScope;
 use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
 use crate::store::Indexers;
 
-/// Shares informers by type and scope; see the [module docs](self). Cloning gives
+/// Shares informers by type and scope; see the [module docs](super). Cloning gives
 /// another handle to the same factory.
 #[derive(Clone)]
 pub struct SharedInformerFactory {

@@ -94,10 +94,10 @@ impl Crate {
         let mut mentions = Vec::new();
         // Children first: a `use` may name a child module declared below it.
         for item in items {
-            if let Item::Mod(m) = item {
-                if enabled(&m.attrs) {
-                    module.children.insert(m.ident.to_string(), is_pub(&m.vis));
-                }
+            if let Item::Mod(m) = item
+                && enabled(&m.attrs)
+            {
+                module.children.insert(m.ident.to_string(), is_pub(&m.vis));
             }
         }
         for item in items {

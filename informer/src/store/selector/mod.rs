@@ -1,33 +1,4 @@
-//! Label selectors, as the API server understands them.
-//!
-//! A [`Selector`] is a conjunction of [`Requirement`]s on an object's labels, exactly
-//! apimachinery's `labels.Selector`:
-//!
-//! - equality-based: `app=web`, `app==web`, `tier!=db`;
-//! - set-based: `env in (a,b)`, `env notin (c)`, `has` (the label exists), `!legacy`
-//!   (it does not);
-//! - numeric: `replicas>2`, `replicas<5` (the label's value parsed as an integer).
-//!
-//! It is built from the API server's string grammar ([`Selector::parse`], [`FromStr`]),
-//! from a `metav1.LabelSelector` (`matchLabels` plus `matchExpressions`, via
-//! [`TryFrom`]), or from requirements. Its [`Display`](fmt::Display) form is the
-//! canonical string (requirements sorted by key, values sorted), which parses back to
-//! the same selector and can be sent as a list call's `labelSelector`.
-//!
-//! The store answers selectors with an equality or `in` requirement on a label that has
-//! a [`LabelIndex`](super::LabelIndex) from that index instead of scanning
-//! ([`Indexer::select`](super::Indexer::select)).
-//!
-//! ```
-//! use std::collections::BTreeMap;
-//! use informer::store::Selector;
-//!
-//! let sel: Selector = "app=web,tier!=db,env in (a,b),!legacy,has".parse().unwrap();
-//! let labels: BTreeMap<String, String> =
-//!     [("app", "web"), ("env", "a"), ("has", "")].map(|(k, v)| (k.into(), v.into())).into();
-//! assert!(sel.matches(&labels));
-//! assert_eq!(sel.to_string(), "app=web,env in (a,b),has,!legacy,tier!=db");
-//! ```
+//! Label selectors, explained in the [module docs](super#selector-grammar).
 
 mod error;
 mod label_selector;
