@@ -37,9 +37,9 @@ use kube_runtime::{WatchStreamExt as _, watcher};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::handshake::{read_driver_line, say_synced};
 use crate::measure::{Mark, memory};
 use crate::report::{ControllerSample, Implementation, median};
-use crate::worker::{read_driver_line, say_synced};
 
 /// Reconciles run at once on each side.
 pub const WORKERS: usize = 16;

@@ -97,6 +97,7 @@
 
 pub mod controller;
 pub mod driver;
+mod handshake;
 pub mod measure;
 pub mod objects;
 pub mod report;

@@ -42,9 +42,9 @@ use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio::sync::watch;
 
+use crate::handshake::read_driver_line;
 use crate::measure::{Mark, memory};
 use crate::report::{ShardSample, WorkerReport};
-use crate::worker::read_driver_line;
 
 /// Reconciles run at once in each replica.
 pub const WORKERS: usize = 8;

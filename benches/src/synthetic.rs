@@ -53,12 +53,7 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for SyntheticListerWatcher<K> {
     fn list(&self, _request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
         let _ = self.listed_at.set(Instant::now());
         match self.list.lock().expect("lock").take() {
-            Some(items) => futures::future::ready(Ok(ListPage {
-                items,
-                resource_version: "1".to_owned(),
-                ..ListPage::default()
-            }))
-            .boxed(),
+            Some(items) => futures::future::ready(Ok(ListPage::new(items, "1"))).boxed(),
             None => futures::future::pending().boxed(),
         }
     }

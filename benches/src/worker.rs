@@ -44,6 +44,7 @@ use kube::{Api, ResourceExt as _};
 use kube_runtime::reflector::{self, ObjectRef, Store};
 use kube_runtime::{WatchStreamExt as _, watcher};
 
+use crate::handshake::{read_driver_line, say_synced};
 use crate::measure::{Mark, memory, reset_peak};
 use crate::objects;
 use crate::report::{
@@ -121,23 +122,6 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         }
         other => bail!("unknown mode {other:?}"),
     }
-}
-
-/// Tells the driver (a line `synced` on stdout) that the worker has synced.
-pub(crate) fn say_synced() -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "synced")?;
-    stdout.flush()
-}
-
-/// The driver's next line on stdin (its go-ahead after `synced`).
-pub(crate) async fn read_driver_line() -> anyhow::Result<String> {
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line)
-    })
-    .await??;
-    Ok(line)
 }
 
 /// A synced cache of either implementation, readable by key.

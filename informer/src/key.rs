@@ -41,6 +41,7 @@ use kube::Resource;
 
 /// Why a string is not a valid object key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// The string is empty.
     #[error("an object key cannot be empty")]

@@ -49,6 +49,8 @@
 //! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the
 //!   compiler, for CRDs and hand-written resource types alike.
 //! - [`key`]: [`ObjectKey`](key::ObjectKey) (`namespace/name`) and key functions.
+//! - [`scope`]: resource scopes in the type system: [`FactoryScope`](scope::FactoryScope)
+//!   for code generic over a scope, and the markers that decide a lister's reads.
 //! - [`workqueue`]: client-go's work queue, rate limiters, and the [`Runner`](workqueue::Runner)
 //!   that drives a controller's reconcile loop.
 //! - [`events`]: an `events.k8s.io/v1` event [`Recorder`](events::Recorder) with
@@ -114,14 +116,17 @@ pub mod lister;
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
 pub mod reflector;
+pub mod scope;
 pub mod shard;
 pub mod shared_informer;
 pub mod store;
 pub mod workqueue;
 
+mod cached;
 mod lock;
 mod panic;
 mod shutdown;
+mod synced;
 #[cfg(test)]
 mod test_support;
 

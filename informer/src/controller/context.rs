@@ -12,9 +12,9 @@ use super::registry::Registry;
 use super::replication::{Fence, fenced_client};
 use super::tracked_api::{TrackedApi, Tracking};
 use crate::events::{EventError, EventSpec, Published, Recorder, object_reference};
-use crate::factory::FactoryScope;
 use crate::key::{ObjectKey, short_type_name};
 use crate::lister::Lister;
+use crate::scope::FactoryScope;
 use crate::workqueue::WorkQueue;
 
 /// What every reconcile of one controller shares.

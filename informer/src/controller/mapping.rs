@@ -16,8 +16,8 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
-use crate::factory::FactoryScope;
 use crate::key::ObjectKey;
+use crate::scope::FactoryScope;
 
 /// Something a `watches` mapper may return for a primary to reconcile: its key, or the
 /// primary itself (what a typed index query on the primary lister returns).

@@ -26,8 +26,9 @@ use super::wiring::{Relation, Unwires, Wire, Wiring, mapping_wire};
 use super::worker::{Cleanup, Worker};
 use super::{ControllerError, Retry};
 use crate::events::{Recorder, Reporter};
-use crate::factory::{FactoryScope, SharedInformerFactory};
+use crate::factory::SharedInformerFactory;
 use crate::key::ObjectKey;
+use crate::scope::FactoryScope;
 use crate::shared_informer::SharedIndexInformer;
 use crate::workqueue::{
     Action, QueueConfig, Runner, RunnerConfig, WorkQueue, default_controller_rate_limiter,

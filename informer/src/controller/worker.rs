@@ -18,9 +18,9 @@ use super::finalizer::{self, has_finalizer};
 use super::reasons;
 use super::replication::Fence;
 use super::tombstones::SharedTombstones;
-use crate::factory::FactoryScope;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
+use crate::scope::FactoryScope;
 use crate::store::Indexer;
 use crate::workqueue::Action;
 

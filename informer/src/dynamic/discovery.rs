@@ -5,7 +5,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;
 use kube::{Client, Resource};
 
-use crate::factory::FactoryScope;
+use crate::scope::FactoryScope;
 
 /// A resource known at run time: its [`ApiResource`] (group, version, kind, plural) and
 /// whether its objects live in namespaces. What the factory's dynamic informers are
@@ -20,6 +20,7 @@ pub struct DynamicResource {
 
 /// Why [`DynamicResource::discover`] found nothing.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DiscoveryError {
     /// The API server does not serve this kind: no such group or version, or no such
     /// kind in it (a CRD not installed, or not yet established).

@@ -48,6 +48,7 @@ pub struct JsonPathIndex {
 
 /// Why a path given to [`JsonPathIndex::new`] is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JsonPathError {
     /// The path names no field.
     #[error("an empty field path")]

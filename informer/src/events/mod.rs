@@ -63,6 +63,7 @@ mod error;
 mod event;
 mod recorder;
 mod series;
+mod shared;
 mod spam_filter;
 mod spec;
 mod stats;

@@ -23,8 +23,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::error::EventError;
-use super::recorder::Shared;
 use super::series::Write;
+use super::shared::Shared;
 use super::stats::bump;
 use crate::lock::MutexExt;
 

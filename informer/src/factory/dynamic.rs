@@ -11,7 +11,8 @@
 use kube::Resource;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 
-use super::{InformerScope, SharedInformerFactory, Target};
+use super::scope::{InformerScope, Target};
+use super::shared_informer_factory::SharedInformerFactory;
 use crate::dynamic::DynamicResource;
 use crate::shared_informer::{InformerOptions, SharedIndexInformer};
 

@@ -8,8 +8,6 @@ use futures::future::BoxFuture;
 use kube::Resource;
 use tokio::sync::watch;
 
-#[cfg(feature = "metrics")]
-use crate::lock::MutexExt;
 use crate::reflector::SyncError;
 use crate::shared_informer::{HasSynced, SharedIndexInformer};
 
@@ -49,27 +47,5 @@ where
     #[cfg(feature = "metrics")]
     fn sample(&self, name: &str) -> crate::metrics::InformerSample {
         crate::metrics::InformerSample::of(name.to_owned(), self)
-    }
-}
-
-/// A factory's informers as the metrics see them, held weakly: metrics do not keep a
-/// dropped factory's informers alive.
-#[cfg(feature = "metrics")]
-pub(super) struct FactoryInformers(pub(super) std::sync::Weak<std::sync::Mutex<super::State>>);
-
-#[cfg(feature = "metrics")]
-impl crate::metrics::InformerSource for FactoryInformers {
-    fn sample(&self, samples: &mut Vec<crate::metrics::InformerSample>) -> bool {
-        let Some(state) = self.0.upgrade() else {
-            return false;
-        };
-        let state = state.locked();
-        samples.extend(
-            state
-                .informers
-                .values()
-                .map(|entry| entry.informer.sample(&entry.name)),
-        );
-        true
     }
 }

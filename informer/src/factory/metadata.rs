@@ -17,8 +17,10 @@ use kube::Resource;
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
-use super::{FactoryScope, InformerScope, SharedInformerFactory, Target};
+use super::scope::{InformerScope, Target};
+use super::shared_informer_factory::SharedInformerFactory;
 use crate::informable::Informable;
+use crate::scope::FactoryScope;
 use crate::shared_informer::{InformerOptions, SharedIndexInformer};
 
 impl SharedInformerFactory {
@@ -102,7 +104,7 @@ impl SharedInformerFactory {
                 InformerOptions::default().indexers(K::metadata_indexers())
             });
         if !made {
-            super::add_missing(&informer, K::metadata_indexers());
+            super::shared_informer_factory::add_missing(&informer, K::metadata_indexers());
         }
         informer
     }

@@ -1,15 +1,14 @@
 //! Where the factory's informers look: a namespace, selectors and a key filter
-//! ([`InformerScope`]), the resource scopes it can address generically
-//! ([`FactoryScope`]), and what one informer lists ([`Target`]).
+//! ([`InformerScope`]), and what one informer lists ([`Target`]).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
-use kube::{Client, Resource};
+use kube::Resource;
 
 use crate::reflector::{self, KeyFilter};
+use crate::scope::FactoryScope;
 
 /// Where an informer looks: a namespace (or all), selectors, and a key filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -117,61 +116,6 @@ impl Hash for NamedKeyFilter {
 impl fmt::Debug for NamedKeyFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("NamedKeyFilter").field(&self.id).finish()
-    }
-}
-
-/// Scopes the factory knows how to address.
-pub trait FactoryScope {
-    /// Whether objects of this scope live in namespaces.
-    fn is_namespaced() -> bool;
-
-    /// An [`Api`](kube::Api) for `K` in `namespace` (ignored for cluster-scoped types;
-    /// `None`: every namespace), for code generic over the scope, such as a
-    /// controller writing the objects it reconciles.
-    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>;
-}
-impl FactoryScope for NamespaceResourceScope {
-    fn is_namespaced() -> bool {
-        true
-    }
-
-    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>,
-    {
-        match namespace {
-            Some(namespace) => kube::Api::namespaced(client, namespace),
-            None => kube::Api::all(client),
-        }
-    }
-}
-impl FactoryScope for ClusterResourceScope {
-    fn is_namespaced() -> bool {
-        false
-    }
-
-    fn api<K>(client: Client, _namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>,
-    {
-        kube::Api::all(client)
-    }
-}
-impl FactoryScope for DynamicResourceScope {
-    fn is_namespaced() -> bool {
-        true
-    }
-
-    fn api<K>(client: Client, namespace: Option<&str>) -> kube::Api<K>
-    where
-        K: Resource<Scope = Self, DynamicType = ()>,
-    {
-        match namespace {
-            Some(namespace) => kube::Api::namespaced_with(client, namespace, &()),
-            None => kube::Api::all(client),
-        }
     }
 }
 

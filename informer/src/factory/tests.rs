@@ -1,12 +1,16 @@
 //! What the factory's wait says when it cannot say "synced" (the waits themselves run
 //! against a real API server in the integration tests).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Client;
 
 use super::*;
+use crate::lock::MutexExt;
 use crate::reflector::{ReflectorError, SyncError};
+use crate::shared_informer::HasSynced;
 
 /// A client for a server nobody runs: these tests send no request.
 fn client() -> Client {

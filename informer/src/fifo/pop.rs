@@ -6,6 +6,7 @@ use super::Deltas;
 /// Why a queue's `pop` ([`DeltaFifo::pop`](super::DeltaFifo::pop),
 /// [`RealFifo::pop`](super::RealFifo::pop)) returned without a successful result.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PopError<E> {
     /// The queue was closed.
     #[error("the queue is closed")]
@@ -21,6 +22,7 @@ pub enum PopError<E> {
 
 /// How a process function given to [`DeltaFifo::pop`](super::DeltaFifo::pop) fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProcessError<E> {
     /// Put the deltas back at the end of the queue to be processed again (client-go's
     /// `ErrRequeue`); `pop` returns [`PopError::Requeued`].

@@ -1,15 +1,12 @@
 //! [`LeaderElectionConfig`]: which Lease, who we are, and the three timings.
 
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use rand::Rng;
 
 use super::LeaderError;
-
-/// client-go's `JitterFactor`: a candidate waits between one and `1 + JITTER_FACTOR`
-/// retry periods between two tries to acquire, so candidates started together do not
-/// hit the API server in step.
-pub const JITTER_FACTOR: f64 = 1.2;
+use super::timings::{JITTER_FACTOR, LeaseTimings};
 
 /// Which Lease to compete for, under which identity, with which timings.
 ///
@@ -41,18 +38,10 @@ pub struct LeaderElectionConfig {
     /// unique among the replicas; the default is the host name (the Pod name in a
     /// Pod) and a random suffix, so a restarted replica is a new candidate.
     pub identity: String,
-    /// How long the lease is valid after the last change a candidate *observed*
-    /// (client-go's `LeaseDuration`, 15 s): a standby takes over only after seeing
-    /// no renewal for this long. Written to the Lease in whole seconds.
-    pub lease_duration: Duration,
-    /// How long the leader keeps trying to renew before it gives up leading
-    /// (client-go's `RenewDeadline`, 10 s), measured from the moment it sent its last
-    /// successful renewal. Shorter than the lease duration, so the leader stops
-    /// before anyone else can take over.
-    pub renew_deadline: Duration,
-    /// How long to wait between tries (client-go's `RetryPeriod`, 2 s); candidates
-    /// add up to [`JITTER_FACTOR`] times as much again.
-    pub retry_period: Duration,
+    /// The lease's timings (client-go's `LeaseDuration`, `RenewDeadline` and
+    /// `RetryPeriod`: 15 s, 10 s, 2 s), read as the config's own fields
+    /// (`config.lease_duration`) and set with its setters.
+    pub timings: LeaseTimings,
     /// Release the lease when [`LeaderElector::run`](super::LeaderElector::run)
     /// is shut down while leading (client-go's `ReleaseOnCancel`, on by default): the
     /// holder is cleared, so a standby takes over at its next try instead of waiting
@@ -66,9 +55,7 @@ impl Default for LeaderElectionConfig {
             namespace: String::new(),
             name: String::new(),
             identity: default_identity(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            timings: LeaseTimings::default(),
             release_on_shutdown: true,
         }
     }
@@ -93,21 +80,21 @@ impl LeaderElectionConfig {
     /// How long the lease lasts after its last observed renewal (default 15 s).
     #[must_use]
     pub fn lease_duration(mut self, duration: Duration) -> Self {
-        self.lease_duration = duration;
+        self.timings = self.timings.lease_duration(duration);
         self
     }
 
     /// How long the leader tries to renew before it stops leading (default 10 s).
     #[must_use]
     pub fn renew_deadline(mut self, deadline: Duration) -> Self {
-        self.renew_deadline = deadline;
+        self.timings = self.timings.renew_deadline(deadline);
         self
     }
 
     /// The wait between tries (default 2 s, plus jitter for candidates).
     #[must_use]
     pub fn retry_period(mut self, period: Duration) -> Self {
-        self.retry_period = period;
+        self.timings = self.timings.retry_period(period);
         self
     }
 
@@ -127,43 +114,33 @@ impl LeaderElectionConfig {
         if self.identity.is_empty() {
             return Err(LeaderError::EmptyIdentity);
         }
-        for (which, duration) in [
-            ("lease_duration", self.lease_duration),
-            ("renew_deadline", self.renew_deadline),
-            ("retry_period", self.retry_period),
-        ] {
-            if duration.is_zero() {
-                return Err(LeaderError::ZeroDuration { which });
-            }
-        }
-        if self.lease_duration < Duration::from_secs(1) {
-            return Err(LeaderError::LeaseUnderOneSecond {
-                lease_duration: self.lease_duration,
-            });
-        }
-        if self.lease_duration <= self.renew_deadline {
-            return Err(LeaderError::LeaseNotLongerThanRenewDeadline {
-                lease_duration: self.lease_duration,
-                renew_deadline: self.renew_deadline,
-            });
-        }
-        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
-            return Err(LeaderError::RenewDeadlineTooShort {
-                renew_deadline: self.renew_deadline,
-                retry_period: self.retry_period,
-            });
-        }
-        Ok(())
+        self.timings.validate()
     }
 
     /// The lease duration as written to the Lease: whole seconds, as client-go does.
     pub(crate) fn lease_duration_seconds(&self) -> i32 {
-        i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX)
+        self.timings.lease_duration_seconds()
     }
 }
 
 /// The host name (the Pod's name in a Pod) and a random suffix, as client-go's
 /// callers build it (`hostname + "_" + uuid`).
+// The timings read as the config's fields (`config.retry_period`), as they did before
+// both configs shared them.
+impl Deref for LeaderElectionConfig {
+    type Target = LeaseTimings;
+
+    fn deref(&self) -> &LeaseTimings {
+        &self.timings
+    }
+}
+
+impl DerefMut for LeaderElectionConfig {
+    fn deref_mut(&mut self) -> &mut LeaseTimings {
+        &mut self.timings
+    }
+}
+
 fn default_identity() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()

@@ -84,8 +84,9 @@ mod error;
 mod leadership;
 mod lease_lock;
 mod record;
+mod timings;
 
-pub use config::{JITTER_FACTOR, LeaderElectionConfig};
+pub use config::LeaderElectionConfig;
 pub use elector::LeaderElector;
 pub use error::LeaderError;
 pub(crate) use error::error_chain;
@@ -93,6 +94,7 @@ pub use leadership::{Leadership, LeadershipHandle, Term};
 #[cfg(test)]
 pub(crate) use leadership::{State, tests as leadership_tests};
 pub(crate) use record::wall_now;
+pub use timings::{JITTER_FACTOR, LeaseTimings};
 
 /// Compile-time checks that the public types (and the run future) cross threads.
 #[cfg(test)]

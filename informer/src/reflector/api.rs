@@ -37,8 +37,9 @@ use serde::de::DeserializeOwned;
 
 use super::decode::{ListDecoder, ManagedFields, decode_event, decode_list_stream};
 use super::lister_watcher::{
-    CachedObjects, ListOptions, ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream,
+    ListOptions, ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream,
 };
+use crate::cached::CachedObjects;
 
 /// The `Accept` of a list of metadata only, as kube-client and client-go send it.
 const METADATA_LIST_ACCEPT: &str =

@@ -18,7 +18,7 @@ pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 pub type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 /// The page size of lists when none is set (client-go's pager default).
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
+pub(crate) const DEFAULT_PAGE_SIZE: u32 = 500;
 
 /// How a [`super::Reflector`] lists and watches. The defaults are client-go's.
 #[derive(Clone)]
@@ -26,7 +26,7 @@ pub const DEFAULT_PAGE_SIZE: u32 = 500;
 pub struct Config {
     /// Objects per list page (client-go's `WatchListPageSize`). `None`, the default,
     /// is client-go's default: lists at resourceVersion "" or "0" ask for pages of
-    /// [`DEFAULT_PAGE_SIZE`], and a relist at a specific resourceVersion is asked for
+    /// 500 objects (client-go's pager default), and a relist at a specific resourceVersion is asked for
     /// whole (so the watch cache can serve it) unless the first list came back in pages
     /// (the watch cache is off: paging spares etcd). `Some(n)` pages every list by `n`.
     /// A list at resourceVersion "0" is served whole from the watch cache whatever the

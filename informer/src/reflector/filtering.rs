@@ -3,43 +3,11 @@
 //! the generation it relists on. The rules are on [`KeyFilter`](super::KeyFilter).
 
 use kube::Resource;
-use tokio::sync::watch;
 
 use super::error::DecodeError;
-use super::key_filter::{KeyFilter, ObjectHead, SharedKeyFilter};
-use super::watch::Relist;
-use super::{ListPage, Progress, Reflector};
-
-/// The key filter's generation as a reflector follows it: the one its last sync
-/// started with, and whether it has moved since.
-#[derive(Clone)]
-pub(super) struct FilterGeneration(watch::Receiver<u64>);
-
-impl FilterGeneration {
-    pub(super) fn of(filter: &dyn KeyFilter) -> Self {
-        Self(filter.generation())
-    }
-
-    /// A sync starts: it filters with the generation there is now.
-    fn mark_synced(&mut self) {
-        self.0.borrow_and_update();
-    }
-
-    /// Whether the generation moved since the last sync started. A filter that
-    /// dropped its sender never changes again.
-    pub(super) fn has_moved(&self) -> bool {
-        self.0.has_changed().unwrap_or(false)
-    }
-
-    /// Completes once the generation has moved since the last sync started (at once
-    /// if it already has); never, if the filter can no longer change.
-    pub(super) async fn moved(&self) {
-        let mut generation = self.0.clone();
-        if generation.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-}
+use super::key_filter::{ObjectHead, SharedKeyFilter};
+use super::progress::{FilterGeneration, Progress, Relist};
+use super::{ListPage, Reflector};
 
 impl Progress {
     /// A sync starts: changes of the key filter from now on call for another.

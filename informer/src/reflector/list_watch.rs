@@ -54,11 +54,7 @@ type WatchFn<K> =
 /// #     .block_on(async {
 /// let source = ListWatch::new(
 ///     |_request| async move {
-///         Ok(ListPage {
-///             items: vec![config_map("web", "1")],
-///             resource_version: "1".into(),
-///             ..ListPage::default()
-///         })
+///         Ok(ListPage::new(vec![config_map("web", "1")], "1"))
 ///     },
 ///     // One change, then a watch that stays open (the server would end it at
 ///     // `request.timeout`).

@@ -15,10 +15,14 @@ use futures::stream::BoxStream;
 
 use super::error::{DecodeError, ReflectorError};
 use super::key_filter::SharedKeyFilter;
-use crate::key::ObjectKeyRef;
+use crate::cached::CachedObjects;
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
+///
+/// Non-exhaustive, so a new field is not a breaking change: start from
+/// [`ListRequest::default`] and set what you need (a lister-watcher reads the fields).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListRequest {
     /// `resourceVersion`: `"0"` lets the server answer from its watch cache, `""` asks
     /// for a consistent read from etcd, anything else means "at least this recent".
@@ -34,8 +38,10 @@ pub struct ListRequest {
     pub key_filter: Option<SharedKeyFilter>,
 }
 
-/// One page of a list.
+/// One page of a list. Non-exhaustive, so a new field is not a breaking change: a
+/// lister-watcher makes one with [`ListPage::new`] and the builder methods.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ListPage<K> {
     /// The objects that decoded.
     pub items: Vec<K>,
@@ -55,8 +61,10 @@ pub struct ListPage<K> {
     pub continue_token: Option<String>,
 }
 
-/// What to watch.
+/// What to watch. Non-exhaustive, so a new field is not a breaking change: start from
+/// [`WatchRequest::new`] and set what you need.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WatchRequest {
     /// Watch changes after this resourceVersion.
     pub resource_version: String,
@@ -88,18 +96,22 @@ pub enum WatchEvent<K> {
     Modified(K),
     /// The object was deleted; this is its last state.
     Deleted(K),
-    /// Nothing changed, but the collection reached this resourceVersion.
+    /// Nothing changed, but the collection reached this resourceVersion. Made with
+    /// [`WatchEvent::bookmark`] or [`WatchEvent::initial_events_end`].
+    #[non_exhaustive]
     Bookmark {
         /// The resourceVersion to resume from.
         resource_version: String,
         /// This bookmark ends the initial events of a streaming list (its object is
-        /// annotated [`INITIAL_EVENTS_END_ANNOTATION`]`: "true"`): the objects sent
+        /// annotated `k8s.io/initial-events-end: "true"`): the objects sent
         /// before it are the whole collection at `resource_version`.
         initial_events_end: bool,
     },
     /// An event (added, modified or deleted) about an object the request's
     /// [`key_filter`](WatchRequest::key_filter) does not keep: not decoded, and known
-    /// only by the resourceVersion the watch has reached with it.
+    /// only by the resourceVersion the watch has reached with it. Made with
+    /// [`WatchEvent::filtered_out`].
+    #[non_exhaustive]
     FilteredOut {
         /// The object's resourceVersion: the watch resumes after it.
         resource_version: String,
@@ -109,9 +121,129 @@ pub enum WatchEvent<K> {
     Undecodable(ReflectorError),
 }
 
-/// The annotation on the bookmark that ends a streaming list's initial events
-/// (`metav1.InitialEventsAnnotationKey`); its value is `"true"`.
-pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+impl<K> WatchEvent<K> {
+    /// A bookmark: the collection reached `resource_version`.
+    pub fn bookmark(resource_version: impl Into<String>) -> Self {
+        WatchEvent::Bookmark {
+            resource_version: resource_version.into(),
+            initial_events_end: false,
+        }
+    }
+
+    /// The bookmark that ends a streaming list's initial events at `resource_version`.
+    pub fn initial_events_end(resource_version: impl Into<String>) -> Self {
+        WatchEvent::Bookmark {
+            resource_version: resource_version.into(),
+            initial_events_end: true,
+        }
+    }
+
+    /// An event about an object the request's key filter does not keep, at
+    /// `resource_version`.
+    pub fn filtered_out(resource_version: impl Into<String>) -> Self {
+        WatchEvent::FilteredOut {
+            resource_version: resource_version.into(),
+        }
+    }
+}
+
+impl ListRequest {
+    /// Lists at `resource_version` (see the field).
+    #[must_use]
+    pub fn resource_version(mut self, resource_version: impl Into<String>) -> Self {
+        self.resource_version = resource_version.into();
+        self
+    }
+
+    /// Lists pages of at most `limit` objects.
+    #[must_use]
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Continues a paged list from the previous page's token.
+    #[must_use]
+    pub fn continue_token(mut self, token: impl Into<String>) -> Self {
+        self.continue_token = Some(token.into());
+        self
+    }
+
+    /// Wants only the objects `filter` keeps.
+    #[must_use]
+    pub fn key_filter(mut self, filter: SharedKeyFilter) -> Self {
+        self.key_filter = Some(filter);
+        self
+    }
+}
+
+impl WatchRequest {
+    /// Watches changes after `resource_version`, for at most `timeout`; no bookmarks,
+    /// no streaming list, no key filter.
+    pub fn new(resource_version: impl Into<String>, timeout: Duration) -> Self {
+        Self {
+            resource_version: resource_version.into(),
+            timeout,
+            allow_bookmarks: false,
+            streaming_list: false,
+            key_filter: None,
+        }
+    }
+
+    /// Asks for bookmarks.
+    #[must_use]
+    pub fn allow_bookmarks(mut self, allow: bool) -> Self {
+        self.allow_bookmarks = allow;
+        self
+    }
+
+    /// Asks for a streaming list (see the field).
+    #[must_use]
+    pub fn streaming_list(mut self, streaming: bool) -> Self {
+        self.streaming_list = streaming;
+        self
+    }
+
+    /// Wants only the objects `filter` keeps.
+    #[must_use]
+    pub fn key_filter(mut self, filter: SharedKeyFilter) -> Self {
+        self.key_filter = Some(filter);
+        self
+    }
+}
+
+impl<K> ListPage<K> {
+    /// A page of `items` listed at `resource_version`: the last page (no continue
+    /// token), nothing reused, undecodable or filtered out.
+    pub fn new(items: Vec<K>, resource_version: impl Into<String>) -> Self {
+        Self {
+            items,
+            resource_version: resource_version.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A page the list goes on after, from `token`.
+    #[must_use]
+    pub fn continue_token(mut self, token: impl Into<String>) -> Self {
+        self.continue_token = Some(token.into());
+        self
+    }
+
+    /// Listed objects that did not decode, skipped.
+    #[must_use]
+    pub fn undecodable(mut self, undecodable: Vec<DecodeError>) -> Self {
+        self.undecodable = undecodable;
+        self
+    }
+
+    /// How many listed objects the request's key filter left out.
+    #[must_use]
+    pub fn filtered_out(mut self, count: usize) -> Self {
+        self.filtered_out = count;
+        self
+    }
+}
 
 /// A stream of watch events; it ends when the server closes the watch.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, kube::Error>>;
@@ -127,20 +259,6 @@ impl<K> Default for ListPage<K> {
             continue_token: None,
         }
     }
-}
-
-/// The objects a cache holds, offered to a relist ([`ListerWatcher::list_reusing`]): an
-/// object listed at the same resourceVersion as its cached copy is the same object, so
-/// the cached copy can stand for it instead of a second one decoded next to it.
-pub trait CachedObjects<K>: Send + Sync {
-    /// The cached object under `key`, if it is at `resource_version` and, when `uid`
-    /// is given, has that uid.
-    fn cached(
-        &self,
-        key: ObjectKeyRef<'_>,
-        resource_version: &str,
-        uid: Option<&str>,
-    ) -> Option<Arc<K>>;
 }
 
 /// Lists and watches one resource type; see the [module docs](crate::reflector).
@@ -203,10 +321,6 @@ pub trait ListerWatcher<K>: Send + Sync {
         None
     }
 }
-
-/// Changes the selectors of every list and watch, like client-go's
-/// `TweakListOptionsFunc`.
-pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
 /// Options sent with every list and watch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -72,6 +72,7 @@ mod key_filter;
 mod list_watch;
 mod lister_watcher;
 mod metrics;
+mod progress;
 mod store;
 mod watch;
 mod watch_list;
@@ -86,9 +87,10 @@ use rand::Rng;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use crate::cached::CachedObjects;
 pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
-pub use config::{Config, DEFAULT_PAGE_SIZE, ShouldResync, WatchErrorHandler};
+pub use config::{Config, ShouldResync, WatchErrorHandler};
 pub use decode::ManagedFields;
 pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
@@ -97,17 +99,15 @@ pub use key_filter::{
 };
 pub use list_watch::ListWatch;
 pub use lister_watcher::{
-    CachedObjects, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListRequest,
-    ListerWatcher, TweakListOptions, WatchEvent, WatchRequest, WatchStream,
+    ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
 pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;
 
 use backoff::Backoff;
+use config::DEFAULT_PAGE_SIZE;
 use error::{is_expired, is_too_large_resource_version};
-use filtering::FilterGeneration;
-use watch::Relist;
-use watch_list::{OpenWatch, StreamingList};
+use progress::{FilterGeneration, OpenWatch, Progress, Relist, StreamingList};
 
 /// A watch shorter than this that brought no events is treated as an error.
 const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -126,6 +126,7 @@ fn dead_watch_grace(timeout: Duration) -> Duration {
 
 /// Error from [`Reflector::run`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RunError {
     /// `run` was called while the reflector was already running.
     #[error("the reflector is already running")]
@@ -159,22 +160,6 @@ impl<K> std::fmt::Debug for Reflector<K> {
             .field("stats", &self.stats.snapshot())
             .finish()
     }
-}
-
-/// What the reflector remembers between lists and watches.
-struct Progress {
-    last_resource_version: String,
-    /// A buffer for the resourceVersion of the event being applied.
-    event_resource_version: String,
-    /// The last resourceVersion answered 410 to a list: the next list must be a
-    /// consistent read.
-    resource_version_unavailable: bool,
-    /// The first list at "0" came back in pages: the server pages (its watch cache is
-    /// off), so relists at a specific version are paged too (client-go's
-    /// `paginatedResult`).
-    paginated_result: bool,
-    /// The key filter's generation, followed to relist when it moves.
-    key_filter_generation: Option<FilterGeneration>,
 }
 
 impl<K> Reflector<K>

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::CachedObjects;
+use crate::cached::CachedObjects;
 use crate::key::ObjectKey;
 
 /// The writes a reflector makes. Objects arrive owned, fresh from decoding, so the

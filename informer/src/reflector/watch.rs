@@ -12,21 +12,11 @@ use super::backoff::Backoff;
 use super::error::{
     is_connection_refused, is_expired, is_too_large_resource_version, is_too_many_requests,
 };
-use super::filtering::FilterGeneration;
-use super::watch_list::OpenWatch;
+use super::progress::{FilterGeneration, OpenWatch, Progress, Relist};
 use super::{
-    Phase, Progress, Reflector, ReflectorError, SHORT_WATCH, WatchEvent, WatchRequest,
-    dead_watch_grace, random_in,
+    Phase, Reflector, ReflectorError, SHORT_WATCH, WatchEvent, WatchRequest, dead_watch_grace,
+    random_in,
 };
-
-/// What follows a watch that stopped without an error: a relist.
-pub(super) enum Relist {
-    /// After the usual backoff between list-and-watch rounds (client-go's
-    /// `BackoffUntil`), as after 410 Gone.
-    AfterBackoff,
-    /// At once: nothing went wrong (the key filter changed).
-    AtOnce,
-}
 
 /// Why reading a watch stopped.
 enum Stopped {

@@ -1,9 +1,10 @@
 //! [`ShardConfig`]: which group, who we are, and the lease timings.
 
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use super::ShardError;
-use crate::leader::LeaderElectionConfig;
+use crate::leader::{LeaderElectionConfig, LeaseTimings};
 
 /// The label every member Lease of a group carries, with the group as its value.
 pub const GROUP_LABEL: &str = "informer.rs/shard-group";
@@ -42,15 +43,13 @@ pub struct ShardConfig {
     /// lowercase letters, digits, `-`, `.`). The default is the host name (the Pod's
     /// name in a Pod) and a random suffix, so a restarted replica is a new member.
     pub identity: String,
-    /// How long a member's lease is valid after the last change another member
-    /// *observed* (default 15 s): a member that stops renewing loses its keys this
-    /// long after its last renewal was seen, plus up to one retry period.
-    pub lease_duration: Duration,
-    /// How long a member keeps trying to renew before it stops working (default
-    /// 10 s), measured from the moment it sent its last successful renewal.
-    pub renew_deadline: Duration,
-    /// How often a member renews its lease and reads the others' (default 2 s).
-    pub retry_period: Duration,
+    /// The member leases' timings, leader election's (a 15 s lease, a 10 s renew
+    /// deadline, a 2 s retry period: client-go's defaults): a member that stops
+    /// renewing loses its keys `lease_duration` after its last renewal was seen, plus
+    /// up to one retry period; it stops working `renew_deadline` after it sent its
+    /// last successful renewal; it renews and reads the others' every `retry_period`.
+    /// Read as the config's own fields (`config.retry_period`), set with its setters.
+    pub timings: LeaseTimings,
     /// How long reconciles of keys that moved to another member may still run before
     /// they are dropped (default 10 s). The new owner starts those keys only after
     /// they ended here.
@@ -65,9 +64,7 @@ impl ShardConfig {
             namespace: namespace.into(),
             group: group.into(),
             identity: default_identity(&election.identity),
-            lease_duration: election.lease_duration,
-            renew_deadline: election.renew_deadline,
-            retry_period: election.retry_period,
+            timings: LeaseTimings::default(),
             handoff_timeout: Duration::from_secs(10),
         }
     }
@@ -82,21 +79,21 @@ impl ShardConfig {
     /// How long a lease lasts after its last observed renewal (default 15 s).
     #[must_use]
     pub fn lease_duration(mut self, duration: Duration) -> Self {
-        self.lease_duration = duration;
+        self.timings = self.timings.lease_duration(duration);
         self
     }
 
     /// How long a member tries to renew before it stops working (default 10 s).
     #[must_use]
     pub fn renew_deadline(mut self, deadline: Duration) -> Self {
-        self.renew_deadline = deadline;
+        self.timings = self.timings.renew_deadline(deadline);
         self
     }
 
     /// How often a member renews and reads the group (default 2 s).
     #[must_use]
     pub fn retry_period(mut self, period: Duration) -> Self {
-        self.retry_period = period;
+        self.timings = self.timings.retry_period(period);
         self
     }
 
@@ -133,24 +130,33 @@ impl ShardConfig {
                 identity: self.identity.clone(),
             });
         }
-        LeaderElectionConfig::default()
-            .lease(&self.namespace, self.lease_name())
-            .identity(&self.identity)
-            .lease_duration(self.lease_duration)
-            .renew_deadline(self.renew_deadline)
-            .retry_period(self.retry_period)
-            .validate()
-            .map_err(ShardError::Timings)
+        self.timings.validate().map_err(ShardError::Timings)
     }
 
     /// The lease duration in whole seconds, as the Lease holds it.
     pub(crate) fn lease_duration_seconds(&self) -> i32 {
-        i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX)
+        self.timings.lease_duration_seconds()
     }
 }
 
 /// Whether `part` is 1 to `max` lowercase letters, digits and `-` (and `.` if
 /// `dots`), starting and ending with a letter or digit.
+// The timings read as the config's fields (`config.retry_period`), as they did before
+// both configs shared them.
+impl Deref for ShardConfig {
+    type Target = LeaseTimings;
+
+    fn deref(&self) -> &LeaseTimings {
+        &self.timings
+    }
+}
+
+impl DerefMut for ShardConfig {
+    fn deref_mut(&mut self) -> &mut LeaseTimings {
+        &mut self.timings
+    }
+}
+
 fn is_name_part(part: &str, max: usize, dots: bool) -> bool {
     let bytes = part.as_bytes();
     let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();

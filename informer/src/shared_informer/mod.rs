@@ -54,7 +54,9 @@
 //! # }
 //! ```
 
+mod error;
 mod handler;
+mod inner;
 pub(crate) mod listener;
 mod options;
 mod process;
@@ -65,6 +67,8 @@ mod shared_index_informer;
 mod sink;
 mod sync;
 
+pub use crate::synced::{HasSynced, wait_for_cache_sync};
+pub use error::InformerError;
 pub use handler::{Notification, ResourceEventHandler, ResourceEventHandlerFns};
 pub use listener::ListenerStats;
 pub use options::{InformerOptions, Transform};
@@ -73,28 +77,6 @@ pub use registration::{Registration, Subscription};
 pub use shared_index_informer::SharedIndexInformer;
 #[cfg(feature = "metrics")]
 pub(crate) use shared_index_informer::WeakInformer;
-pub use sync::{HasSynced, wait_for_cache_sync};
-
-use crate::store::StoreError;
-use shared_index_informer::Inner;
-
-/// Errors of informer operations.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InformerError {
-    /// `run` was called a second time.
-    #[error("the informer was already started")]
-    AlreadyStarted,
-    /// The informer has stopped; it takes no more handlers.
-    #[error("the informer has stopped")]
-    Stopped,
-    /// A setting that can only change before start was changed after.
-    #[error("{0} can only be set before the informer starts")]
-    SetAfterStart(&'static str),
-    /// Adding indexes failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 #[cfg(test)]
 mod tests;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use super::Inner;
 use super::handler::Notification;
+use super::inner::Inner;
 use super::listener::Listener;
 use super::processor::Processor;
 use crate::fifo::{Delta, DeltaBatch, Deltas};

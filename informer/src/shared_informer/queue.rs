@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use educe::Educe;
 
-use super::HasSynced;
 use crate::fifo::{DeltaBatch, DeltaFifo, DeltaFifoOptions, RealFifo, RealFifoOptions};
 use crate::key::KeyFn;
 use crate::store::Indexer;
+use crate::synced::HasSynced;
 
 /// Which queue carries an informer's changes from its reflector to its cache and
 /// handlers (set with [`InformerOptions::queue`](super::InformerOptions::queue)).

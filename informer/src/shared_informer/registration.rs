@@ -8,10 +8,10 @@ use educe::Educe;
 use futures::Stream;
 use futures::future::BoxFuture;
 
-use super::Inner;
 use super::handler::Notification;
+use super::inner::Inner;
 use super::listener::{Listener, ListenerStats, Receiver};
-use super::sync::HasSynced;
+use crate::synced::HasSynced;
 
 /// A registered event handler (client-go's `ResourceEventHandlerRegistration`).
 ///

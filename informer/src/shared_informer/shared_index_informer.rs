@@ -3,34 +3,30 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use educe::Educe;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
-use super::InformerError;
-use super::handler::{Notification, ResourceEventHandler};
-use super::listener::{Listener, ListenerStats};
-use super::options::{InformerOptions, Transform};
+use super::error::InformerError;
+use super::handler::ResourceEventHandler;
+use super::inner::{Inner, Startup};
+use super::listener::ListenerStats;
+use super::options::InformerOptions;
 use super::processor::Processor;
 use super::queue::Queue;
 use super::registration::{Registration, Subscription};
 use super::sink::QueueSink;
-use super::sync::{HasSynced, SyncSignal};
+use super::sync::SyncSignal;
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
 use crate::lock::MutexExt;
-use crate::reflector::{
-    self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, ReflectorStats,
-};
+use crate::reflector::{self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError};
 use crate::store::{Indexer, NAMESPACE_INDEX, Writer};
-
-/// The smallest handler resync period (client-go's `minimumResyncPeriod`): smaller
-/// ones are raised to it.
-const MINIMUM_RESYNC: Duration = Duration::from_secs(1);
+use crate::synced::HasSynced;
 
 /// A shared, indexed informer for resource type `K`; see the [module docs](super).
 /// Cloning gives another handle to the same informer.
@@ -75,38 +71,6 @@ impl<K> SharedIndexInformer<K> {
     pub(crate) fn downgrade(&self) -> WeakInformer<K> {
         WeakInformer(Arc::downgrade(&self.inner))
     }
-}
-
-pub(crate) struct Inner<K> {
-    kind: &'static str,
-    lister_watcher: Arc<dyn ListerWatcher<K>>,
-    indexer: Indexer<K>,
-    pub(super) queue: Queue<K>,
-    pub(super) processor: Processor<K>,
-    /// The cache's only writer. Held while one object's deltas are applied, and while
-    /// a late handler receives its replay, so the two never interleave.
-    pub(super) writer: Mutex<Writer<K>>,
-    /// The resync period of handlers added without one.
-    default_resync: Option<Duration>,
-    /// What `run` starts the reflector with: `Some` until `run` takes it.
-    startup: Mutex<Option<Startup<K>>>,
-    /// The reflector's resync tick once started (see [`Startup::resync_check_period`]).
-    running_resync_check: OnceLock<Option<Duration>>,
-    stopped: AtomicBool,
-    reflector_stats: OnceLock<Arc<ReflectorStats>>,
-    /// Wakes [`HasSynced::synced`] waiters of the informer and of its registrations.
-    pub(super) sync_signal: Arc<SyncSignal>,
-}
-
-/// The settings that can change until the informer starts: client-go lets
-/// `SetTransform` and `SetWatchErrorHandler` be called on an informer until it runs,
-/// which is how a controller configures an informer that a shared factory built, and
-/// handlers added before start lower the resync check period.
-struct Startup<K> {
-    /// The reflector's resync tick: the smallest period asked for before start.
-    resync_check_period: Option<Duration>,
-    reflector: reflector::Config,
-    transform: Option<Transform<K>>,
 }
 
 impl<K> SharedIndexInformer<K>
@@ -440,77 +404,5 @@ impl<K: Resource + Send + Sync + 'static> HasSynced for SharedIndexInformer<K> {
                 .sync_signal
                 .wait_until(|| self.inner.has_synced()),
         )
-    }
-}
-
-impl<K> Inner<K> {
-    fn startup(&self) -> MutexGuard<'_, Option<Startup<K>>> {
-        self.startup.locked()
-    }
-}
-
-impl<K: 'static> Inner<K> {
-    pub(super) fn has_synced(&self) -> bool {
-        self.queue.has_synced()
-    }
-}
-
-impl<K: Resource + Send + Sync + 'static> Inner<K> {
-    /// client-go's rule: before start a smaller period lowers the resync check
-    /// period; after start it cannot, so the handler's period is raised to it.
-    fn adjust_resync(&self, requested: Duration) -> Option<Duration> {
-        if requested.is_zero() {
-            return None;
-        }
-        let requested = if requested < MINIMUM_RESYNC {
-            tracing::warn!(
-                kind = self.kind,
-                ?requested,
-                minimum = ?MINIMUM_RESYNC,
-                "resync period too small; raised to the minimum"
-            );
-            MINIMUM_RESYNC
-        } else {
-            requested
-        };
-        let mut startup = self.startup();
-        if let Some(startup) = startup.as_mut() {
-            let check = &mut startup.resync_check_period;
-            if check.is_none_or(|check| requested < check) {
-                *check = Some(requested);
-            }
-            return Some(requested);
-        }
-        let check = self.running_resync_check.get().copied().flatten();
-        match check {
-            None => {
-                tracing::warn!(
-                    kind = self.kind,
-                    ?requested,
-                    "informer started without resync: the handler's resync period is ignored"
-                );
-                None
-            }
-            Some(check) if requested < check => {
-                tracing::warn!(
-                    kind = self.kind,
-                    ?requested,
-                    ?check,
-                    "resync period smaller than the running informer's check period; raised"
-                );
-                Some(check)
-            }
-            Some(_) => Some(requested),
-        }
-    }
-
-    /// Queues an initial-list add of every cached object for a new listener.
-    fn replay(&self, listener: &Listener<K>) {
-        self.indexer.for_each(|_, object| {
-            listener.push(Notification::Add {
-                object: Arc::clone(object),
-                is_initial_list: true,
-            });
-        });
     }
 }

@@ -76,7 +76,7 @@ where
 ///
 /// Cluster-scoped objects have no value in this index (client-go files them under `""`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NamespaceIndex;
+pub(crate) struct NamespaceIndex;
 
 impl<K: Resource + 'static> IndexFunc<K> for NamespaceIndex {
     fn index_values(&self, obj: &K, emit: &mut dyn FnMut(&str)) {

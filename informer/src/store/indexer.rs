@@ -18,8 +18,8 @@ use super::{
     selector::{Operator, Requirement, Selector},
     state::{Shared, State},
 };
+use crate::cached::CachedObjects;
 use crate::key::{ObjectKey, ObjectKeyRef};
-use crate::reflector::CachedObjects;
 
 /// A read handle on the store (client-go's `Indexer`): cheap to clone, `Send + Sync`,
 /// synchronous.

@@ -80,10 +80,43 @@
 //! assert_eq!(found.len(), 1);
 //! assert!(indexer.get_by_key("default/web-config").is_some());
 //! ```
+//!
+//! # Selector grammar
+//!
+//! Label selectors, as the API server understands them.
+//!
+//! A [`Selector`] is a conjunction of [`Requirement`]s on an object's labels, exactly
+//! apimachinery's `labels.Selector`:
+//!
+//! - equality-based: `app=web`, `app==web`, `tier!=db`;
+//! - set-based: `env in (a,b)`, `env notin (c)`, `has` (the label exists), `!legacy`
+//!   (it does not);
+//! - numeric: `replicas>2`, `replicas<5` (the label's value parsed as an integer).
+//!
+//! It is built from the API server's string grammar ([`Selector::parse`], [`FromStr`](std::str::FromStr)),
+//! from a `metav1.LabelSelector` (`matchLabels` plus `matchExpressions`, via
+//! [`TryFrom`]), or from requirements. Its [`Display`](std::fmt::Display) form is the
+//! canonical string (requirements sorted by key, values sorted), which parses back to
+//! the same selector and can be sent as a list call's `labelSelector`.
+//!
+//! The store answers selectors with an equality or `in` requirement on a label that has
+//! a [`LabelIndex`] from that index instead of scanning
+//! ([`Indexer::select`](Indexer::select)).
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use informer::store::Selector;
+//!
+//! let sel: Selector = "app=web,tier!=db,env in (a,b),!legacy,has".parse().unwrap();
+//! let labels: BTreeMap<String, String> =
+//!     [("app", "web"), ("env", "a"), ("has", "")].map(|(k, v)| (k.into(), v.into())).into();
+//! assert!(sel.matches(&labels));
+//! assert_eq!(sel.to_string(), "app=web,env in (a,b),has,!legacy,tier!=db");
+//! ```
 
 mod index;
 mod indexer;
-pub mod selector;
+mod selector;
 mod state;
 mod typed_index;
 mod writer;
@@ -91,10 +124,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use index::{
-    IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, NamespaceIndex,
-    label_index_name,
-};
+pub use index::{IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, label_index_name};
 pub use indexer::Indexer;
 pub use selector::{Operator, Requirement, Selector, SelectorError};
 pub(crate) use typed_index::typed_query;
@@ -116,6 +146,7 @@ pub(crate) type FastSet<T> = std::collections::HashSet<T, FastState>;
 
 /// Errors of the store's index operations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// No index with this name is defined.
     #[error("index {0:?} does not exist")]

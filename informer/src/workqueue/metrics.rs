@@ -1,52 +1,4 @@
-//! Metrics hooks for the workqueue.
-//!
-//! client-go's workqueue reports seven metrics per named queue through a
-//! `MetricsProvider`: `depth`, `adds_total`, `queue_duration_seconds` (latency),
-//! `work_duration_seconds`, `unfinished_work_seconds`,
-//! `longest_running_processor_seconds` and `retries_total`. Here the same values reach
-//! one object per queue that implements [`QueueMetrics`]; every method has a no-op
-//! default, so an implementation overrides only what it records. [`NoopMetrics`] (the
-//! default) records nothing, and [`InMemoryMetrics`] keeps everything in memory for
-//! tests, debugging endpoints or a periodic exporter to read with
-//! [`InMemoryMetrics::snapshot`].
-//!
-//! What each hook means, in client-go's terms:
-//!
-//! | hook | client-go metric | called when |
-//! |------|------------------|-------------|
-//! | [`on_add`](QueueMetrics::on_add) | `adds_total` | an add was not deduplicated |
-//! | [`set_depth`](QueueMetrics::set_depth) | `depth` | the number of pending items changes |
-//! | [`observe_latency`](QueueMetrics::observe_latency) | `queue_duration_seconds` | `get` hands out an item: time since its add |
-//! | [`observe_work_duration`](QueueMetrics::observe_work_duration) | `work_duration_seconds` | `done`: time since the `get` |
-//! | [`on_retry`](QueueMetrics::on_retry) | `retries_total` | `add_after` / `add_rate_limited` was called |
-//! | [`set_unfinished_work`](QueueMetrics::set_unfinished_work) | `unfinished_work_seconds`, `longest_running_processor_seconds` | on every `get` and `done`, and on [`WorkQueue::report_unfinished_work`](super::WorkQueue::report_unfinished_work) |
-//!
-//! Depth counts every item that is waiting to be handed out, including an item that
-//! was added again while being processed and will be queued once its `done` comes (as
-//! client-go counts it). client-go refreshes the unfinished-work gauges from a
-//! background ticker; this queue has no background task, so call
-//! [`report_unfinished_work`](super::WorkQueue::report_unfinished_work) from a timer
-//! if you need the gauge to move while workers are stuck.
-//!
-//! The queue calls the hooks while it holds its internal lock, so they always see a
-//! consistent order of events. Keep them short, and never call back into the queue
-//! from a hook.
-//!
-//! ```
-//! use informer::workqueue::{
-//!     InMemoryMetrics, QueueConfig, WorkQueue, default_controller_rate_limiter,
-//! };
-//!
-//! let metrics = InMemoryMetrics::new();
-//! let queue: WorkQueue<&str> = WorkQueue::with_config(
-//!     QueueConfig::default().name("pods").metrics(metrics.clone()),
-//!     default_controller_rate_limiter(),
-//! );
-//! queue.add("default/web");
-//! queue.add("default/web"); // deduplicated: not counted
-//! assert_eq!(metrics.snapshot().adds, 1);
-//! assert_eq!(metrics.snapshot().depth, 1);
-//! ```
+//! [`QueueMetrics`] and its implementations, explained in the [module docs](super#metrics).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -57,7 +9,7 @@ use crate::lock::MutexExt;
 ///
 /// One value serves one queue (the queue's name is in its
 /// [`QueueConfig`](super::QueueConfig) if an implementation needs a label). See the
-/// [module documentation](self) for when each hook is called. Hooks run under the
+/// [module documentation](super#metrics) for when each hook is called. Hooks run under the
 /// queue's lock: keep them cheap and never call the queue from inside one.
 pub trait QueueMetrics: Send + Sync + 'static {
     /// An item was added to the queue (adds that were deduplicated are not counted).
@@ -103,7 +55,7 @@ pub struct UnfinishedWork {
 
 /// Metrics that go nowhere; the default for every queue.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoopMetrics;
+pub(crate) struct NoopMetrics;
 
 impl QueueMetrics for NoopMetrics {}
 

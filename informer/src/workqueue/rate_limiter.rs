@@ -1,39 +1,4 @@
-//! Rate limiters: how long an item waits before it is retried.
-//!
-//! A [`RateLimiter`] is client-go's `workqueue.TypedRateLimiter[T]`:
-//! [`when`](RateLimiter::when) is asked each time an item fails and returns the delay
-//! before its retry (recording the failure), [`forget`](RateLimiter::forget) clears an
-//! item's history once it succeeds, and [`num_requeues`](RateLimiter::num_requeues)
-//! says how many failures are on record. The limiters here are client-go's:
-//!
-//! - [`ItemExponentialFailureRateLimiter`]: per item, `base * 2^failures`, capped;
-//!   5 ms doubling up to 1000 s by default.
-//! - [`BucketRateLimiter`]: one token bucket for all items (10 per second, bursts of
-//!   100 by default), which bounds the overall retry rate however many items fail.
-//! - [`ItemFastSlowRateLimiter`]: a short delay for the first few failures of an item,
-//!   then a long one.
-//! - [`MaxOfRateLimiter`]: asks several limiters and uses the longest delay.
-//!
-//! [`default_controller_rate_limiter`] is client-go's `DefaultControllerRateLimiter`:
-//! the max of the default exponential and bucket limiters, so one item backs off
-//! exponentially while a storm of failures is held to 10 retries per second overall.
-//!
-//! Times come from [`tokio::time`], so paused-time tests control the bucket.
-//!
-//! ```
-//! use std::time::Duration;
-//! use informer::workqueue::{ItemExponentialFailureRateLimiter, RateLimiter};
-//!
-//! let limiter = ItemExponentialFailureRateLimiter::new(
-//!     Duration::from_millis(5),
-//!     Duration::from_secs(1000),
-//! );
-//! assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
-//! assert_eq!(limiter.when(&"a"), Duration::from_millis(10));
-//! assert_eq!(limiter.num_requeues(&"a"), 2);
-//! limiter.forget(&"a");
-//! assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
-//! ```
+//! The rate limiters, explained in the [module docs](super#rate-limiters).
 
 use std::collections::HashMap;
 use std::fmt;

@@ -314,11 +314,10 @@ impl Scripted {
         if let Some((code, message)) = state.failing_lists.pop_front() {
             return Err(api_error(code, "Failure", &message));
         }
-        Ok(ListPage {
-            items: state.objects.values().cloned().collect(),
-            resource_version: state.resource_version.to_string(),
-            ..ListPage::default()
-        })
+        Ok(ListPage::new(
+            state.objects.values().cloned().collect(),
+            state.resource_version.to_string(),
+        ))
     }
 
     fn watch(
@@ -388,9 +387,8 @@ impl Scripted {
     pub fn bookmark(&self) {
         let mut state = self.0.lock().unwrap();
         let resource_version = state.resource_version.to_string();
-        Self::send(&mut state, || WatchEvent::Bookmark {
-            resource_version: resource_version.clone(),
-            initial_events_end: false,
+        Self::send(&mut state, || {
+            WatchEvent::bookmark(resource_version.clone())
         });
     }
 

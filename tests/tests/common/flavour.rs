@@ -6,8 +6,8 @@
 use std::fmt::Debug;
 
 use informer::dynamic::DynamicResource;
-use informer::lister::NamespaceScoped;
 use informer::reflector::ApiListerWatcher;
+use informer::scope::NamespaceScoped;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::core::{DynamicObject, PartialObjectMeta};
 use kube::{Client, Resource};

@@ -1,7 +1,8 @@
 //! [`PopBatch`]: several keys popped under one hold of the queue's lock, as the
 //! informer's process loop takes them.
 
-use super::{DeltaFifo, Queued, State};
+use super::DeltaFifo;
+use super::state::{Queued, State};
 use crate::fifo::wait::QueueState;
 use crate::fifo::{DeltaBatch, Deltas, PopError, ProcessError};
 

@@ -36,7 +36,7 @@ struct RawEventHeader<'a> {
 
 /// What a bookmark's object says: its resourceVersion and whether it ends a streaming
 /// list's initial events
-/// ([`INITIAL_EVENTS_END_ANNOTATION`](crate::reflector::INITIAL_EVENTS_END_ANNOTATION)).
+/// (`k8s.io/initial-events-end`, `metav1.InitialEventsAnnotationKey`).
 /// Other annotations are skipped without being copied.
 #[derive(Deserialize, Default)]
 struct RawBookmark<'a> {

@@ -8,7 +8,7 @@ use kube::Resource;
 use tokio::sync::watch;
 
 use super::{KeyFilter, ObjectHead};
-use crate::factory::FactoryScope;
+use crate::scope::FactoryScope;
 
 /// A [`KeyFilter`] keeping the objects whose controller (the owner reference with
 /// `controller: true`) is a `K` that `owners` keeps, by the owner's key: the owner's

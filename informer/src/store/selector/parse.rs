@@ -9,7 +9,9 @@
 
 use std::fmt;
 
-use super::{Operator, Requirement, Selector, SelectorError};
+use super::error::SelectorError;
+use super::operator::Operator;
+use super::requirement::Requirement;
 
 // The grammar:
 //
@@ -134,10 +136,12 @@ impl<'a> Parser<'a> {
         self.error(message)
     }
 
-    pub(super) fn parse(mut self) -> Result<Selector, SelectorError> {
+    /// The requirements in the order written (none for an empty string: the selector
+    /// of everything).
+    pub(super) fn parse(mut self) -> Result<Vec<Requirement>, SelectorError> {
         let mut requirements = Vec::new();
         if self.peek() == Tok::End {
-            return Ok(Selector::everything());
+            return Ok(requirements);
         }
         loop {
             requirements.push(self.requirement()?);
@@ -151,7 +155,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        Ok(requirements.into_iter().collect())
+        Ok(requirements)
     }
 
     fn requirement(&mut self) -> Result<Requirement, SelectorError> {
@@ -233,6 +237,7 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Selector;
     use crate::store::selector::tests::labels;
 
     #[test]

@@ -5,7 +5,7 @@
 //! built, whichever way it is built (the string grammar, a `metav1.LabelSelector` or the
 //! builders), so no selector holds a key or value that apimachinery would refuse.
 
-use super::SelectorError;
+use super::error::SelectorError;
 
 const NAME_MAX: usize = 63;
 const PREFIX_MAX: usize = 253;

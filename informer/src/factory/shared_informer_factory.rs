@@ -1,262 +1,33 @@
-//! SharedInformerFactory: one informer per type (and scope), shared by all who ask.
-//!
-//! client-go's `SharedInformerFactory`, generic instead of generated:
-//! `factory.informer::<Deployment>()` returns the same informer every time it is
-//! asked, so every controller in a process shares one watch and one cache per type.
-//! Informers are keyed by (type, namespace, label selector, field selector, key
-//! filter): [`SharedInformerFactory::informer_for`] asks for a differently scoped one,
-//! such as one that keeps only a shard's objects ([`InformerScope::filtered`]).
-//! [`informable`](SharedInformerFactory::informable) and
-//! [`informable_for`](SharedInformerFactory::informable_for) share the same informers
-//! and make them maintain an [`Informable`] type's key function and indexes.
-//!
-//! Beside full typed informers it makes metadata-only ones
-//! ([`metadata_informer::<Pod>()`](SharedInformerFactory::metadata_informer): the server
-//! sends, and the cache holds, only each object's `metadata`) and dynamic ones
-//! ([`dynamic_informer(&resource)`](SharedInformerFactory::dynamic_informer), for a
-//! resource known only at run time; see [`crate::dynamic`]), each shared the same way
-//! and each its own entry: a full, a metadata-only and a dynamic informer of ConfigMaps
-//! are three informers. Per-type options address them by their object type
-//! (`resync_for::<PartialObjectMeta<Pod>>`, `resync_for::<DynamicObject>`).
-//!
-//! [`start`](SharedInformerFactory::start) runs every informer not yet running (call
-//! it again after asking for more), [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync)
-//! waits for them, and [`shutdown`](SharedInformerFactory::shutdown) stops them all and
-//! waits until every task and handler thread has ended.
-//!
-//! Nothing fails silently: waiting for an informer that was never started is an error
-//! that names it ([`CacheSyncError::NotStarted`]), and
-//! [`wait_for_cache_sync_within`](SharedInformerFactory::wait_for_cache_sync_within)
-//! gives up after a while with, for each informer not synced, why its last list
-//! failed ([`CacheSyncError::TimedOut`]): a CRD that is not installed
-//! (`backups.example.com is not served by the API server`), a server that cannot be
-//! reached (named by its address: make the factory with
-//! [`from_config`](SharedInformerFactory::from_config) for the configured one), access
-//! denied. The informers also log each such failure, at warn level, once per streak.
-//!
-//! ```no_run
-//! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use informer::factory::{FactoryOptions, SharedInformerFactory};
-//! use k8s_openapi::api::apps::v1::Deployment;
-//! use std::time::Duration;
-//!
-//! let factory = SharedInformerFactory::new(
-//!     client,
-//!     FactoryOptions::default()
-//!         .namespace("default")
-//!         .default_resync(Duration::from_secs(600))
-//!         // Every type: drop kubectl's copy of the last applied object before
-//!         // caching (managedFields are already left out by default).
-//!         .transform_metadata(|meta| {
-//!             if let Some(annotations) = &mut meta.annotations {
-//!                 annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-//!             }
-//!         }),
-//! );
-//! let deployments = factory.informer::<Deployment>();
-//! factory.start();
-//! // An error names each informer not synced after a minute, and why.
-//! factory.wait_for_cache_sync_within(Duration::from_secs(60)).await?;
-//! println!("{} deployments", deployments.lister().namespaced("default").list_all().len());
-//! factory.shutdown().await;
-//! # Ok(())
-//! # }
-//! ```
+//! [`SharedInformerFactory`]: makes one informer per type and scope, shares it with
+//! all who ask, starts them, waits for them and shuts them down; see the
+//! [module docs](super). Metadata-only and dynamic informers are made in
+//! `metadata.rs` and `dynamic.rs`.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
+use super::managed::ManagedInformer;
+#[cfg(feature = "metrics")]
+use super::metrics_view::FactoryInformers;
+use super::options::FactoryOptions;
+use super::scope::{InformerScope, Target};
+use super::state::{Entry, InformerKey, State};
+use super::sync_error::{CacheSyncError, Unsynced};
 use crate::informable::Informable;
 use crate::lock::MutexExt;
-use crate::reflector::{self, ApiListerWatcher, ListOptions, ManagedFields};
-use crate::shared_informer::{HasSynced, InformerOptions, QueueKind, SharedIndexInformer};
+use crate::reflector::ApiListerWatcher;
+use crate::scope::FactoryScope;
+use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
 use crate::store::Indexers;
 
-mod dynamic;
-mod managed;
-mod metadata;
-mod scope;
-mod sync_error;
-
-#[cfg(feature = "metrics")]
-use managed::FactoryInformers;
-use managed::ManagedInformer;
-use scope::Target;
-pub use scope::{FactoryScope, InformerScope, NamedKeyFilter};
-pub use sync_error::{CacheSyncError, Unsynced};
-
-type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
-type MetadataTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
-
-/// Factory settings: a `Default` struct with `#[must_use]` builder methods, after
-/// client-go's `SharedInformerOption`s.
-#[derive(Clone, Default)]
-#[must_use]
-pub struct FactoryOptions {
-    namespace: Option<String>,
-    tweak: Option<Tweak>,
-    default_resync: Option<Duration>,
-    resync_per_type: HashMap<TypeId, Duration>,
-    transform_metadata: Option<MetadataTransform>,
-    transform_per_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-    managed_fields: ManagedFields,
-    managed_fields_per_type: HashMap<TypeId, ManagedFields>,
-    reflector: reflector::Config,
-    queue: QueueKind,
-    queue_per_type: HashMap<TypeId, QueueKind>,
-    #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
-}
-
-impl std::fmt::Debug for FactoryOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FactoryOptions")
-            .field("namespace", &self.namespace)
-            .field("tweak", &self.tweak.is_some())
-            .field("default_resync", &self.default_resync)
-            .field("resync_per_type", &self.resync_per_type.len())
-            .field("transform_metadata", &self.transform_metadata.is_some())
-            .field("transform_per_type", &self.transform_per_type.len())
-            .field("managed_fields", &self.managed_fields)
-            .field(
-                "managed_fields_per_type",
-                &self.managed_fields_per_type.len(),
-            )
-            .field("queue", &self.queue)
-            .field("queue_per_type", &self.queue_per_type)
-            .finish()
-    }
-}
-
-impl FactoryOptions {
-    /// Watch only this namespace (client-go's `WithNamespace`); cluster-scoped types
-    /// are watched cluster-wide regardless.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = Some(namespace.into());
-        self
-    }
-
-    /// Changes every informer's list options (client-go's `WithTweakListOptions`),
-    /// e.g. to add a label selector.
-    pub fn tweak_list_options(
-        mut self,
-        tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
-    ) -> Self {
-        self.tweak = Some(Arc::new(tweak));
-        self
-    }
-
-    /// The resync period of every informer (`defaultResync`).
-    pub fn default_resync(mut self, period: Duration) -> Self {
-        self.default_resync = Some(period).filter(|p| !p.is_zero());
-        self
-    }
-
-    /// The resync period of `K`'s informers (client-go's `WithCustomResyncConfig`).
-    pub fn resync_for<K: 'static>(mut self, period: Duration) -> Self {
-        self.resync_per_type.insert(TypeId::of::<K>(), period);
-        self
-    }
-
-    /// Changes every object's metadata before it is cached, whatever its type
-    /// (e.g. drop annotations nobody reads).
-    pub fn transform_metadata(
-        mut self,
-        transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static,
-    ) -> Self {
-        self.transform_metadata = Some(Arc::new(transform));
-        self
-    }
-
-    /// Changes `K`'s objects before they are cached (after
-    /// [`transform_metadata`](Self::transform_metadata)).
-    pub fn transform_for<K: 'static>(
-        mut self,
-        transform: impl Fn(K) -> K + Send + Sync + 'static,
-    ) -> Self {
-        let transform: Arc<dyn Fn(K) -> K + Send + Sync> = Arc::new(transform);
-        self.transform_per_type
-            .insert(TypeId::of::<K>(), Arc::new(transform));
-        self
-    }
-
-    /// Whether every informer's objects keep `metadata.managedFields`; by default they
-    /// are dropped while decoding (see [`ManagedFields`]).
-    pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
-        self.managed_fields = managed_fields;
-        self
-    }
-
-    /// Whether `K`'s objects keep `metadata.managedFields` (over
-    /// [`managed_fields`](Self::managed_fields)).
-    pub fn managed_fields_for<K: 'static>(mut self, managed_fields: ManagedFields) -> Self {
-        self.managed_fields_per_type
-            .insert(TypeId::of::<K>(), managed_fields);
-        self
-    }
-
-    /// Reflector settings for every informer.
-    pub fn reflector(mut self, config: reflector::Config) -> Self {
-        self.reflector = config;
-        self
-    }
-
-    /// The queue of every informer (see [`QueueKind`]; in order by default).
-    pub fn queue(mut self, kind: QueueKind) -> Self {
-        self.queue = kind;
-        self
-    }
-
-    /// The queue of `K`'s informers (over [`queue`](Self::queue)).
-    pub fn queue_for<K: 'static>(mut self, kind: QueueKind) -> Self {
-        self.queue_per_type.insert(TypeId::of::<K>(), kind);
-        self
-    }
-
-    /// Reports every informer of the factory to `metrics`, and every
-    /// [`Controller`](crate::controller::Controller) built on the factory its queue
-    /// and reconciles (see [`crate::metrics`]).
-    #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
-        self.metrics = Some(metrics.clone());
-        self
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct InformerKey {
-    type_id: TypeId,
-    /// The resource (`group`, `version`, `plural`): fixed by the type for a static one,
-    /// what tells two informers of [`DynamicObject`] apart.
-    resource: [String; 3],
-    scope: InformerScope,
-}
-
-struct Entry {
-    name: String,
-    informer: Arc<dyn ManagedInformer>,
-    started: bool,
-}
-
-struct State {
-    informers: HashMap<InformerKey, Entry>,
-    tasks: Vec<JoinHandle<()>>,
-    /// `start` was called at least once.
-    started: bool,
-    shut_down: bool,
-}
-
-/// Shares informers by type and scope; see the [module docs](self). Cloning gives
+/// Shares informers by type and scope; see the [module docs](super). Cloning gives
 /// another handle to the same factory.
 #[derive(Clone)]
 pub struct SharedInformerFactory {
@@ -264,7 +35,8 @@ pub struct SharedInformerFactory {
     /// The API server's URL, when the factory made the client (errors name it).
     server_url: Option<String>,
     options: Arc<FactoryOptions>,
-    state: Arc<Mutex<State>>,
+    /// Shared with the metrics' view of the informers (and read by the unit tests).
+    pub(super) state: Arc<Mutex<State>>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -298,7 +70,7 @@ impl SharedInformerFactory {
             shut_down: false,
         }));
         #[cfg(feature = "metrics")]
-        if let Some(metrics) = &options.metrics {
+        if let Some(metrics) = options.metrics_of() {
             metrics.observe(Box::new(FactoryInformers(Arc::downgrade(&state))));
         }
         Self {
@@ -315,7 +87,7 @@ impl SharedInformerFactory {
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
-        self.options.metrics.as_ref()
+        self.options.metrics_of()
     }
 
     /// The client the factory's informers use.
@@ -346,7 +118,7 @@ impl SharedInformerFactory {
     /// The scope [`informer`](Self::informer) uses: the factory's namespace.
     pub(crate) fn default_scope(&self) -> InformerScope {
         InformerScope {
-            namespace: self.options.namespace.clone(),
+            namespace: self.options.namespace_of().cloned(),
             ..InformerScope::default()
         }
     }
@@ -394,7 +166,7 @@ impl SharedInformerFactory {
     /// The informer for `K` of `target` in `scope`, made from `base()` when new (the
     /// factory's resync, transform and reflector settings go on top); also says whether
     /// this call made it.
-    fn informer_with<K>(
+    pub(super) fn informer_with<K>(
         &self,
         target: Target<'_, K>,
         scope: InformerScope,
@@ -465,42 +237,23 @@ impl SharedInformerFactory {
         .tweak(|list| {
             list.label_selector = scope.label_selector.clone();
             list.field_selector = scope.field_selector.clone();
-            if let Some(tweak) = &options.tweak {
+            if let Some(tweak) = options.tweak_of() {
                 tweak(list);
             }
         })
-        .managed_fields(
-            options
-                .managed_fields_per_type
-                .get(&TypeId::of::<K>())
-                .copied()
-                .unwrap_or(options.managed_fields),
-        );
+        .managed_fields(options.managed_fields_of::<K>());
         if let Some(url) = &self.server_url {
             lister_watcher = lister_watcher.server_url(url.clone());
         }
-        let queue = options
-            .queue_per_type
-            .get(&TypeId::of::<K>())
-            .copied()
-            .unwrap_or(options.queue);
+        let queue = options.queue_of::<K>();
         let mut informer_options = base
-            .reflector(scope.reflector_config(&options.reflector))
+            .reflector(scope.reflector_config(options.reflector_of()))
             .queue(queue);
-        let resync = options
-            .resync_per_type
-            .get(&TypeId::of::<K>())
-            .copied()
-            .or(options.default_resync);
-        if let Some(resync) = resync {
+        if let Some(resync) = options.resync_of::<K>() {
             informer_options = informer_options.resync(resync);
         }
-        let metadata = options.transform_metadata.clone();
-        let typed = options
-            .transform_per_type
-            .get(&TypeId::of::<K>())
-            .and_then(|t| t.downcast_ref::<Arc<dyn Fn(K) -> K + Send + Sync>>())
-            .cloned();
+        let metadata = options.metadata_transform();
+        let typed = options.transform_of::<K>();
         if metadata.is_some() || typed.is_some() {
             informer_options = informer_options.transform(move |mut object: K| {
                 if let Some(metadata) = &metadata {
@@ -639,7 +392,7 @@ impl SharedInformerFactory {
 
 /// Adds to `informer` the indexes of `indexers` it does not have (by name): for an
 /// informable informer that someone made first without them.
-fn add_missing<K: Resource + Send + Sync + 'static>(
+pub(super) fn add_missing<K: Resource + Send + Sync + 'static>(
     informer: &SharedIndexInformer<K>,
     mut indexers: Indexers<K>,
 ) {
@@ -682,6 +435,3 @@ impl HasSynced for SharedInformerFactory {
         })
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,132 +1,6 @@
-//! The work queue: FIFO order, deduplication, one worker per item at a time, delayed
-//! adds and rate-limited retries.
-//!
-//! client-go builds this in three layers, each wrapping the one below: the plain
-//! `workqueue.Typed[T]` (`Interface`), `DelayingInterface` (adds `AddAfter`) and
-//! `RateLimitingInterface` (adds `AddRateLimited`, `Forget`, `NumRequeues`). Here they
-//! are one type, [`WorkQueue`], which owns all their state: the three sets below, the
-//! items waiting for a deadline, and a [`RateLimiter`].
-//!
-//! # Queued, dirty, processing
-//!
-//! - *queued*: items waiting for `get`, in the order they were first added;
-//! - *dirty*: items that need processing: everything queued, plus items that were
-//!   added again while a worker was processing them;
-//! - *processing*: items handed out by `get` whose `done` has not come yet.
-//!
-//! The rules that follow from them, which a controller relies on:
-//!
-//! - Adding an item that is already queued does nothing: ten updates to one object
-//!   before a worker gets to it cost one reconcile.
-//! - Adding an item that is being processed does not queue it; it marks it dirty, and
-//!   [`done`](WorkQueue::done) queues it again. So an item is never handed to two
-//!   workers at once, and a change that arrives during a reconcile is never missed.
-//! - After [`shutdown`](WorkQueue::shutdown), adds are ignored; `get` still hands out
-//!   what is queued and returns `None` once the queue is empty (client-go's `Get`
-//!   returning `shutdown == true`).
-//! - [`shutdown_with_drain`](WorkQueue::shutdown_with_drain) also waits until every
-//!   item handed out has been marked `done`.
-//!
-//! Every worker must call [`done`](WorkQueue::done) for every item it got, whatever
-//! the outcome; the [`Runner`](super::Runner) does that for you.
-//!
-//! [`WorkQueue`] is a handle: clones share one queue, so informer handlers and workers
-//! each keep their own. [`get`](WorkQueue::get) is cancel-safe: a `get` dropped before
-//! it completes takes nothing out of the queue.
-//!
-//! ```
-//! use informer::workqueue::WorkQueue;
-//!
-//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let queue = WorkQueue::new();
-//! queue.add("default/web");
-//! queue.add("default/web"); // already queued: not duplicated
-//! assert_eq!(queue.len(), 1);
-//!
-//! let item = queue.get().await.unwrap();
-//! queue.add("default/web"); // being processed: marked dirty, not queued
-//! assert_eq!(queue.len(), 0);
-//! queue.done(&item); // dirty: queued again
-//! assert_eq!(queue.len(), 1);
-//!
-//! queue.shutdown();
-//! assert_eq!(queue.get().await, Some("default/web")); // still handed out
-//! queue.done(&"default/web");
-//! assert_eq!(queue.get().await, None);
-//! # });
-//! ```
-//!
-//! # Delayed adds
-//!
-//! [`add_after(item, delay)`](WorkQueue::add_after) holds the item back until its
-//! deadline, then adds it as [`add`](WorkQueue::add) would (so it is deduplicated
-//! against what is queued then). If an item already waits, the earliest deadline wins:
-//! a shorter delay moves it forward, a longer one is ignored. A delay of zero adds at
-//! once. After shutdown, `add_after` is ignored and items still waiting are dropped.
-//! Every `add_after` counts as a retry in the [metrics](super::metrics), as in
-//! client-go.
-//!
-//! client-go runs a goroutine that moves due items into the queue. This queue needs
-//! no background task (so it can be built outside a runtime and leaves nothing
-//! running): whoever waits in [`get`](WorkQueue::get) sleeps until the earliest
-//! deadline and moves due items across, and [`len`](WorkQueue::len) does the same
-//! before counting. Deadlines use [`tokio::time`], so tests can pause and advance
-//! time.
-//!
-//! ```
-//! use std::time::Duration;
-//! use informer::workqueue::WorkQueue;
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true)
-//! #     .build().unwrap().block_on(async {
-//! let queue = WorkQueue::new();
-//! queue.add_after("default/web", Duration::from_secs(30));
-//! queue.add_after("default/web", Duration::from_secs(5)); // earliest deadline wins
-//! assert_eq!(queue.len(), 0);
-//!
-//! let start = tokio::time::Instant::now();
-//! assert_eq!(queue.get().await, Some("default/web"));
-//! assert_eq!(start.elapsed(), Duration::from_secs(5));
-//! # });
-//! ```
-//!
-//! # Rate-limited retries
-//!
-//! The queue keeps a [`RateLimiter`] beside its items:
-//!
-//! - [`add_rate_limited`](WorkQueue::add_rate_limited) asks the limiter how long this
-//!   item should wait (recording one more failure) and adds it after that delay;
-//! - [`forget`](WorkQueue::forget) clears the item's failure history, so its next
-//!   failure starts again from the shortest delay. Call it when processing succeeded;
-//!   it does not take the item out of the queue;
-//! - [`num_requeues`](WorkQueue::num_requeues) is how many failures are on record, for
-//!   a "give up after N retries" policy.
-//!
-//! The default limiter is client-go's `DefaultControllerRateLimiter`
-//! ([`default_controller_rate_limiter`]); [`WorkQueue::with_rate_limiter`] and
-//! [`WorkQueue::with_config`] choose another.
-//!
-//! ```
-//! use std::time::Duration;
-//! use informer::workqueue::WorkQueue;
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true)
-//! #     .build().unwrap().block_on(async {
-//! let queue = WorkQueue::new();
-//! queue.add("default/web");
-//! let key = queue.get().await.unwrap();
-//! // Reconcile failed: retry after the limiter's delay (5 ms the first time).
-//! queue.add_rate_limited(key.clone());
-//! queue.done(&key);
-//! assert_eq!(queue.num_requeues(&key), 1);
-//!
-//! let key = queue.get().await.unwrap();
-//! // Reconcile succeeded: forget the failures.
-//! queue.forget(&key);
-//! queue.done(&key);
-//! assert_eq!(queue.num_requeues(&key), 0);
-//! # });
-//! ```
+//! [`WorkQueue`], explained in the [module docs](super#the-queue).
+
+mod config;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -140,65 +14,19 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
 
 use super::delay::{DelayHeap, deadline_after};
-use super::metrics::{NoopMetrics, QueueMetrics, UnfinishedWork};
+use super::metrics::{QueueMetrics, UnfinishedWork};
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
 use crate::lock::MutexExt;
 
-/// A queue's name and where its metrics go.
-///
-/// Built like kube-runtime's `watcher::Config`: start from `default()` and chain the
-/// builder methods. The rate limiter is not part of it but passed beside it to
-/// [`WorkQueue::with_config`], as in client-go: a limiter keeps per-item failure
-/// history for one queue, and a config is cloned freely.
-#[derive(Clone)]
-pub struct QueueConfig {
-    /// The queue's name, used in logs and `Debug` output (client-go's
-    /// `QueueConfig.Name`, the metrics label). Empty by default.
-    pub name: String,
-    /// Where the queue's metrics go. [`NoopMetrics`] by default.
-    pub metrics: Arc<dyn QueueMetrics>,
-}
-
-impl Default for QueueConfig {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            metrics: Arc::new(NoopMetrics),
-        }
-    }
-}
-
-impl QueueConfig {
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sends the queue's metrics to `metrics`.
-    #[must_use]
-    pub fn metrics(mut self, metrics: impl QueueMetrics) -> Self {
-        self.metrics = Arc::new(metrics);
-        self
-    }
-}
-
-impl fmt::Debug for QueueConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueConfig")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
+pub use config::QueueConfig;
 
 /// client-go's workqueue: deduplicating, FIFO, never one item in two workers, with
 /// delayed adds and rate-limited retries.
 ///
 /// client-go's `DelayingInterface` and `RateLimitingInterface` are this same type.
 /// A cheap handle (an `Arc` inside): clones share the queue and its rate limiter. See
-/// the [module documentation](self) for the rules.
+/// the [module documentation](super#the-queue) for the rules.
 #[doc(alias = "DelayingQueue", alias = "RateLimitingQueue")]
 #[derive(Educe)]
 #[educe(Clone)]

@@ -15,10 +15,11 @@ use serde_json::value::RawValue;
 
 use super::managed_fields::{Decoded, ManagedFields};
 use super::object::{RawHeader, decode_error};
+use crate::cached::CachedObjects;
 use crate::key::ObjectKeyRef;
 use crate::reflector::error::DecodeError;
 use crate::reflector::key_filter::SharedKeyFilter;
-use crate::reflector::lister_watcher::{CachedObjects, ListPage};
+use crate::reflector::lister_watcher::ListPage;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]

@@ -1,70 +1,4 @@
-//! The controller loop: N workers reconciling items from a work queue.
-//!
-//! Every client-go controller writes the same `runWorker` / `processNextWorkItem`
-//! pair: get a key, call the sync handler, `Forget` on success, `AddRateLimited` on
-//! error, `Done` either way, and keep going until the queue shuts down. [`Runner`] is
-//! that loop, once, for any item type:
-//!
-//! - [`RunnerConfig::workers`] tasks pull items from a [`WorkQueue`] and call
-//!   your async reconcile function with an owned item. The queue guarantees one item
-//!   is never reconciled by two workers at once.
-//! - `Ok(Action::Done)`: the item's failure history is forgotten.
-//! - `Ok(Action::RequeueAfter(d))`: forgotten, and added again after `d` (a periodic
-//!   re-check).
-//! - `Err(e)` or a panic inside reconcile: logged and retried with the queue's rate
-//!   limiter; after [`RunnerConfig::max_retries`] (if set) the item is forgotten and
-//!   dropped, as client-go's sample controller does. A panic never takes a worker
-//!   down.
-//! - `done` is always called, whatever happened.
-//!
-//! [`Runner::run`] returns when the `shutdown` future completes (or the queue is shut
-//! down by someone else). It shuts the queue down, lets every worker finish the item
-//! in hand (by default workers then stop; with [`RunnerConfig::drain_queue`] they
-//! first work through what is still queued), and returns once every worker task has
-//! ended: no task is left running. Dropping the `run` future instead aborts the
-//! workers.
-//!
-//! [`Runner::run_until`] runs the workers for a while and leaves the queue open, for
-//! work that runs in turns, such as only while this replica leads (see
-//! [`leader`](crate::leader)): workers stop taking items when told, the reconciles in
-//! hand get a deadline to finish, and are dropped if they have not.
-//!
-//! Reconcile functions read state from the informer's cache (its lister), not from
-//! the API server; the item is usually an `ObjectKey`, but any
-//! `Hash + Eq + Clone + Debug` type works.
-//!
-//! ```
-//! use std::convert::Infallible;
-//! use informer::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
-//! use tokio::sync::{mpsc, oneshot};
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
-//! #     .block_on(async {
-//! let queue = WorkQueue::new();
-//! let (reconciled_tx, mut reconciled) = mpsc::unbounded_channel();
-//! let (stop, stopped) = oneshot::channel::<()>();
-//!
-//! let runner = Runner::with_config(queue.clone(), RunnerConfig::default().workers(2));
-//! let controller = tokio::spawn(runner.run(
-//!     move |key: String| {
-//!         let reconciled_tx = reconciled_tx.clone();
-//!         async move {
-//!             // Read the object for `key` from the lister and act on it here.
-//!             reconciled_tx.send(key).unwrap();
-//!             Ok::<_, Infallible>(Action::Done)
-//!         }
-//!     },
-//!     async move {
-//!         let _ = stopped.await; // e.g. informer::shutdown_signal()
-//!     },
-//! ));
-//!
-//! queue.add("default/web".to_string()); // what an informer's handler does
-//! assert_eq!(reconciled.recv().await.as_deref(), Some("default/web"));
-//! stop.send(()).unwrap();
-//! controller.await.unwrap(); // every worker has finished
-//! # });
-//! ```
+//! [`Runner`], explained in the [module docs](super#the-runner).
 
 use std::any::Any;
 use std::fmt;
@@ -141,7 +75,7 @@ impl RunnerConfig {
 }
 
 /// Runs worker tasks that reconcile items from a [`WorkQueue`]; see the
-/// [module documentation](self).
+/// [module documentation](super#the-runner).
 pub struct Runner<T> {
     queue: WorkQueue<T>,
     config: RunnerConfig,

@@ -1,28 +1,30 @@
 //! client-go's `DeltaFIFO`: one entry per key, each key's changes popped together.
 
 mod batch;
+mod state;
 #[cfg(test)]
 mod tests;
 
 use std::{
     collections::VecDeque,
     fmt,
-    hash::BuildHasher,
     sync::{Arc, Mutex, MutexGuard},
 };
 
-use hashbrown::{Equivalent, HashTable, hash_table::Entry};
+use educe::Educe;
+use hashbrown::{Equivalent, HashTable};
 use kube::Resource;
 use tokio::sync::Notify;
 
-use super::wait::{QueueState, release_and_wake, when_ready};
+use super::wait::{release_and_wake, when_ready};
 use super::{
     DeletedFinalStateUnknown, DeletedObject, Delta, Deltas, KnownObjects, PopError, ProcessError,
 };
-use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef};
+use crate::key::{KeyFn, ObjectKey};
 use crate::lock::MutexExt;
 use crate::store::FastState;
 pub(crate) use batch::PopBatch;
+use state::{Shared, State};
 
 /// Options of a [`DeltaFifo`] (client-go's `DeltaFIFOOptions`), as a builder.
 pub struct DeltaFifoOptions<K> {
@@ -79,175 +81,6 @@ impl<K> fmt::Debug for DeltaFifoOptions<K> {
             .field("known_objects", &self.known_objects.is_some())
             .field("emit_replaced", &self.emit_replaced)
             .finish()
-    }
-}
-
-struct Shared<K> {
-    state: Mutex<State<K>>,
-    notify: Notify,
-    key_fn: KeyFn<K>,
-    known: Option<Arc<dyn KnownObjects<K>>>,
-    emit_replaced: bool,
-}
-
-struct State<K> {
-    /// Pending deltas, found by the hash of their key; a key is here if and only if it
-    /// is in `queue`.
-    items: HashTable<Deltas<K>>,
-    hasher: FastState,
-    /// Keys in pop order, each once, with their hash.
-    queue: VecDeque<Queued>,
-    /// Some operation (other than `resync`) has happened.
-    populated: bool,
-    /// Keys of the first `replace` not yet processed.
-    initial_pending: usize,
-    /// Pops waiting for a key: producers wake one only if there is one.
-    waiters: usize,
-    closed: bool,
-    /// How many `replace` calls there were; the keys the latest one listed carry its
-    /// number in [`Deltas::listed_by`].
-    replaces: u64,
-}
-
-/// A queued key and its hash (the same allocation as the key of its [`Deltas`]).
-struct Queued {
-    hash: u64,
-    key: Arc<ObjectKey>,
-}
-
-impl<K> State<K> {
-    fn hash(&self, key: ObjectKeyRef<'_>) -> u64 {
-        self.hasher.hash_one(key)
-    }
-
-    /// The deltas queued for `key` (an `ObjectKeyRef`, or an `Arc<ObjectKey>` compared
-    /// by address first), whose hash is `hash`.
-    fn find<Q>(&self, hash: u64, key: &Q) -> Option<&Deltas<K>>
-    where
-        Q: Equivalent<Arc<ObjectKey>> + ?Sized,
-    {
-        self.items.find(hash, |d| key.equivalent(&d.key))
-    }
-
-    fn find_mut<Q>(&mut self, hash: u64, key: &Q) -> Option<&mut Deltas<K>>
-    where
-        Q: Equivalent<Arc<ObjectKey>> + ?Sized,
-    {
-        self.items.find_mut(hash, |d| key.equivalent(&d.key))
-    }
-
-    /// The key the known objects hold for `candidate` (whose key is not queued), or a
-    /// new one.
-    fn new_key(candidate: KeyCandidate<'_>, known: Option<&dyn KnownObjects<K>>) -> Arc<ObjectKey> {
-        match known.and_then(|k| k.get_key(candidate.key_ref())) {
-            Some(key) => key,
-            None => candidate.into_shared(),
-        }
-    }
-
-    /// Queues a tombstoned deletion of `key` carrying `last_known`.
-    fn push_tombstone(
-        &mut self,
-        hash: u64,
-        key: Arc<ObjectKey>,
-        last_known: Arc<K>,
-        initial: bool,
-    ) {
-        let tombstone = DeletedFinalStateUnknown {
-            key: Arc::clone(&key),
-            last_known,
-        };
-        let delta = Delta::Deleted(DeletedObject::Unknown(tombstone));
-        self.push(hash, key, delta, initial);
-    }
-
-    /// Appends `delta` to the deltas of `key` (whose hash is `hash`), queueing the key
-    /// if it is new. With `initial`, the key joins the initial list. Returns the key's
-    /// deltas.
-    fn push(
-        &mut self,
-        hash: u64,
-        key: Arc<ObjectKey>,
-        delta: Delta<K>,
-        initial: bool,
-    ) -> &mut Deltas<K> {
-        let entry = self
-            .items
-            .entry(hash, |d| key.equivalent(&d.key), |d| d.hash);
-        let deltas = match entry {
-            Entry::Occupied(entry) => {
-                let deltas = entry.into_mut();
-                deltas.push(delta);
-                deltas
-            }
-            Entry::Vacant(entry) => {
-                self.queue.push_back(Queued {
-                    hash,
-                    key: Arc::clone(&key),
-                });
-                entry.insert(Deltas::new(key, hash, delta)).into_mut()
-            }
-        };
-        if initial && !deltas.initial {
-            deltas.initial = true;
-            self.initial_pending += 1;
-        }
-        deltas
-    }
-
-    /// Appends a delta made from `obj`, allocating a key only if neither the queue nor the
-    /// known objects hold one. The key is hashed once.
-    fn push_object(&mut self, shared: &Shared<K>, obj: Arc<K>, make: fn(Arc<K>) -> Delta<K>) {
-        let candidate = shared.key_fn.candidate(&obj);
-        let hash = self.hash(candidate.key_ref());
-        if let Some(deltas) = self.find_mut(hash, &candidate.key_ref()) {
-            deltas.push(make(Arc::clone(&obj)));
-            return;
-        }
-        let key = Self::new_key(candidate, shared.known.as_deref());
-        self.queue.push_back(Queued {
-            hash,
-            key: Arc::clone(&key),
-        });
-        self.items
-            .insert_unique(hash, Deltas::new(key, hash, make(obj)), |d| d.hash);
-    }
-
-    /// Removes the deltas of the queued key `key` (just taken from `queue`).
-    fn take(&mut self, hash: u64, key: &Arc<ObjectKey>) -> Option<Deltas<K>> {
-        // `Arc<ObjectKey>` equality compares addresses first, and the queue and the map
-        // share the key allocation: no string is read.
-        let found = self.items.find_entry(hash, |d| key.equivalent(&d.key));
-        let Ok(found) = found else {
-            tracing::error!(%key, "DeltaFIFO invariant broken: queued key without deltas");
-            return None;
-        };
-        let (deltas, _) = found.remove();
-        if deltas.initial {
-            self.initial_pending -= 1;
-        }
-        Some(deltas)
-    }
-
-    /// Puts taken deltas back at the end of the queue.
-    fn requeue(&mut self, hash: u64, key: Arc<ObjectKey>, deltas: Deltas<K>) {
-        if deltas.initial {
-            self.initial_pending += 1;
-        }
-        self.queue.push_back(Queued { hash, key });
-        self.items.insert_unique(hash, deltas, |d| d.hash);
-    }
-}
-
-impl<K> QueueState for State<K> {
-    fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-    fn is_closed(&self) -> bool {
-        self.closed
-    }
-    fn waiters_mut(&mut self) -> &mut usize {
-        &mut self.waiters
     }
 }
 
@@ -338,18 +171,13 @@ impl<K> QueueState for State<K> {
 /// [`close`]: DeltaFifo::close
 /// [`has_synced`]: DeltaFifo::has_synced
 #[doc(alias = "DeltaFIFO")]
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct DeltaFifo<K> {
     shared: Arc<Shared<K>>,
 }
 
-impl<K> Clone for DeltaFifo<K> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
+// By hand: it shows the queue's live length and state, read under the lock.
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();

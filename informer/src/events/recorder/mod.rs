@@ -16,6 +16,7 @@ use super::config::RecorderConfig;
 use super::error::EventError;
 use super::event::{make_event, validate};
 use super::series::{EventKey, Observed, SeriesCache};
+use super::shared::{Shared, State};
 use super::spam_filter::{SpamFilter, SpamKey};
 use super::spec::{EventSpec, Reporter};
 use super::stats::{Counters, RecorderStats, bump};
@@ -35,24 +36,6 @@ pub enum Published {
     /// Dropped, and why: throttled by the spam filter, invalid, queue full, or the
     /// recorder is shut down.
     Dropped(EventError),
-}
-
-/// What the recorder's handles and its writer share.
-pub(super) struct Shared {
-    pub(super) reporter: Reporter,
-    pub(super) config: RecorderConfig,
-    pub(super) state: Mutex<State>,
-    pub(super) stats: Counters,
-    /// The writer has not ended yet.
-    pub(super) running: AtomicBool,
-}
-
-/// The recorder's caches, under one lock taken briefly by `publish` and the writer.
-pub(super) struct State {
-    pub(super) spam: SpamFilter,
-    pub(super) series: SeriesCache,
-    /// The writer has written its last count and ended: publish drops everything.
-    pub(super) closed: bool,
 }
 
 /// Publishes `events.k8s.io/v1` Events about objects, as client-go's

@@ -44,11 +44,11 @@ use educe::Educe;
 use std::sync::Arc;
 
 use kube::Resource;
-use kube::core::{ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
 
 use crate::key::ObjectKey;
-use crate::shared_informer::HasSynced;
+use crate::scope::{ClusterScoped, NamespaceScoped};
 use crate::store::{AsIndexKey, Index, IndexQuery, Indexer, Selector, typed_query};
+use crate::synced::HasSynced;
 
 /// Why a lister's `get` found nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -130,16 +130,6 @@ fn lookup<K: Resource + 'static>(
         }
     })
 }
-
-/// Scopes whose objects can be fetched by name alone.
-pub trait ClusterScoped {}
-impl ClusterScoped for ClusterResourceScope {}
-impl ClusterScoped for DynamicResourceScope {}
-
-/// Scopes whose objects live in namespaces.
-pub trait NamespaceScoped {}
-impl NamespaceScoped for NamespaceResourceScope {}
-impl NamespaceScoped for DynamicResourceScope {}
 
 /// Typed reads of a cache; see the [module docs](self).
 #[derive(Educe)]

@@ -9,6 +9,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard},
 };
 
+use educe::Educe;
 use kube::Resource;
 use tokio::sync::Notify;
 
@@ -275,18 +276,13 @@ impl<K> DeltaBatch<K> for RealPopBatch<'_, K> {
 /// [`close`]: RealFifo::close
 /// [`has_synced`]: RealFifo::has_synced
 #[doc(alias = "RealFIFO")]
+#[derive(Educe)]
+#[educe(Clone)]
 pub struct RealFifo<K> {
     shared: Arc<Shared<K>>,
 }
 
-impl<K> Clone for RealFifo<K> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
+// By hand: it shows the queue's live length and state, read under the lock.
 impl<K> fmt::Debug for RealFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();

@@ -48,31 +48,12 @@ use super::error::{
     api_status_code, is_connection_refused, is_expired, is_too_large_resource_version,
     is_too_many_requests,
 };
+use super::progress::{OpenWatch, StreamingList};
 use super::{
     CachedObjects, Phase, Progress, Reflector, ReflectorError, WatchEvent, WatchRequest,
     WatchStream, dead_watch_grace, random_in,
 };
 use crate::key::{ObjectKeyRef, meta_namespace_key_ref};
-
-/// A watch that is open and read up to some point: a streaming list's, after its
-/// initial events, which the reflector goes on reading as its watch.
-pub(super) struct OpenWatch<K> {
-    pub(super) stream: WatchStream<K>,
-    /// When it was asked for.
-    pub(super) started: Instant,
-    /// When it is given up for dead (see [`dead_watch_grace`]).
-    pub(super) deadline: Instant,
-    /// The events read so far.
-    pub(super) events: usize,
-}
-
-/// How a streaming list ended.
-pub(super) enum StreamingList<K> {
-    /// The store holds the collection; the watch goes on.
-    Synced(OpenWatch<K>),
-    /// No streaming list this time (or, once refused, ever): list and watch instead.
-    ListInstead,
-}
 
 /// What to do after a streaming list failed.
 enum Retry {

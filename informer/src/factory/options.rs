@@ -1,0 +1,228 @@
+//! [`FactoryOptions`]: the factory's settings for every informer, and the overrides
+//! of one type's (`resync_for`, `transform_for`, `managed_fields_for`, `queue_for`),
+//! kept together per type.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::reflector::{self, ListOptions, ManagedFields};
+use crate::shared_informer::QueueKind;
+
+type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+type MetadataTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
+
+/// Factory settings: a `Default` struct with `#[must_use]` builder methods, after
+/// client-go's `SharedInformerOption`s.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct FactoryOptions {
+    namespace: Option<String>,
+    tweak: Option<Tweak>,
+    default_resync: Option<Duration>,
+    transform_metadata: Option<MetadataTransform>,
+    managed_fields: ManagedFields,
+    reflector: reflector::Config,
+    queue: QueueKind,
+    /// What `*_for::<K>()` set for one type, over the settings of every type.
+    per_type: HashMap<TypeId, TypeOverrides>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
+}
+
+/// The settings of one type's informers that differ from every type's: one entry per
+/// type, whichever `*_for::<K>()` setters were called for it.
+#[derive(Clone, Default)]
+struct TypeOverrides {
+    resync: Option<Duration>,
+    /// An `Arc<dyn Fn(K) -> K + Send + Sync>` for the entry's `K`.
+    transform: Option<Arc<dyn Any + Send + Sync>>,
+    managed_fields: Option<ManagedFields>,
+    queue: Option<QueueKind>,
+}
+
+impl fmt::Debug for TypeOverrides {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypeOverrides")
+            .field("resync", &self.resync)
+            .field("transform", &self.transform.is_some())
+            .field("managed_fields", &self.managed_fields)
+            .field("queue", &self.queue)
+            .finish()
+    }
+}
+
+impl fmt::Debug for FactoryOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FactoryOptions")
+            .field("namespace", &self.namespace)
+            .field("tweak", &self.tweak.is_some())
+            .field("default_resync", &self.default_resync)
+            .field("transform_metadata", &self.transform_metadata.is_some())
+            .field("managed_fields", &self.managed_fields)
+            .field("queue", &self.queue)
+            .field("per_type", &self.per_type.values().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl FactoryOptions {
+    /// Watch only this namespace (client-go's `WithNamespace`); cluster-scoped types
+    /// are watched cluster-wide regardless.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Changes every informer's list options (client-go's `WithTweakListOptions`),
+    /// e.g. to add a label selector.
+    pub fn tweak_list_options(
+        mut self,
+        tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+    ) -> Self {
+        self.tweak = Some(Arc::new(tweak));
+        self
+    }
+
+    /// The resync period of every informer (`defaultResync`).
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = Some(period).filter(|p| !p.is_zero());
+        self
+    }
+
+    /// The resync period of `K`'s informers (client-go's `WithCustomResyncConfig`).
+    pub fn resync_for<K: 'static>(mut self, period: Duration) -> Self {
+        self.for_type::<K>().resync = Some(period);
+        self
+    }
+
+    /// Changes every object's metadata before it is cached, whatever its type
+    /// (e.g. drop annotations nobody reads).
+    pub fn transform_metadata(
+        mut self,
+        transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static,
+    ) -> Self {
+        self.transform_metadata = Some(Arc::new(transform));
+        self
+    }
+
+    /// Changes `K`'s objects before they are cached (after
+    /// [`transform_metadata`](Self::transform_metadata)).
+    pub fn transform_for<K: 'static>(
+        mut self,
+        transform: impl Fn(K) -> K + Send + Sync + 'static,
+    ) -> Self {
+        let transform: Arc<dyn Fn(K) -> K + Send + Sync> = Arc::new(transform);
+        self.for_type::<K>().transform = Some(Arc::new(transform));
+        self
+    }
+
+    /// Whether every informer's objects keep `metadata.managedFields`; by default they
+    /// are dropped while decoding (see [`ManagedFields`]).
+    pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
+        self.managed_fields = managed_fields;
+        self
+    }
+
+    /// Whether `K`'s objects keep `metadata.managedFields` (over
+    /// [`managed_fields`](Self::managed_fields)).
+    pub fn managed_fields_for<K: 'static>(mut self, managed_fields: ManagedFields) -> Self {
+        self.for_type::<K>().managed_fields = Some(managed_fields);
+        self
+    }
+
+    /// Reflector settings for every informer.
+    pub fn reflector(mut self, config: reflector::Config) -> Self {
+        self.reflector = config;
+        self
+    }
+
+    /// The queue of every informer (see [`QueueKind`]; in order by default).
+    pub fn queue(mut self, kind: QueueKind) -> Self {
+        self.queue = kind;
+        self
+    }
+
+    /// The queue of `K`'s informers (over [`queue`](Self::queue)).
+    pub fn queue_for<K: 'static>(mut self, kind: QueueKind) -> Self {
+        self.for_type::<K>().queue = Some(kind);
+        self
+    }
+
+    /// Reports every informer of the factory to `metrics`, and every
+    /// [`Controller`](crate::controller::Controller) built on the factory its queue
+    /// and reconciles (see [`crate::metrics`]).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    fn for_type<K: 'static>(&mut self) -> &mut TypeOverrides {
+        self.per_type.entry(TypeId::of::<K>()).or_default()
+    }
+
+    fn overrides<K: 'static>(&self) -> Option<&TypeOverrides> {
+        self.per_type.get(&TypeId::of::<K>())
+    }
+
+    /// The namespace every informer watches, if one.
+    pub(super) fn namespace_of(&self) -> Option<&String> {
+        self.namespace.as_ref()
+    }
+
+    /// The tweak of every informer's list options, if one.
+    pub(super) fn tweak_of(&self) -> Option<&Tweak> {
+        self.tweak.as_ref()
+    }
+
+    /// The reflector settings of every informer.
+    pub(super) fn reflector_of(&self) -> &reflector::Config {
+        &self.reflector
+    }
+
+    /// `K`'s resync period: its own, else every type's.
+    pub(super) fn resync_of<K: 'static>(&self) -> Option<Duration> {
+        self.overrides::<K>()
+            .and_then(|o| o.resync)
+            .or(self.default_resync)
+    }
+
+    /// Whether `K`'s objects keep `metadata.managedFields`.
+    pub(super) fn managed_fields_of<K: 'static>(&self) -> ManagedFields {
+        self.overrides::<K>()
+            .and_then(|o| o.managed_fields)
+            .unwrap_or(self.managed_fields)
+    }
+
+    /// `K`'s queue.
+    pub(super) fn queue_of<K: 'static>(&self) -> QueueKind {
+        self.overrides::<K>()
+            .and_then(|o| o.queue)
+            .unwrap_or(self.queue)
+    }
+
+    /// Every type's metadata transform, if one.
+    pub(super) fn metadata_transform(&self) -> Option<MetadataTransform> {
+        self.transform_metadata.clone()
+    }
+
+    /// `K`'s own transform, if one.
+    pub(super) fn transform_of<K: 'static>(&self) -> Option<Arc<dyn Fn(K) -> K + Send + Sync>> {
+        self.overrides::<K>()
+            .and_then(|o| o.transform.as_ref())
+            .and_then(|t| t.downcast_ref::<Arc<dyn Fn(K) -> K + Send + Sync>>())
+            .cloned()
+    }
+
+    /// The metrics every informer reports to, if any.
+    #[cfg(feature = "metrics")]
+    pub(super) fn metrics_of(&self) -> Option<&crate::metrics::Metrics> {
+        self.metrics.as_ref()
+    }
+}

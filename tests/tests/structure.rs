@@ -1,0 +1,92 @@
+//! The library's structure, read from its source (no server): imports point down the
+//! layers of DESIGN.md without circles, and each public name has one path.
+
+mod shape;
+
+use std::path::Path;
+
+use shape::tree::Crate;
+
+fn library() -> Crate {
+    Crate::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../informer/src"))
+}
+
+/// Circles known and left to the owner of their files, each with why; the test fails
+/// once one is gone, so the list only shrinks.
+const KNOWN_CIRCLES: &[(&[&str], &str)] = &[(
+    &["testenv/mod.rs", "testenv/process.rs"],
+    "testenv/ is edited by another engineer: process.rs uses TestEnvError, defined in the facade",
+)];
+
+#[test]
+fn imports_point_down_the_layers_without_circles() {
+    let mut report = shape::layers::check(&library());
+    for (known, why) in KNOWN_CIRCLES {
+        let at = report.file_circles.iter().position(|c| c == known);
+        let at = at.unwrap_or_else(|| {
+            panic!("the known circle {known:?} is gone: drop it from KNOWN_CIRCLES")
+        });
+        println!(
+            "  known circle, left alone ({why}): {}",
+            known.join(" <-> ")
+        );
+        report.file_circles.remove(at);
+        report
+            .circle_edges
+            .retain(|e| !known.iter().any(|f| e.starts_with(f)));
+    }
+    println!(
+        "upward imports: {} (between {} pairs of modules); circles between modules: {}; \
+         circles between the files of a module: {}",
+        report.upward.len(),
+        report.upward_modules.len(),
+        report.module_circles.len(),
+        report.file_circles.len()
+    );
+    for up in &report.upward {
+        println!("  up: {up}");
+    }
+    for circle in &report.module_circles {
+        println!("  module circle: {}", circle.join(" <-> "));
+    }
+    for circle in &report.file_circles {
+        println!("  file circle: {}", circle.join(" <-> "));
+    }
+    for edge in &report.circle_edges {
+        println!("  import in a circle: {edge}");
+    }
+    assert!(
+        report.upward.is_empty()
+            && report.module_circles.is_empty()
+            && report.file_circles.is_empty(),
+        "imports must point down the layers, without circles (see above)"
+    );
+}
+
+#[test]
+fn each_public_name_has_one_path_outside_the_prelude() {
+    let paths = shape::paths::PublicPaths::of(&library());
+    let outside_prelude = paths
+        .items
+        .values()
+        .filter(|p| p.iter().any(|p| !p.starts_with("prelude::")))
+        .count();
+    println!("public items (each counted once): {outside_prelude}");
+    for (module, count) in &paths.names_per_module {
+        println!("  {module}: {count} public names");
+    }
+    if std::env::var_os("PRINT_PUBLIC_PATHS").is_some() {
+        for path in paths.items.values().flatten() {
+            println!("  path: {path}");
+        }
+    }
+    let doubles = paths.doubles();
+    for (item, paths) in &doubles {
+        println!("  double: {item}: {}", paths.join(", "));
+    }
+    assert!(
+        doubles.is_empty(),
+        "{} public items have more than one path (see above)",
+        doubles.len()
+    );
+}
