@@ -7,7 +7,7 @@ use std::time::Duration;
 /// An object the resource type could not decode: reported with its key and skipped,
 /// so one bad object never stalls the informer.
 #[derive(Debug, thiserror::Error)]
-#[error("could not decode {kind} {key}")]
+#[error("could not decode {kind} {key}: {source}")]
 pub struct DecodeError {
     /// The kind the reflector expected.
     pub kind: String,
@@ -30,13 +30,13 @@ pub struct DecodeError {
 #[non_exhaustive]
 pub enum ReflectorError {
     /// Listing failed (forbidden, unauthorized, unreachable, timed out...).
-    #[error("list failed")]
+    #[error("list failed: {}", kube_cause(.0))]
     List(#[source] kube::Error),
     /// Starting or reading a watch failed.
-    #[error("watch failed")]
+    #[error("watch failed: {}", kube_cause(.0))]
     Watch(#[source] kube::Error),
     /// The watch's resourceVersion is too old (410 Gone / Expired): a relist follows.
-    #[error("watch expired (resourceVersion too old): relisting")]
+    #[error("watch expired (resourceVersion too old): relisting: {}", kube_cause(.0))]
     Expired(#[source] kube::Error),
     /// A watch ended at once with no events, which means something is wrong.
     #[error("very short watch: closed after {0:?} with no events")]
@@ -204,10 +204,18 @@ fn at(address: Option<&str>) -> String {
 /// else the innermost cause (the outer layers of a transport error are wrappers:
 /// "client error (Connect)", "tcp connect error").
 fn root_cause(error: &ReflectorError) -> String {
-    let kube_error = match error {
-        ReflectorError::List(e) | ReflectorError::Watch(e) | ReflectorError::Expired(e) => e,
-        other => return other.to_string(),
-    };
+    match error {
+        ReflectorError::List(e) | ReflectorError::Watch(e) | ReflectorError::Expired(e) => {
+            kube_cause(e)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// What went wrong in a request, in one line: the server's status code, reason and
+/// message for an API error (not kube's dump of the whole Status), else the innermost
+/// cause (`Connection refused (os error 111)`, say).
+fn kube_cause(kube_error: &kube::Error) -> String {
     if let kube::Error::Api(status) = kube_error {
         return match (status.reason.as_str(), status.message.as_str()) {
             ("", "") => status.code.to_string(),

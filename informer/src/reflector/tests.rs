@@ -468,7 +468,10 @@ async fn a_broken_watch_resumes_where_it_was_and_an_error_event_relists() {
     // Both failures are reported; the server's closing is not a failure.
     assert_eq!(
         *run.errors.lock().unwrap(),
-        ["watch failed", "watch failed"]
+        [
+            "watch failed: connection refused",
+            "watch failed: 500 Test: internal error"
+        ]
     );
 }
 
@@ -499,7 +502,9 @@ async fn undecodable_events_are_reported_and_skipped() {
     assert_eq!(run.log(), ["replace [] at 10", "forget ns/bad", "add good"]);
     assert_eq!(
         *run.errors.lock().unwrap(),
-        ["could not decode ConfigMap ns/bad"]
+        [
+            "could not decode ConfigMap ns/bad: invalid type: integer `7`, expected a map at line 1 column 9"
+        ]
     );
 }
 
@@ -627,7 +632,10 @@ async fn a_429_inside_a_watch_backs_off_and_watches_again_without_relisting() {
     assert_eq!(run.log(), ["replace [a] at 10", "add b"]);
     assert_eq!(
         *run.errors.lock().unwrap(),
-        ["watch failed", "watch failed"]
+        [
+            "watch failed: 429 Test: too many requests",
+            "watch failed: 429 Test: too many requests"
+        ]
     );
     assert_eq!(run.reflector.stats().short_watches, 0);
 }
@@ -813,7 +821,13 @@ async fn a_failed_sync_is_remembered_until_a_list_succeeds() {
     );
     assert_eq!(run.reflector.stats().sync_failures, 0);
     // The error handler saw every failure, not one per streak.
-    assert_eq!(*run.errors.lock().unwrap(), ["list failed", "list failed"]);
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        [
+            "list failed: 404 Test: the server could not find the requested resource",
+            "list failed: 404 Test: the server could not find the requested resource"
+        ]
+    );
 }
 
 /// A streaming list refused a connection retries inside the sync: still a failed

@@ -207,8 +207,8 @@ async fn an_undecodable_object_not_kept_is_not_reported() {
     assert_eq!(
         *run.errors.lock().unwrap(),
         [
-            "could not decode ConfigMap ns/bad-a",
-            "could not decode ConfigMap ns/a"
+            "could not decode ConfigMap ns/bad-a: invalid type: integer `7`, expected a map at line 1 column 9",
+            "could not decode ConfigMap ns/a: invalid type: integer `7`, expected a map at line 1 column 9"
         ]
     );
     assert_eq!(run.calls()[2], Call::Watch("13".into()));

@@ -287,7 +287,12 @@ where
             self.streaming_list_refused
                 .store(true, std::sync::atomic::Ordering::Relaxed);
             self.record(|metrics| metrics.streaming_list_refused());
-            tracing::warn!(error = %e, "the server refused a streaming list (it predates them, or has them off); listing and watching from now on");
+            // Normal on a server before 1.34 (or with WatchList off): one short line,
+            // the refusal itself counted in the stats and metrics.
+            tracing::info!(
+                status = api_status_code(&e),
+                "the server does not serve streaming lists; listing and watching instead"
+            );
             Retry::ListInstead
         } else {
             // Not (yet) a failed sync: the list that follows decides, and its error,

@@ -208,8 +208,8 @@ async fn a_server_that_refuses_streaming_lists_is_listed_and_watched_for_the_ref
     assert_eq!(
         *run.errors.lock().unwrap(),
         [
-            "watch expired (resourceVersion too old): relisting",
-            "watch failed"
+            "watch expired (resourceVersion too old): relisting: 410 Test: too old",
+            "watch failed: 500 Test: boom"
         ]
     );
 }
@@ -244,7 +244,10 @@ async fn any_other_error_answer_lists_instead_this_once_and_the_next_sync_stream
     assert!(!run.reflector.stats().streaming_list_refused);
     assert_eq!(
         *run.errors.lock().unwrap(),
-        ["watch failed", "watch failed"]
+        [
+            "watch failed: 500 Test: boom",
+            "watch failed: 500 Test: boom again"
+        ]
     );
 }
 
@@ -262,7 +265,10 @@ async fn access_denied_fails_the_sync_once_and_after_a_backoff_streams_again() {
 
     assert_eq!(run.calls(), [stream(""), stream(""), watch("2")]);
     assert_eq!(run.log(), ["replace [a] at 2"]);
-    assert_eq!(*run.errors.lock().unwrap(), ["watch failed"]);
+    assert_eq!(
+        *run.errors.lock().unwrap(),
+        ["watch failed: 403 Test: forbidden"]
+    );
     assert!(!run.reflector.stats().streaming_list_refused);
 }
 
@@ -344,8 +350,8 @@ async fn an_undecodable_initial_object_is_reported_and_left_out() {
     assert_eq!(
         *run.errors.lock().unwrap(),
         [
-            "could not decode ConfigMap ns/b",
-            "could not decode ConfigMap ns/a"
+            "could not decode ConfigMap ns/b: invalid type: integer `7`, expected a map at line 1 column 9",
+            "could not decode ConfigMap ns/a: invalid type: integer `7`, expected a map at line 1 column 9"
         ]
     );
 }
