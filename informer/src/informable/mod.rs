@@ -440,7 +440,7 @@ pub trait IsResource: Resource {}
 impl<K: Resource> IsResource for K {}
 
 #[doc(hidden)]
-#[path = "informable/derive_support.rs"]
+#[path = "derive_support.rs"]
 pub mod __private;
 
 #[cfg(test)]
