@@ -509,3 +509,88 @@ async fn events_published_by_reconciles_fold_into_one_series() {
     factory.shutdown().await;
     env.delete_namespace(&ns).await.unwrap();
 }
+
+/// What one reconcile's conditional write came to: the status code the server
+/// answered (200 or 409), by ConfigMap name.
+type Outcomes = Arc<Mutex<BTreeMap<String, u16>>>;
+
+#[tokio::test]
+async fn a_write_made_if_unchanged_is_refused_by_the_server_once_someone_else_wrote() {
+    let (env, ns, factory) = setup("controller-if-unchanged").await;
+    let cms = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    for name in ["untouched", "raced"] {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.data = Some([("owner".to_owned(), "nobody".to_owned())].into());
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let outcomes: Outcomes = Arc::default();
+    // Each reconcile reads its ConfigMap from the cache, lets the test write
+    // "raced" meanwhile (a replica that took over, say), then writes what it
+    // computed from its read: conditional on that read.
+    let (read_tx, mut read_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let (go_tx, go_rx) = tokio::sync::watch::channel(false);
+    let reconcile = {
+        let outcomes = Arc::clone(&outcomes);
+        move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+            let outcomes = Arc::clone(&outcomes);
+            let read_tx = read_tx.clone();
+            let mut go_rx = go_rx.clone();
+            async move {
+                let name = cm.name_any();
+                if outcomes.lock().unwrap().contains_key(&name) {
+                    return Ok(Action::Done);
+                }
+                read_tx.send(name.clone()).ok();
+                go_rx.wait_for(|go| *go).await.ok();
+                let patch = serde_json::json!({ "data": { "owner": "controller" } });
+                let written = ctx
+                    .api::<ConfigMap>()
+                    .if_unchanged(&cm)
+                    .patch(&PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+                let code = match &written {
+                    Ok(_) => 200,
+                    Err(kube::Error::Api(status)) => status.code,
+                    Err(other) => panic!("unexpected error: {other}"),
+                };
+                outcomes.lock().unwrap().insert(name, code);
+                Ok::<_, kube::Error>(Action::Done)
+            }
+        }
+    };
+    let controller = Controller::<ConfigMap>::new(&factory).workers(2);
+    let running = spawn(|stop| controller.run(reconcile, backoff, stop));
+    let mut read = Vec::new();
+    while read.len() < 2 {
+        read.push(read_rx.recv().await.unwrap());
+    }
+    cms.patch(
+        "raced",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "data": { "owner": "another replica" } })),
+    )
+    .await
+    .unwrap();
+    go_tx.send_replace(true);
+    eventually("both writes answered", Duration::from_secs(10), || {
+        outcomes.lock().unwrap().len() == 2
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(
+        *outcomes.lock().unwrap(),
+        [("raced".to_owned(), 409), ("untouched".to_owned(), 200)].into(),
+        "the write computed from a stale view was refused with 409 Conflict"
+    );
+    assert_eq!(
+        data(&cms.get("raced").await.unwrap())["owner"],
+        "another replica"
+    );
+    assert_eq!(
+        data(&cms.get("untouched").await.unwrap())["owner"],
+        "controller"
+    );
+    factory.shutdown().await;
+    env.delete_namespace(&ns).await.unwrap();
+}
