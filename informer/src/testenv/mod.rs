@@ -37,6 +37,7 @@
 //! `INFORMER_TESTENV_KEEP` keeps the servers' directory (logs, data, certificates)
 //! after they stop, for debugging.
 
+mod builtin_crds;
 mod controller_manager;
 mod credentials;
 mod install;
@@ -46,6 +47,7 @@ mod process;
 mod proxy;
 mod readiness;
 mod resources;
+mod version;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -59,6 +61,7 @@ use tokio::sync::OnceCell;
 use process::Supervised;
 
 pub use proxy::FaultProxy;
+pub use version::Kubernetes;
 
 /// How long a server may take to become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -101,7 +104,7 @@ pub enum TestEnvError {
     /// A server did not become ready in time, or exited.
     #[error("{component} did not become ready: {reason}\n--- last log lines ---\n{log_tail}")]
     NotReady {
-        /// `etcd`, `kube-apiserver` or `kube-controller-manager`.
+        /// `etcd`, `kube-apiserver`, `crd-apiserver` or `kube-controller-manager`.
         component: &'static str,
         /// What was seen.
         reason: String,
@@ -114,6 +117,15 @@ pub enum TestEnvError {
     /// A client could not be built or a request failed.
     #[error("talking to the API server")]
     Client(#[source] kube::Error),
+    /// The control plane's Kubernetes lacks what was asked for (say, a controller
+    /// manager or RBAC on [`Kubernetes::V1_36`]).
+    #[error("{what} is not available on the {kubernetes} control plane")]
+    Unsupported {
+        /// What was asked for.
+        what: &'static str,
+        /// The control plane's version.
+        kubernetes: Kubernetes,
+    },
     /// `etcdctl` failed.
     #[error("etcdctl {action} failed: {message}")]
     Etcdctl {
@@ -128,6 +140,7 @@ pub enum TestEnvError {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct TestEnvBuilder {
+    kubernetes: Kubernetes,
     watch_cache: bool,
     extra_apiserver_args: Vec<String>,
     controller_manager: bool,
@@ -137,6 +150,7 @@ pub struct TestEnvBuilder {
 impl Default for TestEnvBuilder {
     fn default() -> Self {
         Self {
+            kubernetes: Kubernetes::default(),
             watch_cache: true,
             extra_apiserver_args: Vec::new(),
             controller_manager: false,
@@ -146,6 +160,13 @@ impl Default for TestEnvBuilder {
 }
 
 impl TestEnvBuilder {
+    /// Which Kubernetes to run: [`Kubernetes::V1_20`] (the default) or
+    /// [`Kubernetes::V1_36`]. See [`Kubernetes`] for what each serves.
+    pub fn kubernetes(mut self, version: Kubernetes) -> Self {
+        self.kubernetes = version;
+        self
+    }
+
     /// Runs the API server with (`true`, the default) or without its watch cache.
     ///
     /// Without it, every list and watch is served by etcd, so a watch from a
@@ -156,7 +177,8 @@ impl TestEnvBuilder {
         self
     }
 
-    /// Adds a command-line flag for kube-apiserver, e.g. `--v=4`.
+    /// Adds a command-line flag for the API server (kube-apiserver or crd-apiserver),
+    /// e.g. `--v=4`.
     pub fn apiserver_arg(mut self, arg: impl Into<String>) -> Self {
         self.extra_apiserver_args.push(arg.into());
         self
@@ -182,6 +204,10 @@ impl TestEnvBuilder {
     /// `scripts/install-control-plane.sh`), unless `INFORMER_KUBE_CONTROLLER_MANAGER`
     /// points at one you have. Off by default, so that a plain control plane starts
     /// as fast as before and never waits for that build.
+    ///
+    /// Only on [`Kubernetes::V1_20`]: there is no 1.36 controller manager, and
+    /// starting a 1.36 control plane with one fails with
+    /// [`TestEnvError::Unsupported`].
     pub fn controller_manager(mut self, enabled: bool) -> Self {
         self.controller_manager = enabled;
         self
@@ -196,16 +222,19 @@ impl TestEnvBuilder {
         self
     }
 
-    /// Installs the binaries if needed, starts etcd and kube-apiserver (and
-    /// kube-controller-manager when asked), and waits until they are ready.
+    /// Installs the binaries if needed, starts etcd and the API server (and
+    /// kube-controller-manager when asked), and waits until they are ready; on
+    /// [`Kubernetes::V1_36`] also installs the built-in stand-in CRDs (see the
+    /// [module docs](self)) and waits until they are served.
     pub async fn start(self) -> Result<TestEnv, TestEnvError> {
         TestEnv::start_with(self).await
     }
 }
 
-/// A running etcd + kube-apiserver pair on loopback. See the [module docs](self).
+/// A running etcd + API server pair on loopback. See the [module docs](self).
 #[derive(Debug)]
 pub struct TestEnv {
+    kubernetes: Kubernetes,
     dir: PathBuf,
     binaries: install::Binaries,
     etcd_url: String,
@@ -221,8 +250,8 @@ pub struct TestEnv {
 }
 
 impl TestEnv {
-    /// Starts a control plane with default options: a fresh etcd and an API server
-    /// with its watch cache on.
+    /// Starts a control plane with default options: a fresh etcd and a Kubernetes
+    /// 1.20 API server with its watch cache on.
     pub async fn start() -> Result<Self, TestEnvError> {
         Self::builder().start().await
     }
@@ -243,8 +272,27 @@ impl TestEnv {
         SHARED.get_or_try_init(Self::start).await
     }
 
+    /// Like [`TestEnv::shared`], a [`Kubernetes::V1_36`] control plane shared by
+    /// everything in this process, started on first use (about a second).
+    ///
+    /// Tests isolate themselves by namespace there too: [`TestEnv::create_namespace`]
+    /// hands out a unique name, in which custom resources can be created at once.
+    pub async fn shared_1_36() -> Result<&'static Self, TestEnvError> {
+        static SHARED: OnceCell<TestEnv> = OnceCell::const_new();
+        SHARED
+            .get_or_try_init(|| Self::builder().kubernetes(Kubernetes::V1_36).start())
+            .await
+    }
+
     async fn start_with(options: TestEnvBuilder) -> Result<Self, TestEnvError> {
-        let binaries = install::ensure_installed(options.controller_manager).await?;
+        let kubernetes = options.kubernetes;
+        if options.controller_manager && kubernetes != Kubernetes::V1_20 {
+            return Err(TestEnvError::Unsupported {
+                what: "kube-controller-manager",
+                kubernetes,
+            });
+        }
+        let binaries = install::ensure_installed(kubernetes, options.controller_manager).await?;
         let dir = tempfile::Builder::new()
             .prefix("informer-testenv-")
             .tempdir()
@@ -299,33 +347,18 @@ impl TestEnv {
         )?;
         readiness::wait_for_port(&etcd, etcd_port).await?;
 
-        let mut apiserver_args = vec![
-            format!("--etcd-servers={etcd_url}"),
-            "--bind-address=127.0.0.1".to_owned(),
-            "--advertise-address=127.0.0.1".to_owned(),
-            format!("--secure-port={apiserver_port}"),
-            format!("--cert-dir={}", dir.join("apiserver-certs").display()),
-            format!("--tls-cert-file={}", pki.serving_cert.display()),
-            format!("--tls-private-key-file={}", pki.serving_key.display()),
-            format!("--token-auth-file={}", tokens.display()),
-            "--authorization-mode=RBAC".to_owned(),
-            "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
-            format!(
-                "--service-account-key-file={}",
-                pki.service_account_pub.display()
-            ),
-            format!(
-                "--service-account-signing-key-file={}",
-                pki.service_account_key.display()
-            ),
-            "--api-audiences=https://kubernetes.default.svc".to_owned(),
-            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
-            "--disable-admission-plugins=ServiceAccount".to_owned(),
-            format!("--watch-cache={}", options.watch_cache),
-        ];
+        let mut apiserver_args = kubernetes.apiserver_args(
+            &etcd_url,
+            apiserver_port,
+            &dir,
+            &pki,
+            &tokens,
+            options.watch_cache,
+        );
         apiserver_args.extend(options.extra_apiserver_args);
 
         let mut env = Self {
+            kubernetes,
             dir,
             binaries,
             etcd_url,
@@ -340,6 +373,9 @@ impl TestEnv {
             namespaces: AtomicU64::new(0),
         };
         env.start_apiserver().await?;
+        if kubernetes == Kubernetes::V1_36 {
+            env.install_builtin_crds().await?;
+        }
         if options.controller_manager {
             let program = env
                 .binaries
@@ -364,7 +400,7 @@ impl TestEnv {
     }
 
     /// A client for [`RESTRICTED_USER`], whom RBAC denies everything until a test
-    /// grants it a role.
+    /// grants it a role (on [`Kubernetes::V1_36`], which has no RBAC, for good).
     pub fn restricted_client(&self) -> Result<Client, TestEnvError> {
         Client::try_from(self.restricted.clone()).map_err(TestEnvError::Client)
     }
@@ -385,6 +421,11 @@ impl TestEnv {
         &self.kubeconfig
     }
 
+    /// The Kubernetes this control plane runs.
+    pub fn kubernetes(&self) -> Kubernetes {
+        self.kubernetes
+    }
+
     /// The API server's URL, e.g. `https://127.0.0.1:34567`.
     pub fn apiserver_url(&self) -> String {
         format!("https://127.0.0.1:{}", self.apiserver_port)
@@ -395,8 +436,9 @@ impl TestEnv {
         &self.etcd_url
     }
 
-    /// The directory holding certificates, logs (`etcd.log`, `kube-apiserver.log`,
-    /// `kube-controller-manager.log` when it runs) and etcd's data.
+    /// The directory holding certificates, logs (`etcd.log`, `kube-apiserver.log` or
+    /// `crd-apiserver.log`, `kube-controller-manager.log` when it runs) and etcd's
+    /// data.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
