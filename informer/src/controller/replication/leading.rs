@@ -27,7 +27,6 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::sleep_until;
 
-use super::KeyReconcile;
 use super::fence::Fence;
 use crate::controller::primaries::Primaries;
 use crate::controller::reasons::{Reason, Reasons};
@@ -43,9 +42,9 @@ const HANDOVER_WINDOW_LEASES: u32 = 2;
 
 /// Runs `runner`'s workers during each term of `leadership` until `shutdown`
 /// completes, the elector stops, or the queue is shut down; then shuts the queue down.
-pub(crate) async fn run_while_leading<K, R, E, S>(
+pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
     runner: Runner<ObjectKey>,
-    reconcile: R,
+    reconcile: F,
     leadership: &LeadershipHandle,
     primaries: &Primaries<K>,
     reasons: &Arc<Reasons>,
@@ -53,7 +52,8 @@ pub(crate) async fn run_while_leading<K, R, E, S>(
     shutdown: S,
 ) where
     K: Send + Sync + 'static,
-    R: KeyReconcile<E>,
+    F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
     S: Future<Output = ()> + Send,
 {
@@ -155,16 +155,18 @@ async fn stand_by<K>(
 /// term is over, as a worker that took a key just as the term ended must not act on
 /// it; dropped before its next step once the term can no longer hold the lease (see
 /// [`Fence`]).
-fn gated<R, E>(
-    reconcile: R,
+fn gated<F, Fut, E>(
+    reconcile: F,
     term: Arc<Term>,
     leadership: &LeadershipHandle,
     reasons: Arc<Reasons>,
 ) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
 where
-    R: KeyReconcile<E>,
+    F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: Send + 'static,
 {
+    let reconcile = Arc::new(reconcile);
     let fence = Fence::Term {
         leadership: leadership.clone(),
         term: term.number(),
@@ -175,7 +177,7 @@ where
             return Box::pin(std::future::ready(Ok(Action::Done)));
         }
         let fence = fence.clone();
-        let reconciling = reconcile.start(key.clone(), fence.clone());
+        let reconciling = reconcile(key.clone(), fence.clone());
         Box::pin(async move { fence.run(&key, reconciling).await })
     }
 }

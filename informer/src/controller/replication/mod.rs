@@ -68,28 +68,6 @@ impl ReplicationMode for Single {}
 impl ReplicationMode for LeaderElected {}
 impl ReplicationMode for Sharded {}
 
-/// What the run room hands a replication mode: the worker's reconcile of one key,
-/// acting only while its [`Fence`] holds. One name for the bounds every mode needs.
-pub(crate) trait KeyReconcile<E>: Clone + Send + Sync + 'static {
-    /// The reconcile of one key.
-    type Future: Future<Output = Result<Action, E>> + Send + 'static;
-
-    /// Starts the reconcile of `key` under `fence`.
-    fn start(&self, key: ObjectKey, fence: Fence) -> Self::Future;
-}
-
-impl<F, Fut, E> KeyReconcile<E> for F
-where
-    F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-{
-    type Future = Fut;
-
-    fn start(&self, key: ObjectKey, fence: Fence) -> Fut {
-        self(key, fence)
-    }
-}
-
 /// The mode with what it runs on, as the run room needs it.
 #[derive(Clone)]
 pub(crate) enum Replication {
@@ -116,24 +94,25 @@ impl Replication {
     ///
     /// A key taken and not reconciled here (not this replica's) has its queueing
     /// reason forgotten; one taken over is queued as such.
-    pub(crate) async fn run_workers<K, R, E, S>(
+    pub(crate) async fn run_workers<K, F, Fut, E, S>(
         &self,
         runner: Runner<ObjectKey>,
-        reconcile: R,
+        reconcile: F,
         primaries: &Primaries<K>,
         reasons: &Arc<Reasons>,
         controller: &str,
         shutdown: S,
     ) where
         K: Send + Sync + 'static,
-        R: KeyReconcile<E>,
+        F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
         S: Future<Output = ()> + Send,
     {
         match self {
             Replication::Single => {
                 runner
-                    .run(move |key| reconcile.start(key, Fence::Open), shutdown)
+                    .run(move |key| reconcile(key, Fence::Open), shutdown)
                     .await;
             }
             Replication::LeaderElected(leadership) => {

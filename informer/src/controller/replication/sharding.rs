@@ -22,7 +22,6 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::KeyReconcile;
 use super::fence::Fence;
 use crate::controller::primaries::Primaries;
 use crate::controller::reasons::{Reason, Reasons};
@@ -32,9 +31,9 @@ use crate::workqueue::{Action, Runner};
 
 /// Runs `runner`'s workers on the keys `shard` gives this replica until `shutdown`
 /// completes or the member stops; then shuts the queue down.
-pub(crate) async fn run_sharded<K, R, E, S>(
+pub(crate) async fn run_sharded<K, F, Fut, E, S>(
     runner: Runner<ObjectKey>,
-    reconcile: R,
+    reconcile: F,
     shard: &ShardHandle,
     primaries: &Primaries<K>,
     reasons: &Arc<Reasons>,
@@ -42,7 +41,8 @@ pub(crate) async fn run_sharded<K, R, E, S>(
     shutdown: S,
 ) where
     K: Send + Sync + 'static,
-    R: KeyReconcile<E>,
+    F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
     S: Future<Output = ()> + Send,
 {
@@ -123,18 +123,20 @@ async fn queue_keys_as_they_become_ours<K>(
 /// `reconcile`, for keys this member may reconcile now; dropped before its next step
 /// when the member asks (hand-off timeout), or once the key is no longer claimed by
 /// this member or its lease could have expired for the others (see [`Fence`]).
-fn gated<R, E>(
-    reconcile: R,
+fn gated<F, Fut, E>(
+    reconcile: F,
     shard: ShardHandle,
     reasons: Arc<Reasons>,
 ) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
 where
-    R: KeyReconcile<E>,
+    F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: Send + 'static,
 {
+    let reconcile = Arc::new(reconcile);
     move |key: ObjectKey| {
         let shard = shard.clone();
-        let reconcile = reconcile.clone();
+        let reconcile = Arc::clone(&reconcile);
         let reasons = Arc::clone(&reasons);
         Box::pin(async move {
             // Recorded as running before the check, so a hand-off that starts now
@@ -148,7 +150,7 @@ where
                 shard: shard.clone(),
                 key: key.clone(),
             };
-            let reconciling = fence.run(&key, reconcile.start(key.clone(), fence.clone()));
+            let reconciling = fence.run(&key, reconcile(key.clone(), fence.clone()));
             tokio::select! {
                 // The member's word first: a process resuming from a pause may find
                 // everything ready at once.
