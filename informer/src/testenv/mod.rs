@@ -521,9 +521,24 @@ impl Drop for TestEnv {
     }
 }
 
-/// A port that was free a moment ago. Another process could take it before the
-/// server binds it; the server then fails to start with a clear log line.
+/// A port that was free a moment ago, chosen below the kernel's ephemeral range: a
+/// port from the range (what binding port 0 hands out) may be taken, before the
+/// server binds it, as the local port of any outgoing connection on the machine, and
+/// the tests make thousands of those. A port handed out before in this process is
+/// never handed out again, so control planes started at once in one process do not
+/// collide either. Falls back to the ephemeral range if no port below is free.
 fn free_port(dir: &Path) -> Result<u16, TestEnvError> {
+    use rand::Rng;
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let below = ephemeral_range_start().clamp(10_001, 32_768);
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for _ in 0..200 {
+        let port = rand::rng().random_range(10_000..below);
+        if !handed_out.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed_out.push(port);
+            return Ok(port);
+        }
+    }
     TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -531,4 +546,13 @@ fn free_port(dir: &Path) -> Result<u16, TestEnvError> {
             path: dir.to_path_buf(),
             source,
         })
+}
+
+/// The first port of the kernel's ephemeral range (Linux's
+/// `net.ipv4.ip_local_port_range`; 32768, its default, elsewhere).
+fn ephemeral_range_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
