@@ -529,9 +529,11 @@ impl Drop for TestEnv {
 /// collide either. Falls back to the ephemeral range if no port below is free.
 fn free_port(dir: &Path) -> Result<u16, TestEnvError> {
     use rand::Rng;
+
+    use crate::lock::MutexExt;
     static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
     let below = ephemeral_range_start().clamp(10_001, 32_768);
-    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut handed_out = HANDED_OUT.locked();
     for _ in 0..200 {
         let port = rand::rng().random_range(10_000..below);
         if !handed_out.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
