@@ -123,6 +123,7 @@ pub mod store;
 pub mod workqueue;
 
 mod cached;
+mod cause;
 mod lock;
 mod panic;
 mod shutdown;

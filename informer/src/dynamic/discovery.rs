@@ -5,6 +5,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;
 use kube::{Client, Resource};
 
+use crate::cause::kube_cause;
 use crate::scope::FactoryScope;
 
 /// A resource known at run time: its [`ApiResource`] (group, version, kind, plural) and
@@ -31,7 +32,7 @@ pub enum DiscoveryError {
     },
     /// Asking failed: the server could not be reached, access was denied, or its
     /// answer did not parse.
-    #[error("discovery of {gvk} failed")]
+    #[error("discovery of {gvk} failed: {}", kube_cause(source))]
     Request {
         /// The kind asked for, as `group/version/Kind`.
         gvk: String,
@@ -138,5 +139,22 @@ mod tests {
             "example.com/v1/Backup is not served by the API server"
         );
         assert_eq!(describe(&GroupVersionKind::gvk("", "v1", "Pod")), "v1/Pod");
+    }
+
+    #[test]
+    fn a_failed_request_says_what_the_server_answered() {
+        let forbidden = kube::core::Status::failure(
+            r#"forbidden: User "x" cannot get path "/apis/example.com/v1""#,
+            "Forbidden",
+        )
+        .with_code(403);
+        let error = DiscoveryError::Request {
+            gvk: describe(&GroupVersionKind::gvk("example.com", "v1", "Backup")),
+            source: kube::Error::Api(forbidden.boxed()),
+        };
+        assert_eq!(
+            error.to_string(),
+            r#"discovery of example.com/v1/Backup failed: 403 Forbidden: forbidden: User "x" cannot get path "/apis/example.com/v1""#
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! Why an event was not recorded.
 
+use crate::cause::kube_cause;
+
 /// Why an event was dropped, or why writing it failed.
 ///
 /// Recording events is best effort, as in client-go: [`Recorder::publish`] never fails
@@ -50,7 +52,7 @@ pub enum EventError {
     ShutDown,
     /// The API server refused a write, or it failed more times than the recorder
     /// retries: the write was given up.
-    #[error("writing event {namespace}/{name} failed")]
+    #[error("writing event {namespace}/{name} failed: {}", kube_cause(source))]
     Write {
         /// The Event's namespace.
         namespace: String,
@@ -60,4 +62,30 @@ pub enum EventError {
         #[source]
         source: kube::Error,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventError;
+
+    #[test]
+    fn a_failed_write_says_what_the_server_answered() {
+        let invalid = kube::Error::Api(
+            kube::core::Status::failure(
+                r#"Event.events.k8s.io "web.17a" is invalid: note: Too long: may not be more than 1024 bytes"#,
+                "Invalid",
+            )
+            .with_code(422)
+            .boxed(),
+        );
+        let error = EventError::Write {
+            namespace: "default".to_owned(),
+            name: "web.17a".to_owned(),
+            source: invalid,
+        };
+        assert_eq!(
+            error.to_string(),
+            r#"writing event default/web.17a failed: 422 Invalid: Event.events.k8s.io "web.17a" is invalid: note: Too long: may not be more than 1024 bytes"#
+        );
+    }
 }

@@ -13,10 +13,10 @@ pub enum PopError<E> {
     Closed,
     /// The process function asked for a requeue; the deltas are queued again (only a
     /// [`DeltaFifo`](super::DeltaFifo) requeues).
-    #[error("processing failed; the deltas were requeued")]
+    #[error("processing failed; the deltas were requeued: {0}")]
     Requeued(#[source] E),
     /// The process function failed; the deltas were dropped.
-    #[error("processing failed; the deltas were dropped")]
+    #[error("processing failed; the deltas were dropped: {0}")]
     Failed(#[source] E),
 }
 
@@ -46,4 +46,26 @@ pub(crate) trait DeltaBatch<K> {
     /// Calls `apply` with the next deltas of the batch; `false` (without calling it)
     /// once the batch is full or the queue empty.
     fn apply_next(&mut self, apply: &mut dyn FnMut(&Deltas<K>)) -> bool;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PopError;
+
+    #[test]
+    fn a_failed_process_says_why() {
+        let why = || std::io::Error::other("handler unavailable");
+        assert_eq!(
+            PopError::Requeued(why()).to_string(),
+            "processing failed; the deltas were requeued: handler unavailable"
+        );
+        assert_eq!(
+            PopError::Failed(why()).to_string(),
+            "processing failed; the deltas were dropped: handler unavailable"
+        );
+        assert_eq!(
+            PopError::<std::io::Error>::Closed.to_string(),
+            "the queue is closed"
+        );
+    }
 }

@@ -12,7 +12,6 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
 
 use super::config::jittered;
-use super::error::error_chain;
 use super::leadership::{Candidate, Holds, Leadership, LeadershipHandle, State};
 use super::lease_lock::{LeaseLock, is_conflict};
 use super::record::{Observer, Plan, Record, wall_now};
@@ -163,7 +162,7 @@ impl LeaderElector {
                 }
                 Err(error) => {
                     if !failing {
-                        tracing::warn!(lease = self.lock.describe(), error = %error_chain(&error), "leader election: could not try the lease; retrying");
+                        tracing::warn!(lease = self.lock.describe(), %error, "leader election: could not try the lease; retrying");
                     }
                     failing = true;
                     self.follow(self.observed_holder(tries));
@@ -259,7 +258,7 @@ impl LeaderElector {
                 // Someone else holds it: never lead beside them.
                 Ok(Outcome::HeldBy(holder)) => return Err(Some(holder)),
                 Err(error) => {
-                    tracing::debug!(lease = self.lock.describe(), error = %error_chain(&error), "failed to renew the lease; retrying");
+                    tracing::debug!(lease = self.lock.describe(), %error, "failed to renew the lease; retrying");
                 }
             }
             let retry = (Instant::now() + self.config.retry_period).min(deadline);
@@ -287,7 +286,7 @@ impl LeaderElector {
                     return Ok(Outcome::Holding { sent });
                 }
                 Err(error) => {
-                    tracing::debug!(lease = self.lock.describe(), error = %error_chain(&error), "optimistic renewal failed; reading the lease");
+                    tracing::debug!(lease = self.lock.describe(), %error, "optimistic renewal failed; reading the lease");
                 }
             }
         }
@@ -351,7 +350,7 @@ impl LeaderElector {
                 Ok(Some(lease)) => lease,
                 Ok(None) => return,
                 Err(error) => {
-                    tracing::warn!(lease = self.lock.describe(), error = %error_chain(&error), "could not release the lease; it will expire");
+                    tracing::warn!(lease = self.lock.describe(), %error, "could not release the lease; it will expire");
                     return;
                 }
             };
@@ -369,7 +368,7 @@ impl LeaderElector {
                 }
                 Err(error) if is_conflict(&error) => continue,
                 Err(error) => {
-                    tracing::warn!(lease = self.lock.describe(), error = %error_chain(&error), "could not release the lease; it will expire");
+                    tracing::warn!(lease = self.lock.describe(), %error, "could not release the lease; it will expire");
                     return;
                 }
             }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::cause::kube_cause;
+
 /// A [`LeaderElectionConfig`](super::LeaderElectionConfig) that breaks a rule, or a
 /// failed request about the Lease.
 ///
@@ -53,7 +55,7 @@ pub enum LeaderError {
     },
     /// A request about the Lease failed (the API server refused it or could not be
     /// reached); a conflict means another replica wrote the Lease first.
-    #[error("{action} Lease {lease} failed")]
+    #[error("{action} Lease {lease} failed: {}", kube_cause(source))]
     Api {
         /// What was asked: `reading`, `creating` or `updating`.
         action: &'static str,
@@ -75,14 +77,28 @@ pub enum LeaderError {
     },
 }
 
-/// An error and its causes, on one line (for logs).
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+#[cfg(test)]
+mod tests {
+    use super::LeaderError;
+
+    #[test]
+    fn a_failed_request_says_what_the_server_answered() {
+        let denied = kube::Error::Api(
+            kube::core::Status::failure(
+                r#"leases.coordination.k8s.io "ctl" is forbidden: User "x" cannot update"#,
+                "Forbidden",
+            )
+            .with_code(403)
+            .boxed(),
+        );
+        let error = LeaderError::Api {
+            action: "updating",
+            lease: "kube-system/ctl".to_owned(),
+            source: denied,
+        };
+        assert_eq!(
+            error.to_string(),
+            r#"updating Lease kube-system/ctl failed: 403 Forbidden: leases.coordination.k8s.io "ctl" is forbidden: User "x" cannot update"#
+        );
     }
-    text
 }

@@ -89,7 +89,6 @@ mod timings;
 pub use config::LeaderElectionConfig;
 pub use elector::LeaderElector;
 pub use error::LeaderError;
-pub(crate) use error::error_chain;
 pub use leadership::{Leadership, LeadershipHandle, Term};
 #[cfg(test)]
 pub(crate) use leadership::{State, tests as leadership_tests};

@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cause::kube_cause;
+
 /// An object the resource type could not decode: reported with its key and skipped,
 /// so one bad object never stalls the informer.
 #[derive(Debug, thiserror::Error)]
@@ -210,25 +212,6 @@ fn root_cause(error: &ReflectorError) -> String {
         }
         other => other.to_string(),
     }
-}
-
-/// What went wrong in a request, in one line: the server's status code, reason and
-/// message for an API error (not kube's dump of the whole Status), else the innermost
-/// cause (`Connection refused (os error 111)`, say).
-fn kube_cause(kube_error: &kube::Error) -> String {
-    if let kube::Error::Api(status) = kube_error {
-        return match (status.reason.as_str(), status.message.as_str()) {
-            ("", "") => status.code.to_string(),
-            (reason, "") => format!("{} {reason}", status.code),
-            ("", message) => format!("{}: {message}", status.code),
-            (reason, message) => format!("{} {reason}: {message}", status.code),
-        };
-    }
-    let mut innermost: &(dyn std::error::Error + 'static) = kube_error;
-    while let Some(source) = innermost.source() {
-        innermost = source;
-    }
-    innermost.to_string()
 }
 
 /// Whether the request never reached the API server: the connection could not be made

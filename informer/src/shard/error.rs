@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::cause::kube_cause;
+
 /// A [`ShardConfig`](super::ShardConfig) that breaks a rule, or a failed request
 /// about a member Lease.
 ///
@@ -31,11 +33,11 @@ pub enum ShardError {
         identity: String,
     },
     /// The timings break leader election's rules, which members' leases follow.
-    #[error("shard member lease timings are invalid")]
+    #[error("shard member lease timings are invalid: {0}")]
     Timings(#[source] crate::leader::LeaderError),
     /// A request about a Lease failed (the API server refused it or could not be
     /// reached).
-    #[error("{action} shard Lease {lease} failed")]
+    #[error("{action} shard Lease {lease} failed: {}", kube_cause(source))]
     Api {
         /// What was asked: `renewing`, `creating`, `listing`, `fencing`, `releasing`.
         action: &'static str,
@@ -67,5 +69,67 @@ impl ShardError {
             } => Some(status.code),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ShardError;
+    use crate::leader::LeaderError;
+
+    #[test]
+    fn invalid_timings_say_which_rule_they_break() {
+        let error = ShardError::Timings(LeaderError::ZeroDuration {
+            which: "retry_period",
+        });
+        assert_eq!(
+            error.to_string(),
+            "shard member lease timings are invalid: leader election retry_period must be greater than zero"
+        );
+        let error = ShardError::Timings(LeaderError::LeaseNotLongerThanRenewDeadline {
+            lease_duration: Duration::from_secs(5),
+            renew_deadline: Duration::from_secs(10),
+        });
+        assert_eq!(
+            error.to_string(),
+            "shard member lease timings are invalid: leader election lease_duration 5s must be greater than renew_deadline 10s"
+        );
+    }
+
+    #[test]
+    fn a_failed_request_says_what_the_server_answered() {
+        let conflict = kube::Error::Api(
+            kube::core::Status::failure(
+                "Operation cannot be fulfilled on leases.coordination.k8s.io \"workers-a\": the object has been modified",
+                "Conflict",
+            )
+            .with_code(409)
+            .boxed(),
+        );
+        let error = ShardError::Api {
+            action: "renewing",
+            lease: "ops/workers-a".to_owned(),
+            source: conflict,
+        };
+        assert_eq!(
+            error.to_string(),
+            "renewing shard Lease ops/workers-a failed: 409 Conflict: Operation cannot be fulfilled on \
+             leases.coordination.k8s.io \"workers-a\": the object has been modified"
+        );
+        let refused = kube::Error::Service(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        )));
+        let error = ShardError::Api {
+            action: "listing",
+            lease: "informer.rs/shard-group=workers".to_owned(),
+            source: refused,
+        };
+        assert_eq!(
+            error.to_string(),
+            "listing shard Lease informer.rs/shard-group=workers failed: Connection refused (os error 111)"
+        );
     }
 }

@@ -396,7 +396,7 @@ impl ShardMember {
         self.counters.request_failed();
         let message = error.to_string();
         if round.failing.as_deref() != Some(message.as_str()) {
-            tracing::warn!(identity = %self.identity, error = %crate::leader::error_chain(error), "shard group request failed; retrying");
+            tracing::warn!(identity = %self.identity, %error, "shard group request failed; retrying");
             round.failing = Some(message);
         }
     }

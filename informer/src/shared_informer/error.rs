@@ -19,3 +19,15 @@ pub enum InformerError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::InformerError;
+    use crate::store::StoreError;
+
+    #[test]
+    fn a_store_error_is_shown_as_it_is() {
+        let error = InformerError::from(StoreError::IndexConflict("by-owner".to_owned()));
+        assert_eq!(error.to_string(), r#"index "by-owner" already exists"#);
+    }
+}

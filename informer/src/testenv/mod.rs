@@ -109,6 +109,8 @@ use std::time::Duration;
 use kube::{Client, Config};
 use tokio::sync::OnceCell;
 
+use crate::cause::kube_cause;
+
 use process::Supervised;
 
 pub use proxy::FaultProxy;
@@ -132,7 +134,7 @@ pub enum TestEnvError {
     #[error("control plane not installed: {0}")]
     NotInstalled(String),
     /// A program could not be started.
-    #[error("could not run {program}")]
+    #[error("could not run {program}: {source}")]
     Spawn {
         /// The program.
         program: PathBuf,
@@ -141,7 +143,7 @@ pub enum TestEnvError {
         source: std::io::Error,
     },
     /// Reading or writing a file failed.
-    #[error("I/O on {path}")]
+    #[error("I/O on {path}: {source}")]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -163,10 +165,10 @@ pub enum TestEnvError {
         log_tail: String,
     },
     /// The generated kubeconfig could not be loaded.
-    #[error("loading the generated kubeconfig")]
+    #[error("loading the generated kubeconfig: {0}")]
     Kubeconfig(#[source] kube::config::KubeconfigError),
     /// A client could not be built or a request failed.
-    #[error("talking to the API server")]
+    #[error("talking to the API server: {}", kube_cause(.0))]
     Client(#[source] kube::Error),
     /// The control plane's Kubernetes lacks what was asked for (say, a controller
     /// manager or RBAC on [`Kubernetes::V1_36`]).
@@ -557,4 +559,43 @@ fn ephemeral_range_start() -> u16 {
         .ok()
         .and_then(|range| range.split_whitespace().next()?.parse().ok())
         .unwrap_or(32_768)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::TestEnvError;
+
+    #[test]
+    fn errors_with_a_cause_say_it() {
+        let missing = || std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let spawn = TestEnvError::Spawn {
+            program: PathBuf::from("/cache/bin/etcd"),
+            source: missing(),
+        };
+        assert_eq!(
+            spawn.to_string(),
+            "could not run /cache/bin/etcd: No such file"
+        );
+        let io = TestEnvError::Io {
+            path: PathBuf::from("/tmp/env/kubeconfig"),
+            source: missing(),
+        };
+        assert_eq!(io.to_string(), "I/O on /tmp/env/kubeconfig: No such file");
+        let kubeconfig = TestEnvError::Kubeconfig(kube::config::KubeconfigError::LoadContext(
+            "no context named admin".to_owned(),
+        ));
+        assert_eq!(
+            kubeconfig.to_string(),
+            "loading the generated kubeconfig: failed to load current context: no context named admin"
+        );
+        let unauthorized =
+            kube::core::Status::failure("Unauthorized", "Unauthorized").with_code(401);
+        let client = TestEnvError::Client(kube::Error::Api(unauthorized.boxed()));
+        assert_eq!(
+            client.to_string(),
+            "talking to the API server: 401 Unauthorized: Unauthorized"
+        );
+    }
 }

@@ -15,7 +15,7 @@ use super::tree::{Crate, circles};
 /// and `dynamic` (discovery and JSONPath indexes, over the store) below `factory`,
 /// which builds dynamic informers from it.
 const LAYERS: &[&[&str]] = &[
-    &["key", "lock", "panic", "cached", "scope", "synced"],
+    &["key", "lock", "panic", "cause", "cached", "scope", "synced"],
     &["reflector", "events", "leader", "workqueue", "testenv"],
     &["store", "shard"],
     &["fifo", "informable", "lister", "dynamic"],
