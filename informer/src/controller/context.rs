@@ -126,7 +126,8 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     }
 
     /// The `C`s that `owner` controls (their controller owner reference is `owner`),
-    /// from the owner index the controller keeps on `C`: no scan, no API call.
+    /// from the owner index the controller keeps on `C`: no scan, no API call. The
+    /// way to read a primary's children in a reconcile.
     ///
     /// # Panics
     /// If `C` was not registered with [`owns`](super::Controller::owns).
