@@ -583,18 +583,7 @@ async fn a_paused_leader_sends_no_write_after_its_term_ended() {
     );
     let _ = resumed_at;
 
-    let stopping = now_micros();
-    for identity in ["a", "b", "c"] {
-        replicas.terminate(identity);
-    }
-    for identity in ["a", "b", "c"] {
-        assert!(
-            replicas
-                .wait_exit(identity, Duration::from_secs(20))
-                .await
-                .success()
-        );
-    }
+    let stopping = replicas.stop_all(&["a", "b", "c"]).await;
     // Decided from the server: each write that landed, against the Lease's holder as
     // of the last change before it in etcd's revision order.
     let outside = history.writes_outside_the_writers_term("replicas");
@@ -613,17 +602,8 @@ async fn a_paused_leader_sends_no_write_after_its_term_ended() {
         })
         .collect();
     assert_eq!(written_last.len(), 16, "{written_last:?}");
-    let stats: Vec<String> = replicas
-        .lines()
-        .iter()
-        .filter(|l| l.at >= stopping && l.event == "stats")
-        .map(|l| format!("{} {}", l.identity, l.detail))
-        .collect();
-    let refused = replicas
-        .lines()
-        .iter()
-        .filter(|l| l.event == "refused")
-        .count();
+    let stats = replicas.exit_stats(stopping);
+    let refused = replicas.count("refused");
     eprintln!(
         "paused leaders: 2 x {LONG_PAUSE:?} (takeovers after {takeovers:?}) and 1 x {SHORT_PAUSE:?}; \
          writes refused before sending: {refused}; dropped/refused per replica: {stats:?}; \

@@ -948,18 +948,7 @@ async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
     );
     let _ = resumed_at;
 
-    let stopping = now_micros();
-    for identity in members {
-        replicas.terminate(identity);
-    }
-    for identity in members {
-        assert!(
-            replicas
-                .wait_exit(identity, Duration::from_secs(20))
-                .await
-                .success()
-        );
-    }
+    let stopping = replicas.stop_all(&members).await;
     // Decided from the server: no member's write landed while it had no Lease, nor
     // on a key another member wrote since its last write of it unless it had joined
     // again in between.
@@ -969,17 +958,8 @@ async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
         "writes that landed when the key may have been another's: {outside:?}; {}",
         replicas.describe()
     );
-    let stats: Vec<String> = replicas
-        .lines()
-        .iter()
-        .filter(|l| l.at >= stopping && l.event == "stats")
-        .map(|l| format!("{} {}", l.identity, l.detail))
-        .collect();
-    let refused = replicas
-        .lines()
-        .iter()
-        .filter(|l| l.event == "refused")
-        .count();
+    let stats = replicas.exit_stats(stopping);
+    let refused = replicas.count("refused");
     eprintln!(
         "paused members: 2 x {LONG_PAUSE:?} (fenced after {takeovers:?}) and 1 x {SHORT_PAUSE:?}; \
          writes refused before sending: {refused}; dropped/refused per member: {stats:?}; \

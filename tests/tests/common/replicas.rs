@@ -222,6 +222,35 @@ impl Replicas {
         }
     }
 
+    /// Stops each of `identities` cleanly (SIGTERM) and waits for it to exit with
+    /// success; returns when the first was told to stop.
+    pub async fn stop_all(&mut self, identities: &[&str]) -> Micros {
+        let stopping = now_micros();
+        for identity in identities {
+            self.terminate(identity);
+        }
+        for identity in identities {
+            let status = self.wait_exit(identity, Duration::from_secs(20)).await;
+            assert!(status.success(), "{identity} exited with {status}");
+        }
+        stopping
+    }
+
+    /// The `stats ...` lines the replicas printed at exit after `after`, as
+    /// `identity detail`.
+    pub fn exit_stats(&self, after: Micros) -> Vec<String> {
+        self.lines()
+            .iter()
+            .filter(|l| l.at >= after && l.event == "stats")
+            .map(|l| format!("{} {}", l.identity, l.detail))
+            .collect()
+    }
+
+    /// How many `event` lines the replicas printed.
+    pub fn count(&self, event: &str) -> usize {
+        self.lines().iter().filter(|l| l.event == event).count()
+    }
+
     pub fn lines(&self) -> Vec<Line> {
         self.lines.lock().unwrap().clone()
     }
