@@ -494,7 +494,7 @@ const LONG_PAUSE: Duration = Duration::from_secs(6);
 
 /// A pause past the renew deadline but shorter than the lease, even counted from a
 /// renewal a retry period before it: nobody may take over.
-const SHORT_PAUSE: Duration = Duration::from_millis(3200);
+const SHORT_PAUSE: Duration = Duration::from_millis(3050);
 
 /// Waits until the history shows `count` more writes by `writer` than `before`.
 async fn wait_for_writes(history: &ServerHistory, writer: &str, before: usize, count: usize) {

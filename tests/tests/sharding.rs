@@ -874,7 +874,7 @@ const LONG_PAUSE: Duration = Duration::from_secs(6);
 
 /// A pause past the renew deadline but shorter than the lease, even counted from a
 /// renewal a retry period before it: nobody may fence the member.
-const SHORT_PAUSE: Duration = Duration::from_millis(3200);
+const SHORT_PAUSE: Duration = Duration::from_millis(3050);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
