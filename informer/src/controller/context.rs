@@ -159,7 +159,6 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     {
         TrackedApi::new(
             C::Scope::api(self.client().clone(), namespace),
-            self.fence.clone(),
             self.shared.registry.cache::<C>().map(|cache| Tracking {
                 cache,
                 reconciled: self.key.clone(),

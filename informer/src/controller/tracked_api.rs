@@ -13,7 +13,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::read_your_writes::{CacheProbe, Expectation, ReadYourWrites, Written};
-use super::replication::Fence;
 use crate::key::ObjectKey;
 
 /// Where a tracked write is remembered.
@@ -31,8 +30,8 @@ pub(crate) struct Tracking {
 /// Writes of a type the controller has no informer for are not tracked (there is no
 /// cache to wait for); [`inner`](Self::inner) gives the plain `Api` for anything else.
 pub struct TrackedApi<C> {
+    /// On the context's client: its writes are fenced there.
     api: Api<C>,
-    fence: Fence,
     tracking: Option<Tracking>,
 }
 
@@ -46,12 +45,8 @@ impl<C: Resource> std::fmt::Debug for TrackedApi<C> {
 }
 
 impl<C> TrackedApi<C> {
-    pub(crate) fn new(api: Api<C>, fence: Fence, tracking: Option<Tracking>) -> Self {
-        Self {
-            api,
-            fence,
-            tracking,
-        }
+    pub(crate) fn new(api: Api<C>, tracking: Option<Tracking>) -> Self {
+        Self { api, tracking }
     }
 }
 
@@ -105,7 +100,6 @@ where
 
     /// Creates `object`.
     pub async fn create(&self, params: &PostParams, object: &C) -> kube::Result<C> {
-        self.fence.check_kube_write()?;
         let created = self.api.create(params, object).await?;
         self.track_written(&created);
         Ok(created)
@@ -114,7 +108,6 @@ where
     /// Replaces the object `name` with `object` (optimistic concurrency on its
     /// resourceVersion).
     pub async fn replace(&self, name: &str, params: &PostParams, object: &C) -> kube::Result<C> {
-        self.fence.check_kube_write()?;
         let replaced = self.api.replace(name, params, object).await?;
         self.track_written(&replaced);
         Ok(replaced)
@@ -127,7 +120,6 @@ where
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> kube::Result<C> {
-        self.fence.check_kube_write()?;
         let patched = self.api.patch(name, params, patch).await?;
         self.track_written(&patched);
         Ok(patched)
@@ -140,7 +132,6 @@ where
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> kube::Result<C> {
-        self.fence.check_kube_write()?;
         let patched = self.api.patch_status(name, params, patch).await?;
         self.track_written(&patched);
         Ok(patched)
@@ -154,7 +145,6 @@ where
         name: &str,
         params: &DeleteParams,
     ) -> kube::Result<Either<C, Status>> {
-        self.fence.check_kube_write()?;
         let deleted = self.api.delete(name, params).await?;
         if let Some(tracking) = &self.tracking {
             let key = ObjectKey::new(self.api.namespace().map(str::to_owned), name);

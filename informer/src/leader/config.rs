@@ -123,8 +123,6 @@ impl LeaderElectionConfig {
     }
 }
 
-/// The host name (the Pod's name in a Pod) and a random suffix, as client-go's
-/// callers build it (`hostname + "_" + uuid`).
 // The timings read as the config's fields (`config.retry_period`), as they did before
 // both configs shared them.
 impl Deref for LeaderElectionConfig {
@@ -141,6 +139,8 @@ impl DerefMut for LeaderElectionConfig {
     }
 }
 
+/// The host name (the Pod's name in a Pod) and a random suffix, as client-go's
+/// callers build it (`hostname + "_" + uuid`).
 fn default_identity() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()

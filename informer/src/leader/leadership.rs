@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use super::timings::drop_deadline;
 use crate::lock::MutexExt;
 
 /// Where this replica stands in the election.
@@ -59,11 +60,10 @@ impl State {
         self.term == term && self.leadership == Leadership::Leading && !self.stepping_down
     }
 
-    /// When work still running under the current term must stop, unless renewed:
-    /// halfway between the renew deadline and the lease expiry, the other half being
-    /// the margin for clocks that drift and timers that fire late.
+    /// When work still running under the current term must stop, unless renewed
+    /// (see [`drop_deadline`]).
     fn drop_deadline(&self) -> Instant {
-        self.renew_deadline + (self.lease_expiry - self.renew_deadline) / 2
+        drop_deadline(self.renew_deadline, self.lease_expiry)
     }
 
     /// Whether work begun under `term` may go on at `now`: the lease is still held

@@ -93,6 +93,7 @@ pub use leadership::{Leadership, LeadershipHandle, Term};
 #[cfg(test)]
 pub(crate) use leadership::{State, tests as leadership_tests};
 pub(crate) use record::wall_now;
+pub(crate) use timings::drop_deadline;
 pub use timings::{JITTER_FACTOR, LeaseTimings};
 
 /// Compile-time checks that the public types (and the run future) cross threads.

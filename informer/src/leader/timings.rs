@@ -112,3 +112,15 @@ impl LeaseTimings {
         i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX)
     }
 }
+
+/// When work still running on a Lease's behalf must stop, unless the lease is renewed:
+/// halfway between the holder's renew deadline and the lease's expiry (both counted
+/// from the last successful renewal's send time), the other half being the margin for
+/// clocks that drift and timers that fire late on a loaded machine. Leader election's
+/// terms and shard members use it alike.
+pub(crate) fn drop_deadline(
+    renew_deadline: tokio::time::Instant,
+    lease_expiry: tokio::time::Instant,
+) -> tokio::time::Instant {
+    renew_deadline + (lease_expiry - renew_deadline) / 2
+}

@@ -47,11 +47,10 @@ impl Assignment {
         }
     }
 
-    /// When reconciles still running must be dropped, unless the lease is renewed:
-    /// halfway between the renew deadline and the lease expiry, leaving the other half
-    /// as a margin for a timer that fires late on a loaded machine.
+    /// When reconciles still running must be dropped, unless the lease is renewed
+    /// (leader election's rule: halfway from the renew deadline to the lease expiry).
     pub(crate) fn drop_deadline(&self) -> Instant {
-        self.renew_deadline + (self.lease_expiry - self.renew_deadline) / 2
+        crate::leader::drop_deadline(self.renew_deadline, self.lease_expiry)
     }
 
     /// Whether the key whose hash is `key` belongs to this member's shard in the

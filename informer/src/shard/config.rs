@@ -139,8 +139,6 @@ impl ShardConfig {
     }
 }
 
-/// Whether `part` is 1 to `max` lowercase letters, digits and `-` (and `.` if
-/// `dots`), starting and ending with a letter or digit.
 // The timings read as the config's fields (`config.retry_period`), as they did before
 // both configs shared them.
 impl Deref for ShardConfig {
@@ -157,6 +155,8 @@ impl DerefMut for ShardConfig {
     }
 }
 
+/// Whether `part` is 1 to `max` lowercase letters, digits and `-` (and `.` if
+/// `dots`), starting and ending with a letter or digit.
 fn is_name_part(part: &str, max: usize, dots: bool) -> bool {
     let bytes = part.as_bytes();
     let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();

@@ -132,20 +132,6 @@ impl Fence {
         })
     }
 
-    /// [`check_write`](Self::check_write) as a [`kube::Error`].
-    pub(crate) fn check_kube_write(&self) -> kube::Result<()> {
-        self.check_write().map_err(Fenced::into_kube_error)
-    }
-
-    /// Counts a reconcile dropped because the fence broke.
-    pub(crate) fn count_dropped(&self) {
-        match self {
-            Fence::Open => {}
-            Fence::Term { leadership, .. } => leadership.count_dropped_reconcile(),
-            Fence::Shard { shard, .. } => shard.count_dropped_reconcile(),
-        }
-    }
-
     fn reason(&self) -> String {
         match self {
             Fence::Open => "the controller stopped".to_owned(),
@@ -216,7 +202,11 @@ impl Fence {
 
     /// Counts and logs a reconcile of `key` dropped because the fence broke.
     pub(crate) fn dropped(&self, key: &ObjectKey) {
-        self.count_dropped();
+        match self {
+            Fence::Open => {}
+            Fence::Term { leadership, .. } => leadership.count_dropped_reconcile(),
+            Fence::Shard { shard, .. } => shard.count_dropped_reconcile(),
+        }
         tracing::warn!(%key, reason = %self.reason(), "reconcile dropped before its next step");
     }
 }
