@@ -148,5 +148,5 @@ pub mod prelude {
     };
     pub use crate::shutdown_signal;
     pub use crate::store::{IndexQuery, Indexer, Indexers, Selector};
-    pub use crate::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
+    pub use crate::workqueue::{Action, Priority, Runner, RunnerConfig, WorkQueue};
 }

@@ -385,6 +385,30 @@ where
         self
     }
 
+    /// Whether keys queued by a real change are reconciled before the backlog (default
+    /// `true`), as controller-runtime's priority queue does.
+    ///
+    /// The backlog is the keys queued without a change: by the initial list of an
+    /// informer, by a resync or a relist that found an object unchanged (same
+    /// `resourceVersion`), and by a take-over (a leadership term starting, keys
+    /// becoming this shard member's). They are queued at [`Priority::LOW`], real
+    /// changes at [`Priority::NORMAL`], so after a restart with 10,000 objects an edit
+    /// waits for a reconcile or two, not for 10,000. The backlog still drains under a
+    /// steady stream of changes: one key in eight handed out is the one waiting longest
+    /// (see the [queue's priorities](crate::workqueue#priorities)). A key keeps its
+    /// priority for its retries and requeues unless the reconcile names one
+    /// ([`Action::RequeueAfterWithPriority`]). `false` queues everything at
+    /// [`Priority::NORMAL`]: client-go's plain FIFO.
+    ///
+    /// [`Priority::LOW`]: crate::workqueue::Priority::LOW
+    /// [`Priority::NORMAL`]: crate::workqueue::Priority::NORMAL
+    /// [`Action::RequeueAfterWithPriority`]: crate::workqueue::Action::RequeueAfterWithPriority
+    #[must_use]
+    pub fn priority_queue(mut self, enabled: bool) -> Self {
+        self.plan.priority_queue = enabled;
+        self
+    }
+
     /// The queue to use, e.g. one with a different rate limiter or metrics (default:
     /// client-go's controller rate limiter, named after the controller, reporting to
     /// the controller's [`metrics`](Self::metrics)).
@@ -467,5 +491,6 @@ where
         metrics: factory.metrics().cloned(),
         replication: Replication::Single,
         primary_predicate: None,
+        priority_queue: true,
     }
 }

@@ -55,6 +55,8 @@ pub(crate) struct Plan<K> {
     pub(crate) replication: Replication,
     /// Which updates of the primary queue its key (`None`: every one).
     pub(crate) primary_predicate: Option<Predicate<K>>,
+    /// Queue backlog (lists, resyncs, take-overs) behind real changes.
+    pub(crate) priority_queue: bool,
 }
 
 impl<K> fmt::Debug for Plan<K> {
@@ -65,6 +67,7 @@ impl<K> fmt::Debug for Plan<K> {
             .field("finalizer", &self.finalizer)
             .field("runner", &self.runner)
             .field("read_your_writes_timeout", &self.read_your_writes_timeout)
+            .field("priority_queue", &self.priority_queue)
             .finish_non_exhaustive()
     }
 }
@@ -104,7 +107,7 @@ where
         WorkQueue::with_config(config, default_controller_rate_limiter())
     });
     let cache_changed = Arc::new(Notify::new());
-    let reasons = Arc::new(Reasons::default());
+    let reasons = Arc::new(Reasons::new(plan.priority_queue));
     let wiring = Wiring {
         queue: queue.clone(),
         cache_changed: Arc::clone(&cache_changed),

@@ -8,7 +8,7 @@ use kube::Resource;
 use tokio::sync::Notify;
 
 use super::predicate::Predicate;
-use super::reasons::{Reason, Reasons};
+use super::reasons::{Happened, Reason, Reasons};
 use crate::fifo::DeletedObject;
 use crate::key::{ObjectKey, short_type_name};
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
@@ -19,7 +19,7 @@ use crate::workqueue::WorkQueue;
 pub(crate) struct Wiring {
     pub(crate) queue: WorkQueue<ObjectKey>,
     pub(crate) cache_changed: Arc<Notify>,
-    /// Why each queued key was queued, for its reconcile's span.
+    /// Why each queued key was queued, for its reconcile's span and its priority.
     pub(crate) reasons: Arc<Reasons>,
 }
 
@@ -36,9 +36,9 @@ pub(crate) enum Relation {
 }
 
 impl Relation {
-    fn reason<C: Resource>(self, changed: &C) -> Reason {
+    fn reason<C: Resource>(self, changed: &C, happened: Happened) -> Reason {
         match self {
-            Relation::Primary => Reason::Changed,
+            Relation::Primary => Reason::Primary(happened),
             Relation::Owned | Relation::Watched => Reason::Related {
                 relation: if self == Relation::Owned {
                     "owned"
@@ -47,6 +47,7 @@ impl Relation {
                 },
                 kind: short_type_name::<C>(),
                 key: ObjectKey::of(changed),
+                happened,
             },
         }
     }
@@ -88,7 +89,8 @@ impl Drop for Unwires {
 /// new on update), with the reason `relation` gives, and telling read-your-writes
 /// waiters the cache changed. An update `predicate` does not accept queues nothing
 /// (adds and deletions always queue). `on_gone` sees a deleted object before its keys
-/// are queued.
+/// are queued. Keys of the initial list and of unchanged objects delivered again
+/// (resyncs, relists) are backlog, queued behind real changes.
 pub(crate) fn mapping_wire<C, M, I>(
     informer: &SharedIndexInformer<C>,
     relation: Relation,
@@ -111,7 +113,7 @@ where
             // Each key once per event: queued twice (an update whose old and new
             // state map to the same key), a key a worker took in between would be
             // reconciled twice for one change.
-            move |states: &[&C]| {
+            move |states: &[&C], happened: Happened| {
                 let mut keys: Vec<ObjectKey> = Vec::new();
                 for key in states.iter().flat_map(|state| map(state)) {
                     if !keys.contains(&key) {
@@ -119,13 +121,10 @@ where
                     }
                 }
                 if let Some(last) = states.last() {
-                    let reason = relation.reason(*last);
-                    for key in &keys {
-                        reasons.record(key, reason.clone());
+                    let reason = relation.reason(*last, happened);
+                    for key in keys {
+                        reasons.queue(&queue, key, reason.clone());
                     }
-                }
-                for key in keys {
-                    queue.add(key);
                 }
                 changed.notify_waiters();
             }
@@ -135,7 +134,14 @@ where
         let registration = informer
             .add_event_handler(
                 ResourceEventHandlerFns::new()
-                    .on_add(move |object: &Arc<C>, _| on_add(&[object]))
+                    .on_add(move |object: &Arc<C>, initial: bool| {
+                        let happened = if initial {
+                            Happened::Listed
+                        } else {
+                            Happened::Changed
+                        };
+                        on_add(&[object], happened);
+                    })
                     .on_update(move |old: &Arc<C>, new: &Arc<C>| {
                         match &predicate {
                             Some(predicate) if !predicate.accepts(old, new) => {
@@ -143,12 +149,21 @@ where
                                 // change: a reconcile may be waiting for it.
                                 changed.notify_waiters();
                             }
-                            _ => on_update(&[old, new]),
+                            _ => {
+                                let unchanged = old.meta().resource_version.is_some()
+                                    && old.meta().resource_version == new.meta().resource_version;
+                                let happened = if unchanged {
+                                    Happened::Resynced
+                                } else {
+                                    Happened::Changed
+                                };
+                                on_update(&[old, new], happened);
+                            }
                         }
                     })
                     .on_delete(move |gone: DeletedObject<C>| {
                         on_gone(gone.object());
-                        on_delete(&[gone.object()]);
+                        on_delete(&[gone.object()], Happened::Changed);
                     }),
             )
             .map_err(|error| (short_type_name::<C>(), error))?;
@@ -167,15 +182,26 @@ mod tests {
     use crate::reflector::FakeSource;
     use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
     use crate::test_support::{config_map, spawn_run};
+    use crate::workqueue::Priority;
 
-    /// The keys the wire queued so far, in order, each with its reason.
+    /// The keys the wire queued so far, in the order the queue hands them out, each
+    /// with its reason.
     async fn drain(wiring: &Wiring) -> Vec<(String, String)> {
+        drain_with_priority(wiring)
+            .await
+            .into_iter()
+            .map(|(key, reason, _)| (key, reason))
+            .collect()
+    }
+
+    /// [`drain`], with the priority each key was queued at.
+    async fn drain_with_priority(wiring: &Wiring) -> Vec<(String, String, Priority)> {
         let mut taken = Vec::new();
         while !wiring.queue.is_empty() {
-            let key = wiring.queue.get().await.expect("open");
+            let (key, priority) = wiring.queue.get_with_priority().await.expect("open");
             let reason = reasons_describe(&wiring.reasons, &key);
             wiring.queue.done(&key);
-            taken.push((key.to_string(), reason));
+            taken.push((key.to_string(), reason, priority));
         }
         taken
     }
@@ -236,7 +262,7 @@ mod tests {
         // First sight from the initial list.
         assert_eq!(
             drain(&wiring).await,
-            [("default/listed".to_owned(), "object changed".to_owned())]
+            [("default/listed".to_owned(), "object listed".to_owned())]
         );
         // First sight from a watch event.
         source.add(config_map("default/added", &[], 1));
@@ -283,6 +309,120 @@ mod tests {
         );
         stop.send(()).ok();
         running.await.unwrap().unwrap();
+    }
+
+    /// The initial list and unchanged redeliveries are backlog, queued behind real
+    /// changes; a real change to a backlog key moves it up, and its reason with it.
+    #[tokio::test]
+    async fn listed_and_resynced_keys_queue_behind_real_changes() {
+        let source = FakeSource::new();
+        for name in ["a", "b", "c"] {
+            source.add(config_map(&format!("default/{name}"), &[], 1));
+        }
+        let informer =
+            SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
+                .expect("no indexes");
+        let wiring = Wiring {
+            queue: WorkQueue::new(),
+            cache_changed: Arc::new(Notify::new()),
+            reasons: Arc::default(),
+        };
+        let mut unwires = Unwires::default();
+        let wire = mapping_wire(
+            &informer,
+            Relation::Primary,
+            None,
+            |cm: &ConfigMap| Some(ObjectKey::of(cm)),
+            |_| {},
+        );
+        unwires.connect(wire, &wiring).expect("connected");
+        let (stop, running) = spawn_run(&informer);
+        wait_for_cache_sync(&[&informer]).await;
+        settle().await;
+        // While the backlog waits, b changes and d is created.
+        source.modify(config_map("default/b", &[("app", "web")], 2));
+        source.add(config_map("default/d", &[], 1));
+        settle().await;
+        let low = Priority::LOW;
+        let normal = Priority::NORMAL;
+        let entry =
+            |key: &str, reason: &str, priority| (key.to_owned(), reason.to_owned(), priority);
+        assert_eq!(
+            drain_with_priority(&wiring).await,
+            [
+                entry("default/b", "object changed", normal),
+                entry("default/d", "object changed", normal),
+                entry("default/a", "object listed", low),
+                entry("default/c", "object listed", low),
+            ]
+        );
+        drop(unwires);
+        stop.send(()).ok();
+        running.await.unwrap().unwrap();
+    }
+
+    /// A resync delivers an object again unchanged (so does a relist that finds it
+    /// as it was, to handlers whose resync is due): backlog, too.
+    #[tokio::test]
+    async fn resynced_keys_are_backlog() {
+        let source = FakeSource::new();
+        source.add(config_map("default/a", &[], 1));
+        let informer = SharedIndexInformer::with_options(
+            source.clone(),
+            InformerOptions::default().resync(Duration::from_secs(1)),
+        )
+        .expect("no indexes");
+        let wiring = Wiring {
+            queue: WorkQueue::new(),
+            cache_changed: Arc::new(Notify::new()),
+            reasons: Arc::default(),
+        };
+        let mut unwires = Unwires::default();
+        let wire = mapping_wire(
+            &informer,
+            Relation::Primary,
+            None,
+            |cm: &ConfigMap| Some(ObjectKey::of(cm)),
+            |_| {},
+        );
+        unwires.connect(wire, &wiring).expect("connected");
+        let (stop, running) = spawn_run(&informer);
+        wait_for_cache_sync(&[&informer]).await;
+        let (key, priority) = wiring.queue.get_with_priority().await.expect("listed");
+        assert_eq!(reasons_describe(&wiring.reasons, &key), "object listed");
+        assert_eq!(priority, Priority::LOW);
+        wiring.queue.done(&key);
+        let (key, priority) =
+            tokio::time::timeout(Duration::from_secs(10), wiring.queue.get_with_priority())
+                .await
+                .expect("resynced within the period")
+                .expect("open");
+        assert_eq!(reasons_describe(&wiring.reasons, &key), "object resynced");
+        assert_eq!(priority, Priority::LOW);
+        drop(unwires);
+        stop.send(()).ok();
+        running.await.unwrap().unwrap();
+    }
+
+    /// With priorities off, everything is queued at normal priority: a FIFO.
+    #[tokio::test]
+    async fn without_priorities_everything_is_normal() {
+        let queue = WorkQueue::new();
+        let reasons = Reasons::new(false);
+        reasons.queue(
+            &queue,
+            ObjectKey::new(None, "listed"),
+            Reason::Primary(Happened::Listed),
+        );
+        reasons.queue(
+            &queue,
+            ObjectKey::new(None, "changed"),
+            Reason::Primary(Happened::Changed),
+        );
+        assert_eq!(
+            queue.get_with_priority().await,
+            Some((ObjectKey::new(None, "listed"), Priority::NORMAL))
+        );
     }
 
     #[tokio::test]

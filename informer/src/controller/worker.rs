@@ -211,7 +211,7 @@ fn outcome<E>(result: &Result<Action, Failure<E>>, failed: bool) -> crate::metri
     match result {
         Err(_) => Outcome::Error,
         Ok(_) if failed => Outcome::Error,
-        Ok(Action::RequeueAfter(_)) => Outcome::RequeueAfter,
+        Ok(Action::RequeueAfter(_) | Action::RequeueAfterWithPriority(..)) => Outcome::RequeueAfter,
         Ok(Action::Done) => Outcome::Success,
     }
 }

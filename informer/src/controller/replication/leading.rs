@@ -83,8 +83,7 @@ pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
             "leading: reconciling every cached object and recent deletion"
         );
         for key in primaries_now {
-            reasons.record(&key, Reason::TookOver);
-            queue.add(ObjectKey::clone(&key));
+            reasons.queue(queue, ObjectKey::clone(&key), Reason::TookOver);
         }
 
         let mut shut_down = false;

@@ -108,8 +108,7 @@ async fn queue_keys_as_they_become_ours<K>(
         for key in primaries.keys() {
             let hash = crate::shard::key_hash_of(&key);
             if now_assigned.may_work(hash, now) && (lapsed || !before.may_work(hash, now)) {
-                reasons.record(&key, Reason::TookOver);
-                queue.add(ObjectKey::clone(&key));
+                reasons.queue(queue, ObjectKey::clone(&key), Reason::TookOver);
                 queued += 1;
             }
         }

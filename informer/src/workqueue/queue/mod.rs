@@ -1,8 +1,9 @@
 //! [`WorkQueue`], explained in the [module docs](super#the-queue).
 
 mod config;
+mod ready;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::pin::pin;
@@ -15,14 +16,17 @@ use tokio::time::{Instant, sleep_until};
 
 use super::delay::{DelayHeap, deadline_after};
 use super::metrics::{QueueMetrics, UnfinishedWork};
+use super::priority::Priority;
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+use ready::Ready;
 
 use crate::lock::MutexExt;
 
 pub use config::QueueConfig;
 
 /// client-go's workqueue: deduplicating, FIFO, never one item in two workers, with
-/// delayed adds and rate-limited retries.
+/// delayed adds and rate-limited retries; and controller-runtime's priority queue
+/// when items are added with a [`Priority`].
 ///
 /// client-go's `DelayingInterface` and `RateLimitingInterface` are this same type.
 /// A cheap handle (an `Arc` inside): clones share the queue and its rate limiter. See
@@ -48,9 +52,12 @@ struct Shared<T> {
 
 struct State<T> {
     /// Items waiting for `get`; each is also in `dirty` and never in `processing`.
-    queue: VecDeque<T>,
-    /// Items that need processing, with the time they were added (for latency).
-    dirty: HashMap<T, Instant>,
+    /// May hold stale entries of items that moved up (see [`Dirty::queued`]).
+    ready: Ready<T>,
+    /// How many items are in `ready` (its live entries).
+    queued: usize,
+    /// Items that need processing.
+    dirty: HashMap<T, Dirty>,
     /// Items handed out by `get`, with the time they were handed out.
     processing: HashMap<T, Instant>,
     /// Items from `add_after`, until their deadline. Emptied on shutdown, so nothing
@@ -58,6 +65,17 @@ struct State<T> {
     delayed: DelayHeap<T>,
     shutting_down: bool,
     draining: bool,
+}
+
+/// What the queue knows of an item that needs processing.
+struct Dirty {
+    /// When it was added, for the latency metric.
+    added: Instant,
+    /// The highest priority it was added with since it was last handed out.
+    priority: Priority,
+    /// The sequence number of its live entry in `ready`; `None` while it waits for a
+    /// worker's `done`.
+    queued: Option<u64>,
 }
 
 impl<T> State<T> {
@@ -76,20 +94,53 @@ impl<T> State<T> {
 }
 
 impl<T: Hash + Eq + Clone> State<T> {
-    /// Marks `item` dirty and queues it unless it is being processed; returns whether
-    /// it was queued (and a `get` should be woken).
-    fn add(&mut self, item: T, metrics: &dyn QueueMetrics) -> bool {
-        if self.shutting_down || self.dirty.contains_key(&item) {
+    /// Marks `item` dirty and queues it at `priority` unless it is being processed;
+    /// returns whether it was queued (and a `get` should be woken). An item already
+    /// dirty is not added again, but moves up if `priority` is higher than its own.
+    fn add(&mut self, item: T, priority: Priority, metrics: &dyn QueueMetrics) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        if let Some(dirty) = self.dirty.get_mut(&item) {
+            if priority > dirty.priority {
+                dirty.priority = priority;
+                if dirty.queued.is_some() {
+                    // Its old entry goes stale: `ready` skips it.
+                    dirty.queued = Some(self.ready.push(priority, item));
+                }
+            }
             return false;
         }
         metrics.on_add();
-        self.dirty.insert(item.clone(), Instant::now());
+        let processing = self.processing.contains_key(&item);
+        let queued = (!processing).then(|| self.ready.push(priority, item.clone()));
+        self.dirty.insert(
+            item,
+            Dirty {
+                added: Instant::now(),
+                priority,
+                queued,
+            },
+        );
         metrics.set_depth(self.dirty.len());
-        if self.processing.contains_key(&item) {
+        if processing {
             return false;
         }
-        self.queue.push_back(item);
+        self.queued += 1;
         true
+    }
+
+    /// Takes the next queued item out of `ready` and `dirty`: its entry and priority.
+    fn pop(&mut self) -> Option<(T, Dirty)> {
+        let dirty = &self.dirty;
+        let (item, _) = self.ready.pop(|item, seq| {
+            dirty
+                .get(item)
+                .is_some_and(|dirty| dirty.queued == Some(seq))
+        })?;
+        self.queued -= 1;
+        let entry = self.dirty.remove(&item)?;
+        Some((item, entry))
     }
 
     /// Adds the delayed items whose deadline has passed; returns how many were queued.
@@ -99,8 +150,8 @@ impl<T: Hash + Eq + Clone> State<T> {
         }
         let now = Instant::now();
         let mut queued = 0;
-        while let Some(item) = self.delayed.pop_due(now) {
-            queued += usize::from(self.add(item, metrics));
+        while let Some((item, priority)) = self.delayed.pop_due(now) {
+            queued += usize::from(self.add(item, priority, metrics));
         }
         queued
     }
@@ -111,7 +162,7 @@ impl<T> fmt::Debug for WorkQueue<T> {
         let state = self.lock();
         f.debug_struct("WorkQueue")
             .field("name", &self.shared.name)
-            .field("queued", &state.queue.len())
+            .field("queued", &state.queued)
             .field("waiting", &state.delayed.len())
             .field("processing", &state.processing.len())
             .field("shutting_down", &state.shutting_down)
@@ -165,7 +216,8 @@ where
                 metrics: config.metrics,
                 limiter: Box::new(limiter),
                 state: Mutex::new(State {
-                    queue: VecDeque::new(),
+                    ready: Ready::new(),
+                    queued: 0,
                     dirty: HashMap::new(),
                     processing: HashMap::new(),
                     delayed: DelayHeap::new(),
@@ -183,13 +235,22 @@ where
         &self.shared.name
     }
 
-    /// Marks `item` as needing processing.
+    /// Marks `item` as needing processing, at [`Priority::NORMAL`].
     ///
     /// Does nothing if the item is already queued or the queue is shutting down. If a
     /// worker is processing the item, it is queued again when that worker calls
     /// [`done`](Self::done).
     pub fn add(&self, item: T) {
-        let queued = self.lock().add(item, &*self.shared.metrics);
+        self.add_with_priority(item, Priority::NORMAL);
+    }
+
+    /// Marks `item` as needing processing, handed out after the items of higher
+    /// priorities (see the [module docs](super#priorities)).
+    ///
+    /// An item already queued is not queued twice; it moves up if `priority` is higher
+    /// than the one it has, and keeps its own otherwise.
+    pub fn add_with_priority(&self, item: T, priority: Priority) {
+        let queued = self.lock().add(item, priority, &*self.shared.metrics);
         self.wake_gets(usize::from(queued));
     }
 
@@ -197,6 +258,13 @@ where
     /// already waits, the earliest deadline wins. A zero delay adds at once. Ignored
     /// after shutdown.
     pub fn add_after(&self, item: T, delay: Duration) {
+        self.add_after_with_priority(item, delay, Priority::NORMAL);
+    }
+
+    /// [`add_after`](Self::add_after) at `priority`: once `delay` has passed, adds as
+    /// [`add_with_priority`](Self::add_with_priority) would. An item waiting for two
+    /// deadlines keeps the earliest deadline and the highest priority.
+    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: Priority) {
         let metrics = &*self.shared.metrics;
         let mut state = self.lock();
         if state.shutting_down {
@@ -204,13 +272,13 @@ where
         }
         metrics.on_retry();
         if delay.is_zero() {
-            let queued = state.add(item, metrics);
+            let queued = state.add(item, priority, metrics);
             drop(state);
             self.wake_gets(usize::from(queued));
             return;
         }
         let deadline = deadline_after(Instant::now(), delay);
-        let earlier = state.delayed.insert(item, deadline);
+        let earlier = state.delayed.insert(item, deadline, priority);
         drop(state);
         if earlier {
             // Every `get` sleeping until a later deadline must look again.
@@ -221,12 +289,18 @@ where
     /// Adds `item` after the delay the rate limiter chooses for it, and records one
     /// more failure. Ignored after shutdown (the failure is not recorded then).
     pub fn add_rate_limited(&self, item: T) {
+        self.add_rate_limited_with_priority(item, Priority::NORMAL);
+    }
+
+    /// [`add_rate_limited`](Self::add_rate_limited) at `priority` (a retry keeps the
+    /// priority its item was handed out with, as [`Runner`](super::Runner) does).
+    pub fn add_rate_limited_with_priority(&self, item: T, priority: Priority) {
         if self.is_shutting_down() {
             return;
         }
         // Asked outside the queue's lock: a limiter is user code.
         let delay = self.shared.limiter.when(&item);
-        self.add_after(item, delay);
+        self.add_after_with_priority(item, delay, priority);
     }
 
     /// Clears `item`'s failure history in the rate limiter. The item stays queued if
@@ -247,6 +321,13 @@ where
     /// it. Cancel-safe: dropping the future before it completes takes nothing out of
     /// the queue.
     pub async fn get(&self) -> Option<T> {
+        self.get_with_priority().await.map(|(item, _)| item)
+    }
+
+    /// [`get`](Self::get), with the priority the item was queued at (the highest it
+    /// was added with since it was last handed out), for a retry or requeue to keep.
+    /// Cancel-safe, as `get`.
+    pub async fn get_with_priority(&self) -> Option<(T, Priority)> {
         loop {
             // Register for a wake-up before looking, so an add that lands between the
             // look and the wait is not missed.
@@ -276,7 +357,7 @@ where
         let mut state = self.lock();
         // Whatever is promoted here is handed on by the baton below.
         state.promote_due(metrics);
-        let Some(item) = state.queue.pop_front() else {
+        let Some((item, dirty)) = state.pop() else {
             return if state.shutting_down {
                 Lookup::ShutDown
             } else {
@@ -286,20 +367,18 @@ where
             };
         };
         let now = Instant::now();
-        if let Some(added) = state.dirty.remove(&item) {
-            metrics.observe_latency(now.saturating_duration_since(added));
-        }
+        metrics.observe_latency(now.saturating_duration_since(dirty.added));
         metrics.set_depth(state.dirty.len());
         state.processing.insert(item.clone(), now);
         metrics.set_unfinished_work(state.unfinished_work(now));
-        let more = !state.queue.is_empty();
+        let more = state.queued > 0;
         drop(state);
         if more {
             // Pass the baton: a wake-up may have been spent on an item another `get`
             // took without waiting.
             self.shared.wake_get.notify_one();
         }
-        Lookup::Item(item)
+        Lookup::Item((item, dirty.priority))
     }
 
     /// Marks `item` as processed.
@@ -315,10 +394,20 @@ where
         let metrics = &self.shared.metrics;
         metrics.observe_work_duration(now.saturating_duration_since(started));
         metrics.set_unfinished_work(state.unfinished_work(now));
-        let requeued = state.dirty.contains_key(&item);
-        if requeued {
-            state.queue.push_back(item);
-        }
+        let State {
+            ready,
+            dirty,
+            queued,
+            ..
+        } = &mut *state;
+        let requeued = match dirty.get_mut(&item) {
+            Some(dirty) => {
+                dirty.queued = Some(ready.push(dirty.priority, item));
+                *queued += 1;
+                true
+            }
+            None => false,
+        };
         let idle = state.processing.is_empty();
         drop(state);
         if requeued {
@@ -337,7 +426,7 @@ where
     pub fn len(&self) -> usize {
         let mut state = self.lock();
         let promoted = state.promote_due(&*self.shared.metrics);
-        let len = state.queue.len();
+        let len = state.queued;
         drop(state);
         self.wake_gets(promoted);
         len
@@ -430,7 +519,7 @@ where
 
 /// What a non-blocking look at the queue found.
 enum Lookup<T> {
-    Item(T),
+    Item((T, Priority)),
     /// Nothing ready; a delayed item becomes due at `next_deadline`, if any waits.
     Empty {
         next_deadline: Option<Instant>,

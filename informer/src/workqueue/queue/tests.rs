@@ -550,12 +550,157 @@ async fn add_rate_limited_after_shutdown_is_ignored() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Priorities
+
+#[tokio::test]
+async fn higher_priorities_are_handed_out_first_fifo_within_one() {
+    let queue = WorkQueue::new();
+    queue.add_with_priority("listed-1", Priority::LOW);
+    queue.add("changed-1");
+    queue.add_with_priority("listed-2", Priority::LOW);
+    queue.add_with_priority("urgent", Priority::new(10));
+    queue.add("changed-2");
+    assert_eq!(queue.len(), 5);
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        order.push(queue.get_with_priority().await.unwrap());
+    }
+    assert!(queue.is_empty());
+    assert_eq!(
+        order,
+        [
+            ("urgent", Priority::new(10)),
+            ("changed-1", Priority::NORMAL),
+            ("changed-2", Priority::NORMAL),
+            ("listed-1", Priority::LOW),
+            ("listed-2", Priority::LOW),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_queued_item_moves_up_once_and_never_down() {
+    let queue = WorkQueue::new();
+    queue.add_with_priority("a", Priority::LOW);
+    queue.add_with_priority("b", Priority::LOW);
+    queue.add("c");
+    queue.add("b"); // a real change to a backlog item: it moves up
+    queue.add_with_priority("c", Priority::LOW); // never down
+    assert_eq!(queue.len(), 3, "moving up queues nothing twice");
+    assert_eq!(
+        queue.get_with_priority().await,
+        Some(("c", Priority::NORMAL))
+    );
+    assert_eq!(
+        queue.get_with_priority().await,
+        Some(("b", Priority::NORMAL))
+    );
+    assert_eq!(queue.get_with_priority().await, Some(("a", Priority::LOW)));
+    assert!(queue.is_empty());
+    assert!(
+        gets_nothing(&queue).await,
+        "b's old entry is not handed out"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_item_added_while_processing_comes_back_at_its_highest_priority() {
+    let queue = WorkQueue::new();
+    queue.add_with_priority("a", Priority::LOW);
+    queue.add_with_priority("b", Priority::LOW);
+    let (a, _) = queue.get_with_priority().await.unwrap();
+    queue.add_with_priority("a", Priority::LOW);
+    queue.add("a"); // dirty while processing: its priority still rises
+    queue.done(&a);
+    assert_eq!(
+        queue.get_with_priority().await,
+        Some(("a", Priority::NORMAL))
+    );
+    assert_eq!(queue.get_with_priority().await, Some(("b", Priority::LOW)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn delayed_and_rate_limited_adds_keep_their_priority() {
+    let queue = WorkQueue::new();
+    queue.add_after_with_priority("later", SECOND, Priority::LOW);
+    queue.add_rate_limited_with_priority("retry", Priority::LOW);
+    queue.add_after("plain", SECOND);
+    advance(2 * SECOND).await;
+    assert_eq!(queue.len(), 3);
+    assert_eq!(
+        queue.get_with_priority().await,
+        Some(("plain", Priority::NORMAL))
+    );
+    assert_eq!(
+        queue.get_with_priority().await,
+        Some(("retry", Priority::LOW))
+    );
+    assert_eq!(
+        queue.get_with_priority().await,
+        Some(("later", Priority::LOW))
+    );
+}
+
+/// A steady stream of changes never starves the backlog: while two workers keep
+/// the queue full of new changes, every backlog item is still handed out, about one
+/// in every eight items, and every change too.
+#[tokio::test(start_paused = true)]
+async fn a_steady_stream_of_changes_does_not_starve_the_backlog() {
+    const BACKLOG: usize = 100;
+    let queue = WorkQueue::new();
+    for i in 0..BACKLOG {
+        queue.add_with_priority(format!("listed-{i}"), Priority::LOW);
+    }
+    // Each item handed out brings a new change, so changes are always waiting.
+    let mut next_change = 0;
+    for _ in 0..4 {
+        queue.add(format!("change-{next_change}"));
+        next_change += 1;
+    }
+    let mut handed_out = Vec::new();
+    let mut backlog_left = BACKLOG;
+    while backlog_left > 0 {
+        let (item, priority) = queue.get_with_priority().await.unwrap();
+        if priority == Priority::LOW {
+            backlog_left -= 1;
+        }
+        queue.done(&item);
+        handed_out.push(item);
+        queue.add(format!("change-{next_change}"));
+        next_change += 1;
+        assert!(
+            handed_out.len() <= BACKLOG * 8,
+            "the backlog is starved: {backlog_left} left after {} items",
+            handed_out.len()
+        );
+    }
+    assert_eq!(handed_out.len(), BACKLOG * 8, "one backlog item in eight");
+    // Every change handed out came in the order it was made.
+    let changes: Vec<usize> = handed_out
+        .iter()
+        .filter_map(|item| item.strip_prefix("change-")?.parse().ok())
+        .collect();
+    assert_eq!(changes, (0..changes.len()).collect::<Vec<_>>());
+}
+
+// ---------------------------------------------------------------------------------------
 // Concurrency stress
 
 /// Many workers, many producers, random adds: no item is ever processed by two
 /// workers at once, and every add is followed by a processing that saw it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stress_no_item_processed_concurrently_and_none_lost() {
+    stress(false).await;
+}
+
+/// The same with random priorities, so items move up while queued and while being
+/// processed: still never two workers on one item, and no add lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stress_with_priorities_no_item_processed_concurrently_and_none_lost() {
+    stress(true).await;
+}
+
+async fn stress(priorities: bool) {
     const ITEMS: u32 = 64;
     const PRODUCERS: u64 = 4;
     const ADDS_PER_PRODUCER: usize = 3_000;
@@ -614,7 +759,11 @@ async fn stress_no_item_processed_concurrently_and_none_lost() {
                     // Count the add before making it, so a worker that gets the
                     // item sees the count.
                     model.lock().unwrap().added[item as usize] += 1;
-                    queue.add(item);
+                    if priorities {
+                        queue.add_with_priority(item, Priority::new(rng.random_range(-2..=2)));
+                    } else {
+                        queue.add(item);
+                    }
                     if rng.random_ratio(1, 8) {
                         tokio::task::yield_now().await;
                     }

@@ -13,6 +13,7 @@ use futures::FutureExt;
 use tokio::sync::watch;
 use tokio::task::{JoinError, JoinSet};
 
+use super::priority::Priority;
 use super::queue::WorkQueue;
 
 /// What a successful reconcile asks for next.
@@ -21,8 +22,12 @@ pub enum Action {
     /// Nothing until the item is added again (typically by an informer event).
     #[default]
     Done,
-    /// Reconcile the item again after this delay, even if nothing changes.
+    /// Reconcile the item again after this delay, even if nothing changes; queued at
+    /// the priority it had this time.
     RequeueAfter(Duration),
+    /// Reconcile the item again after this delay, queued at this [`Priority`] (e.g.
+    /// [`Priority::NORMAL`] for a check that must not wait behind a startup backlog).
+    RequeueAfterWithPriority(Duration, Priority),
 }
 
 /// How a [`Runner`] works: number of workers, retry limit, shutdown behaviour.
@@ -193,9 +198,9 @@ async fn work<T, F, Fut, E>(
         let next = tokio::select! {
             biased;
             _ = stop.wait_for(|stop| *stop) => return,
-            next = queue.get() => next,
+            next = queue.get_with_priority() => next,
         };
-        let Some(item) = next else {
+        let Some((item, priority)) = next else {
             return;
         };
         // `done` must come whatever happens below, even if this task is aborted.
@@ -210,16 +215,25 @@ async fn work<T, F, Fut, E>(
             Ok(Ok(Action::Done)) => queue.forget(&item),
             Ok(Ok(Action::RequeueAfter(delay))) => {
                 queue.forget(&item);
-                queue.add_after(item.clone(), delay);
+                queue.add_after_with_priority(item.clone(), delay, priority);
             }
-            Ok(Err(error)) => retry(&queue, &item, &config, &error),
-            Err(panic) => retry(&queue, &item, &config, &PanicMessage(panic)),
+            Ok(Ok(Action::RequeueAfterWithPriority(delay, priority))) => {
+                queue.forget(&item);
+                queue.add_after_with_priority(item.clone(), delay, priority);
+            }
+            Ok(Err(error)) => retry(&queue, (&item, priority), &config, &error),
+            Err(panic) => retry(&queue, (&item, priority), &config, &PanicMessage(panic)),
         }
     }
 }
 
-fn retry<T>(queue: &WorkQueue<T>, item: &T, config: &RunnerConfig, error: &dyn fmt::Display)
-where
+/// Retries `item` with backoff, at the priority it had, unless it ran out of retries.
+fn retry<T>(
+    queue: &WorkQueue<T>,
+    (item, priority): (&T, Priority),
+    config: &RunnerConfig,
+    error: &dyn fmt::Display,
+) where
     T: Hash + Eq + Clone + fmt::Debug + Send + Sync + 'static,
 {
     let retries = queue.num_requeues(item);
@@ -240,7 +254,7 @@ where
             %error,
             "reconcile failed; retrying with backoff"
         );
-        queue.add_rate_limited(item.clone());
+        queue.add_rate_limited_with_priority(item.clone(), priority);
     }
 }
 

@@ -157,6 +157,44 @@ async fn runner_requeues_after_the_delay_a_reconcile_asks_for() {
     task.await.unwrap();
 }
 
+/// A requeue or a retry keeps the priority its item was handed out with, unless the
+/// reconcile names another.
+#[tokio::test(start_paused = true)]
+async fn requeues_and_retries_keep_their_priority_unless_the_action_names_one() {
+    let queue = WorkQueue::new();
+    for item in ["requeue", "raise", "fail"] {
+        queue.add_with_priority(item, Priority::LOW);
+    }
+    let runner = Runner::with_config(queue.clone(), RunnerConfig::default().workers(3));
+    let reconcile = |item: &'static str| async move {
+        match item {
+            "requeue" => Ok(Action::RequeueAfter(Duration::from_secs(10))),
+            "raise" => Ok(Action::RequeueAfterWithPriority(
+                Duration::from_secs(10),
+                Priority::NORMAL,
+            )),
+            _ => Err("failed"),
+        }
+    };
+    // Workers stop after a second; the queue stays open with the three waiting.
+    runner
+        .run_until(reconcile, sleep(Duration::from_secs(1)), sleep(MS))
+        .await;
+    tokio::time::advance(Duration::from_secs(20)).await;
+    let mut requeued = Vec::new();
+    for _ in 0..3 {
+        requeued.push(queue.get_with_priority().await.unwrap());
+    }
+    assert_eq!(
+        requeued,
+        [
+            ("raise", Priority::NORMAL),
+            ("fail", Priority::LOW),
+            ("requeue", Priority::LOW),
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn runner_gives_up_after_max_retries() {
     let queue = WorkQueue::new();
