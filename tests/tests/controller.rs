@@ -14,6 +14,7 @@ use informer::events::EventSpec;
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::informable::Informable;
 use informer::lister::Lister;
+use informer::shared_informer::ResourceEventHandlerFns;
 use informer::testenv::TestEnv;
 use informer::workqueue::{Action, ItemExponentialFailureRateLimiter, QueueConfig, WorkQueue};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -593,4 +594,183 @@ async fn a_write_made_if_unchanged_is_refused_by_the_server_once_someone_else_wr
     );
     factory.shutdown().await;
     env.delete_namespace(&ns).await.unwrap();
+}
+
+/// The reconciles a test's controller ran, in order: name and `data.key`.
+#[derive(Clone, Default)]
+struct Reconciles(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Reconciles {
+    fn snapshot(&self) -> Vec<(String, String)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// ConfigMaps `listed-{i}` in every controller start of the priority tests.
+const BACKLOG: usize = 80;
+
+/// A controller started over a backlog, with its edit reconciled.
+struct Backlog {
+    env: &'static TestEnv,
+    ns: String,
+    cms: Api<ConfigMap>,
+    reconciles: Reconciles,
+    running: common::Running<informer::controller::ControllerError>,
+    /// The reconciles up to and including the edit's.
+    until_edit: Vec<(String, String)>,
+}
+
+/// Starts a controller over a backlog: [`BACKLOG`] ConfigMaps `listed-{i}` and four
+/// `hot-{i}`, all in its initial list, reconciled one at a time (10 ms each). Once
+/// the first reconcile ran, the listed object last in the initial list (the server's
+/// order: its watch cache's lists are unsorted) is edited; returns once the edit was
+/// reconciled.
+async fn start_over_a_backlog_and_edit(prefix: &str, priority_queue: bool) -> Backlog {
+    let (env, ns, factory) = setup(prefix).await;
+    let cms = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    common::create_config_maps(&cms, "listed", BACKLOG, &[]).await;
+    common::create_config_maps(&cms, "hot", 4, &[]).await;
+    common::wait_for_watch_cache(&cms, BACKLOG + 4).await;
+
+    // The initial list's order, as the controller's handler receives it.
+    let listed_order = Arc::new(Mutex::new(Vec::new()));
+    factory
+        .informer::<ConfigMap>()
+        .add_event_handler(ResourceEventHandlerFns::new().on_add({
+            let listed_order = Arc::clone(&listed_order);
+            move |cm: &Arc<ConfigMap>, initial| {
+                if initial && cm.name_any().starts_with("listed-") {
+                    listed_order.lock().unwrap().push(cm.name_any());
+                }
+            }
+        }))
+        .unwrap();
+    let reconciles = Reconciles::default();
+    let log = reconciles.clone();
+    let controller = Controller::<ConfigMap>::new(&factory)
+        .priority_queue(priority_queue)
+        .workers(1);
+    let running = spawn(|stop| {
+        controller.run(
+            move |cm: Arc<ConfigMap>, _ctx| {
+                let log = log.clone();
+                async move {
+                    let value = data(&cm).get("key").cloned().unwrap_or_default();
+                    log.0.lock().unwrap().push((cm.name_any(), value));
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    Ok::<_, kube::Error>(Action::Done)
+                }
+            },
+            backoff,
+            stop,
+        )
+    });
+    eventually("the first reconcile", Duration::from_secs(20), || {
+        !reconciles.snapshot().is_empty()
+    })
+    .await;
+    eventually("the initial list", Duration::from_secs(20), || {
+        listed_order.lock().unwrap().len() == BACKLOG
+    })
+    .await;
+    let edited = listed_order.lock().unwrap().last().cloned().unwrap();
+    cms.patch(
+        &edited,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "data": { "key": "edited" } })),
+    )
+    .await
+    .unwrap();
+    let seen = (edited, "edited".to_owned());
+    eventually("the edit to be reconciled", Duration::from_secs(30), || {
+        reconciles.snapshot().contains(&seen)
+    })
+    .await;
+    let log = reconciles.snapshot();
+    let until_edit = log[..=log.iter().position(|r| *r == seen).unwrap()].to_vec();
+    Backlog {
+        env,
+        ns,
+        cms,
+        reconciles,
+        running,
+        until_edit,
+    }
+}
+
+/// How many distinct listed objects `reconciles` name.
+fn listed_reconciled(reconciles: &[(String, String)]) -> usize {
+    let names: std::collections::HashSet<&str> = reconciles
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .filter(|name| name.starts_with("listed-"))
+        .collect();
+    names.len()
+}
+
+/// After a start over a backlog (every object in the initial list), a real change is
+/// reconciled before the backlog; and the backlog still drains while changes keep
+/// coming faster than the controller reconciles.
+#[tokio::test]
+async fn an_edit_made_during_the_startup_backlog_goes_first_and_the_backlog_still_drains() {
+    let backlog = start_over_a_backlog_and_edit("controller-priority", true).await;
+    let before_edit = listed_reconciled(&backlog.until_edit);
+    assert!(
+        before_edit < BACKLOG / 2,
+        "the edit waited behind {before_edit} of {BACKLOG} listed objects: {:?}",
+        backlog.until_edit
+    );
+
+    // A steady stream of changes, two writers on the four hot objects.
+    let streaming = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writers: Vec<_> = (0..2)
+        .map(|writer| {
+            let (cms, streaming) = (backlog.cms.clone(), Arc::clone(&streaming));
+            tokio::spawn(async move {
+                let mut round = 0u64;
+                while streaming.load(std::sync::atomic::Ordering::SeqCst) {
+                    let name = format!("hot-{}", writer * 2 + round % 2);
+                    let value = serde_json::json!({ "data": { "key": round.to_string() } });
+                    cms.patch(&name, &PatchParams::default(), &Patch::Merge(value))
+                        .await
+                        .unwrap();
+                    round += 1;
+                }
+            })
+        })
+        .collect();
+    let drain_start = backlog.reconciles.snapshot().len();
+    eventually("the backlog to drain", Duration::from_secs(60), || {
+        listed_reconciled(&backlog.reconciles.snapshot()) == BACKLOG
+    })
+    .await;
+    streaming.store(false, std::sync::atomic::Ordering::SeqCst);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let during_drain = backlog.reconciles.snapshot()[drain_start..].to_vec();
+    let hot = during_drain
+        .iter()
+        .filter(|(name, _)| name.starts_with("hot-"))
+        .count();
+    println!(
+        "while the backlog drained: {hot} reconciles of changes, {} of the backlog",
+        during_drain.len() - hot
+    );
+    assert!(hot > 0, "the changes kept coming while the backlog drained");
+    backlog.running.stop().await;
+    backlog.env.delete_namespace(&backlog.ns).await.unwrap();
+}
+
+/// The same start without priorities: client-go's FIFO, the edit waits its turn.
+#[tokio::test]
+async fn without_priorities_an_edit_waits_behind_the_startup_backlog() {
+    let backlog = start_over_a_backlog_and_edit("controller-fifo", false).await;
+    let before_edit = listed_reconciled(&backlog.until_edit);
+    assert!(
+        before_edit >= BACKLOG / 2,
+        "FIFO, yet the edit went ahead of the backlog: {before_edit} of {BACKLOG} before it"
+    );
+    backlog.running.stop().await;
+    backlog.env.delete_namespace(&backlog.ns).await.unwrap();
 }
