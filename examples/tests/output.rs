@@ -169,7 +169,8 @@ async fn backup_operator_on_kube_runtime_does_the_same() {
     backup_operator_story(env!("CARGO_BIN_EXE_backup_operator_kube_runtime")).await;
 }
 
-/// The port of Kubernetes' sample-controller tells the demo's story.
+/// Both ports of Kubernetes' sample-controller, ours and kube-runtime's, tell the same
+/// story.
 async fn sample_controller_story(binary: &'static str) {
     let stdout = run_example(binary).await;
     assert_eq!(
@@ -188,6 +189,11 @@ async fn sample_controller_story(binary: &'static str) {
 #[tokio::test]
 async fn sample_controller_owns_scales_and_refuses_a_foreign_deployment() {
     sample_controller_story(env!("CARGO_BIN_EXE_sample_controller")).await;
+}
+
+#[tokio::test]
+async fn sample_controller_on_kube_runtime_does_the_same() {
+    sample_controller_story(env!("CARGO_BIN_EXE_sample_controller_kube_runtime")).await;
 }
 
 #[tokio::test]
