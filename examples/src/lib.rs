@@ -4,14 +4,16 @@
 //! Every example talks to the cluster your kubeconfig names, or, when none is
 //! configured, to an embedded local control plane (etcd + kube-apiserver on loopback,
 //! installed on first use). This library holds that shared connection logic, and the
-//! logging set-up every example starts with, and the script the two Backup operators
-//! (ours and kube-runtime's) are driven by ([`backup_demo`]).
+//! logging set-up every example starts with, and the scripts that drive the operators
+//! written twice, on ours and on kube-runtime's `Controller`: the Backup operator
+//! ([`backup_demo`]) and Kubernetes' sample-controller ([`sample_demo`]).
 
 use informer::testenv::TestEnv;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 
 pub mod backup_demo;
+pub mod sample_demo;
 
 /// Shows the informers' logs on stderr: `RUST_LOG` if set, else warnings and errors
 /// (a list that keeps failing, say for a CRD that is not installed, is logged at warn

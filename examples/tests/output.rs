@@ -169,6 +169,33 @@ async fn backup_operator_on_kube_runtime_does_the_same() {
     backup_operator_story(env!("CARGO_BIN_EXE_backup_operator_kube_runtime")).await;
 }
 
+/// Both ports of Kubernetes' sample-controller, ours and kube-runtime's, tell the same
+/// story.
+async fn sample_controller_story(binary: &'static str) {
+    let stdout = run_example(binary).await;
+    assert_eq!(
+        stdout,
+        "example-foo created: Deployment example-foo, 1 replica, controlled by the Foo\n\
+         1 replica of Deployment example-foo available: example-foo's status says 1\n\
+         example-foo scaled to 3: so is Deployment example-foo\n\
+         Deployment example-foo edited to 5 replicas: put back to 3\n\
+         other-foo wants Deployment foreign: Warning ErrResourceExists: \
+         Resource \"foreign\" already exists and is not managed by Foo\n\
+         Deployment foreign untouched: 2 replicas, no owner\n\
+         example-foo: Normal Synced: Foo synced successfully\n"
+    );
+}
+
+#[tokio::test]
+async fn sample_controller_owns_scales_and_refuses_a_foreign_deployment() {
+    sample_controller_story(env!("CARGO_BIN_EXE_sample_controller")).await;
+}
+
+#[tokio::test]
+async fn sample_controller_on_kube_runtime_does_the_same() {
+    sample_controller_story(env!("CARGO_BIN_EXE_sample_controller_kube_runtime")).await;
+}
+
 #[tokio::test]
 async fn leader_controller_hands_over_from_one_replica_to_the_other() {
     let stdout = run_example(env!("CARGO_BIN_EXE_leader_controller")).await;
