@@ -135,7 +135,7 @@ pub use shutdown::shutdown_signal;
 
 /// The names a controller uses most, for `use informer::prelude::*`.
 pub mod prelude {
-    pub use crate::controller::{Context, Controller, Retry, backoff};
+    pub use crate::controller::{Context, Controller, Predicate, Retry, backoff};
     pub use crate::events::{EventSpec, Recorder, Reporter};
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};

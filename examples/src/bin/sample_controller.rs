@@ -20,7 +20,6 @@
 
 use std::sync::Arc;
 
-use informer::controller::Predicate;
 use informer::prelude::*;
 use informer_examples::{Cluster, sample_demo::Demo};
 use k8s_openapi::api::apps::v1::Deployment;
