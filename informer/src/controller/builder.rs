@@ -225,6 +225,9 @@ where
     /// `|cm: &ConfigMap, backups: &Lister<Backup>| backups.by_target(cm.name_any())`.
     /// It may return [`ObjectKey`]s or the primaries themselves. On an update it runs
     /// for the old and the new state, so a primary that stops matching hears of it.
+    /// It runs in the controller's event handler, a task on the runtime (the
+    /// controller's handlers take no thread of their own): keep it to cache reads, never
+    /// block or call the API server in it.
     #[must_use]
     pub fn watches<W, F, I>(self, mapper: F) -> Self
     where

@@ -131,8 +131,9 @@ where
         };
         let enqueue = Arc::new(enqueue);
         let (on_add, on_update, on_delete) = (Arc::clone(&enqueue), Arc::clone(&enqueue), enqueue);
+        // Mapping to keys and queueing them never blocks: a task, not a thread.
         let registration = informer
-            .add_event_handler(
+            .add_event_handler_on_runtime(
                 ResourceEventHandlerFns::new()
                     .on_add(move |object: &Arc<C>, initial: bool| {
                         let happened = if initial {

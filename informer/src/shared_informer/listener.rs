@@ -1,4 +1,4 @@
-//! One handler's buffer and the thread that drains it (client-go's
+//! One handler's buffer and the thread (or task) that drains it (client-go's
 //! `processorListener`).
 //!
 //! Buffer policy: every handler has its own unbounded FIFO buffer. The informer's
@@ -9,11 +9,14 @@
 //! runs out of work or a batch of notifications is waiting, not for every
 //! notification, so a burst costs one wake-up per batch.
 //! A handler runs on a dedicated thread (which has the tokio runtime's context, so it
-//! may `tokio::spawn`), receives notifications one at a time in order, and is caught
-//! when it panics: the panic is logged and counted, and the next notification is
-//! delivered as usual.
+//! may `tokio::spawn`), or, registered with `add_event_handler_on_runtime`, on a task
+//! of the runtime (a cheap handler that never blocks needs no thread of its own).
+//! Either way it receives notifications one at a time in order, and is caught when it
+//! panics: the panic is logged and counted, and the next notification is delivered
+//! as usual.
 
 use std::collections::VecDeque;
+use std::future::poll_fn;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -114,10 +117,11 @@ pub(crate) struct Listener<K> {
     delivered: Padded<AtomicU64>,
     panics: AtomicU64,
     removed: AtomicBool,
-    /// A handler thread was started for this listener.
-    has_thread: AtomicBool,
-    /// Its handler thread has ended: no call of the handler is under way or to come.
-    thread_ended: AtomicBool,
+    /// A handler thread or task was started for this listener.
+    has_consumer: AtomicBool,
+    /// Its handler thread or task has ended: no call of the handler is under way or
+    /// to come.
+    consumer_ended: AtomicBool,
     /// Announced when the last initial-list notification has been handled.
     sync_signal: Arc<SyncSignal>,
     pub(crate) resync_period: Option<Duration>,
@@ -222,8 +226,8 @@ impl<K> Listener<K> {
             delivered: Padded(AtomicU64::new(0)),
             panics: AtomicU64::new(0),
             removed: AtomicBool::new(false),
-            has_thread: AtomicBool::new(false),
-            thread_ended: AtomicBool::new(false),
+            has_consumer: AtomicBool::new(false),
+            consumer_ended: AtomicBool::new(false),
             resync_period,
             resync: Mutex::new(Resync {
                 next: Instant::now() + resync_period.unwrap_or_default(),
@@ -323,14 +327,14 @@ impl<K> Listener<K> {
     }
 
     /// Completes once no call of the handler is under way or to come: at once for a
-    /// listener that never had a thread (a subscription, or a handler removed before
-    /// start), else when its thread has ended. Only meaningful once closed.
+    /// listener that never had a thread or task (a subscription, or a handler removed
+    /// before start), else when it has ended. Only meaningful once closed.
     pub(crate) async fn handler_finished(&self) {
-        if !self.has_thread.load(Ordering::SeqCst) {
+        if !self.has_consumer.load(Ordering::SeqCst) {
             return;
         }
         self.sync_signal
-            .wait_until(|| self.thread_ended.load(Ordering::SeqCst))
+            .wait_until(|| self.consumer_ended.load(Ordering::SeqCst))
             .await;
     }
 
@@ -388,7 +392,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let listener = Arc::clone(self);
         // Set before the thread runs, so that a wait for its end never misses it.
-        self.has_thread.store(true, Ordering::SeqCst);
+        self.has_consumer.store(true, Ordering::SeqCst);
         let runtime = tokio::runtime::Handle::try_current().ok();
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
             let _runtime = runtime.as_ref().map(|r| r.enter());
@@ -396,38 +400,114 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 if listener.is_closed() {
                     break;
                 }
-                let initial = notification.is_initial_list();
-                let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    notification.deliver(handler.as_mut());
-                }));
-                let panicked = outcome.is_err();
-                if let Err(panic) = outcome {
-                    listener.panics.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(
-                        handler = listener.id,
-                        panic = crate::panic::message(panic.as_ref()),
-                        "event handler panicked; going on with the next notification in {:?}",
-                        PAUSE_AFTER_PANIC
-                    );
-                }
-                listener.delivered(initial);
-                if panicked {
+                if listener.handle(notification, handler.as_mut()) == Handled::Panicked {
                     // client-go restarts a crashed listener after a second: a handler
                     // that panics on every notification does not spin a core.
                     listener.buffer.pause_unless_closed(PAUSE_AFTER_PANIC);
                 }
             }
-            // Removed or stopped: drop what is still buffered.
-            receiver.batch.clear();
-            listener.buffer.lock().queue.clear();
-            // The handler (and what it holds) is gone before anyone is told it ended.
-            drop(handler);
-            listener.thread_ended.store(true, Ordering::SeqCst);
-            listener.sync_signal.announce();
+            listener.consumer_done(&mut receiver, handler);
         });
         if spawned.is_err() {
-            self.has_thread.store(false, Ordering::SeqCst);
+            self.has_consumer.store(false, Ordering::SeqCst);
         }
         spawned
     }
+
+    /// Starts the task that feeds `handler` from the buffer on `runtime`, for a
+    /// handler that is cheap and never blocks. The task ends when the listener is
+    /// closed.
+    pub(crate) fn spawn_handler_task(
+        self: &Arc<Self>,
+        runtime: &tokio::runtime::Handle,
+        mut receiver: Receiver<K>,
+        mut handler: Box<dyn ResourceEventHandler<K>>,
+    ) -> tokio::task::JoinHandle<()> {
+        let listener = Arc::clone(self);
+        self.has_consumer.store(true, Ordering::SeqCst);
+        runtime.spawn(async move {
+            let mut since_yield = 0;
+            while let Some(notification) = poll_fn(|cx| receiver.poll_recv(cx)).await {
+                if listener.is_closed() {
+                    break;
+                }
+                if listener.handle(notification, handler.as_mut()) == Handled::Panicked {
+                    listener.pause_unless_closed_async(PAUSE_AFTER_PANIC).await;
+                }
+                // A batch is handed out without waiting: give the runtime's other
+                // tasks a turn now and then.
+                since_yield += 1;
+                if since_yield == YIELD_EVERY {
+                    since_yield = 0;
+                    tokio::task::yield_now().await;
+                }
+            }
+            listener.consumer_done(&mut receiver, handler);
+        })
+    }
+
+    /// Calls `handler` with `notification`, catching a panic (logged and counted).
+    fn handle(
+        &self,
+        notification: Notification<K>,
+        handler: &mut dyn ResourceEventHandler<K>,
+    ) -> Handled {
+        let initial = notification.is_initial_list();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            notification.deliver(handler);
+        }));
+        let handled = match outcome {
+            Ok(()) => Handled::Returned,
+            Err(panic) => {
+                self.panics.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    handler = self.id,
+                    panic = crate::panic::message(panic.as_ref()),
+                    "event handler panicked; going on with the next notification in {:?}",
+                    PAUSE_AFTER_PANIC
+                );
+                Handled::Panicked
+            }
+        };
+        self.delivered(initial);
+        handled
+    }
+
+    /// Waits for `pause` on the handler's task, or less if the listener is closed
+    /// meanwhile.
+    async fn pause_unless_closed_async(&self, pause: Duration) {
+        let closed = poll_fn(|cx| {
+            let mut state = self.buffer.lock();
+            if state.closed {
+                return Poll::Ready(());
+            }
+            // `close` wakes it; so does a push, and then it looks again.
+            state.waker = Some(cx.waker().clone());
+            Poll::Pending
+        });
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = closed => {}
+        }
+    }
+
+    /// The consumer's end: removed or stopped. Drops what is still buffered, then the
+    /// handler (and what it holds), and only then tells whoever waits that it ended.
+    fn consumer_done(&self, receiver: &mut Receiver<K>, handler: Box<dyn ResourceEventHandler<K>>) {
+        receiver.batch.clear();
+        self.buffer.lock().queue.clear();
+        drop(handler);
+        self.consumer_ended.store(true, Ordering::SeqCst);
+        self.sync_signal.announce();
+    }
 }
+
+/// How a handler's call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handled {
+    Returned,
+    Panicked,
+}
+
+/// Notifications a handler task handles before it yields to the runtime's other tasks.
+const YIELD_EVERY: u32 = 128;

@@ -17,6 +17,23 @@ struct Waiting<K> {
     listener: Arc<Listener<K>>,
     receiver: Receiver<K>,
     handler: Box<dyn ResourceEventHandler<K>>,
+    runs_on: RunsOn,
+}
+
+/// Where a handler is called from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunsOn {
+    /// A thread of its own: the handler may block.
+    Thread,
+    /// A task on the informer's runtime: for a cheap handler that never blocks.
+    Runtime,
+}
+
+/// What is left to wait for once the processor stopped: the handlers' threads and
+/// tasks, each ending after the call it may be in.
+pub(crate) struct Stopped {
+    pub(crate) threads: Vec<std::thread::JoinHandle<()>>,
+    pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 pub(crate) struct Processor<K> {
@@ -33,9 +50,12 @@ pub(crate) struct Processor<K> {
 }
 
 struct Lifecycle<K> {
-    /// Handlers registered before start, waiting for their thread.
+    /// Handlers registered before start, waiting for their thread or task.
     waiting: Vec<Waiting<K>>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The runtime the informer runs on, where handler tasks run; set at start.
+    runtime: Option<tokio::runtime::Handle>,
     started: bool,
     stopped: bool,
 }
@@ -50,6 +70,8 @@ impl<K> Processor<K> {
             lifecycle: Mutex::new(Lifecycle {
                 waiting: Vec::new(),
                 threads: Vec::new(),
+                tasks: Vec::new(),
+                runtime: None,
                 started: false,
                 stopped: false,
             }),
@@ -147,11 +169,12 @@ impl<K> Processor<K> {
 }
 
 impl<K: Send + Sync + 'static> Processor<K> {
-    /// Registers a handler; its thread starts now if the processor runs, else with it.
-    /// `None` once the processor has stopped.
+    /// Registers a handler; its thread or task starts now if the processor runs, else
+    /// with it. `None` once the processor has stopped.
     pub(crate) fn add_handler(
         &self,
         handler: Box<dyn ResourceEventHandler<K>>,
+        runs_on: RunsOn,
         resync: Option<Duration>,
         replay: impl FnOnce(&Listener<K>),
     ) -> Option<Arc<Listener<K>>> {
@@ -161,14 +184,16 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
         let (listener, receiver) = self.new_listener(resync);
         replay(&listener);
+        let waiting = Waiting {
+            listener: Arc::clone(&listener),
+            receiver,
+            handler,
+            runs_on,
+        };
         if lifecycle.started {
-            self.spawn(&mut lifecycle, &listener, receiver, handler);
+            self.spawn(&mut lifecycle, waiting);
         } else {
-            lifecycle.waiting.push(Waiting {
-                listener: Arc::clone(&listener),
-                receiver,
-                handler,
-            });
+            lifecycle.waiting.push(waiting);
         }
         self.listeners.write_locked().push(Arc::clone(&listener));
         Some(listener)
@@ -196,13 +221,20 @@ impl<K: Send + Sync + 'static> Processor<K> {
         Listener::new(id, resync, Arc::clone(&self.sync_signal))
     }
 
-    fn spawn(
-        &self,
-        lifecycle: &mut Lifecycle<K>,
-        listener: &Arc<Listener<K>>,
-        receiver: Receiver<K>,
-        handler: Box<dyn ResourceEventHandler<K>>,
-    ) {
+    fn spawn(&self, lifecycle: &mut Lifecycle<K>, waiting: Waiting<K>) {
+        let Waiting {
+            listener,
+            receiver,
+            handler,
+            runs_on,
+        } = waiting;
+        if runs_on == RunsOn::Runtime
+            && let Some(runtime) = &lifecycle.runtime
+        {
+            let task = listener.spawn_handler_task(runtime, receiver, handler);
+            lifecycle.tasks.push(task);
+            return;
+        }
         let name = format!("handler-{}-{}", self.kind, listener.id);
         match listener.spawn_handler_thread(name, receiver, handler) {
             Ok(thread) => lifecycle.threads.push(thread),
@@ -213,28 +245,28 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
     }
 
-    /// Starts the threads of handlers registered so far.
-    pub(crate) fn start(&self) {
+    /// Starts the threads and tasks of handlers registered so far; handler tasks run
+    /// on `runtime`.
+    pub(crate) fn start(&self, runtime: tokio::runtime::Handle) {
         let mut lifecycle = self.lifecycle.locked();
         lifecycle.started = true;
+        lifecycle.runtime = Some(runtime);
         for waiting in std::mem::take(&mut lifecycle.waiting) {
-            self.spawn(
-                &mut lifecycle,
-                &waiting.listener,
-                waiting.receiver,
-                waiting.handler,
-            );
+            self.spawn(&mut lifecycle, waiting);
         }
     }
 
-    /// Closes every listener and returns the handler threads to join.
-    pub(crate) fn stop(&self) -> Vec<std::thread::JoinHandle<()>> {
+    /// Closes every listener and returns the handler threads and tasks to wait for.
+    pub(crate) fn stop(&self) -> Stopped {
         let mut lifecycle = self.lifecycle.locked();
         lifecycle.stopped = true;
         for listener in self.listeners.write_locked().drain(..) {
             listener.close();
         }
         lifecycle.waiting.clear();
-        std::mem::take(&mut lifecycle.threads)
+        Stopped {
+            threads: std::mem::take(&mut lifecycle.threads),
+            tasks: std::mem::take(&mut lifecycle.tasks),
+        }
     }
 }

@@ -15,7 +15,7 @@ use super::handler::ResourceEventHandler;
 use super::inner::{Inner, Startup};
 use super::listener::ListenerStats;
 use super::options::InformerOptions;
-use super::processor::Processor;
+use super::processor::{Processor, RunsOn, Stopped};
 use super::queue::Queue;
 use super::registration::{Registration, Subscription};
 use super::sink::QueueSink;
@@ -174,7 +174,29 @@ where
             .inner
             .default_resync
             .and_then(|period| self.inner.adjust_resync(period));
-        self.add_boxed(Box::new(handler), resync)
+        self.add_boxed(Box::new(handler), RunsOn::Thread, resync)
+    }
+
+    /// Registers a cheap handler that never blocks: it runs on a task of the runtime
+    /// the informer runs on rather than on a thread of its own, with the default
+    /// resync period.
+    ///
+    /// Everything else is as for [`add_event_handler`](Self::add_event_handler): its
+    /// own unbounded buffer (the informer never waits for it, and a slow handler
+    /// delays nobody but itself), notifications one at a time in order, a panic
+    /// caught, logged and counted, then a pause of a second. What it must not do is
+    /// block (a blocking call, a long computation, `block_on`): that would hold one of
+    /// the runtime's worker threads. A handler that only maps an object to keys and
+    /// queues them, as a controller's do, is the case for it; the controller uses it.
+    pub fn add_event_handler_on_runtime(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> Result<Registration<K>, InformerError> {
+        let resync = self
+            .inner
+            .default_resync
+            .and_then(|period| self.inner.adjust_resync(period));
+        self.add_boxed(Box::new(handler), RunsOn::Runtime, resync)
     }
 
     /// Registers a handler with its own resync period (client-go's
@@ -185,12 +207,17 @@ where
         handler: impl ResourceEventHandler<K>,
         resync: Duration,
     ) -> Result<Registration<K>, InformerError> {
-        self.add_boxed(Box::new(handler), self.inner.adjust_resync(resync))
+        self.add_boxed(
+            Box::new(handler),
+            RunsOn::Thread,
+            self.inner.adjust_resync(resync),
+        )
     }
 
     fn add_boxed(
         &self,
         handler: Box<dyn ResourceEventHandler<K>>,
+        runs_on: RunsOn,
         resync: Option<Duration>,
     ) -> Result<Registration<K>, InformerError> {
         let inner = &self.inner;
@@ -202,7 +229,7 @@ where
         let _writer = inner.writer.locked();
         let listener = inner
             .processor
-            .add_handler(handler, resync, |listener| inner.replay(listener))
+            .add_handler(handler, runs_on, resync, |listener| inner.replay(listener))
             .ok_or(InformerError::Stopped)?;
         Ok(Registration {
             informer: Arc::clone(inner),
@@ -366,7 +393,7 @@ where
             Reflector::from_parts(Arc::clone(&inner.lister_watcher), Arc::new(sink), config)
         };
         let _ = inner.reflector_stats.set(reflector.stats_handle());
-        inner.processor.start();
+        inner.processor.start(tokio::runtime::Handle::current());
 
         // Biased: a shutdown signalled before `run` sends no list or watch.
         tokio::select! {
@@ -378,16 +405,23 @@ where
 
         inner.stopped.store(true, Ordering::SeqCst);
         inner.queue.close();
-        let threads = inner.processor.stop();
-        // Joining waits for handlers to finish their current call: off the runtime.
-        let joined = tokio::task::spawn_blocking(move || {
-            for thread in threads {
-                let _ = thread.join();
+        let Stopped { threads, tasks } = inner.processor.stop();
+        for task in tasks {
+            if let Err(error) = task.await {
+                tracing::error!(%error, "a handler task failed");
             }
-        })
-        .await;
-        if let Err(error) = joined {
-            tracing::error!(%error, "joining handler threads failed");
+        }
+        if !threads.is_empty() {
+            // Joining waits for handlers to finish their current call: off the runtime.
+            let joined = tokio::task::spawn_blocking(move || {
+                for thread in threads {
+                    let _ = thread.join();
+                }
+            })
+            .await;
+            if let Err(error) = joined {
+                tracing::error!(%error, "joining handler threads failed");
+            }
         }
         Ok(())
     }

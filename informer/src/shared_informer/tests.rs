@@ -221,6 +221,60 @@ async fn a_handler_that_panics_waits_a_second_before_its_next_notification() {
     running.await.expect("joined").expect("ran");
 }
 
+/// A handler on the runtime is contained like one on a thread: a panic is counted,
+/// and the next notification comes a second later.
+#[tokio::test]
+async fn a_handler_on_the_runtime_that_panics_waits_a_second_before_its_next_notification() {
+    let informer = informer_over(3);
+    let registration = informer
+        .add_event_handler_on_runtime(
+            ResourceEventHandlerFns::new().on_add(|_: &Arc<ConfigMap>, _| panic!("always")),
+        )
+        .expect("added");
+    let started = std::time::Instant::now();
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&registration]).await;
+    assert_eq!(registration.stats().panics, 3);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2));
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+}
+
+/// A handler on the runtime runs on the runtime's threads (here the one thread of a
+/// current-thread runtime), in order; added before or after start; and once `run`
+/// returned its task has ended and the handler is dropped.
+#[tokio::test]
+async fn handlers_on_the_runtime_start_no_thread_and_end_with_the_run() {
+    let runtime_thread = std::thread::current().id();
+    let informer = informer_over(3);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let handler = |seen: &Arc<Mutex<Vec<String>>>| {
+        let seen = Arc::clone(seen);
+        ResourceEventHandlerFns::new().on_add(move |cm: &Arc<ConfigMap>, _| {
+            assert_eq!(std::thread::current().id(), runtime_thread);
+            seen.lock().unwrap().push(cm.metadata.name.clone().unwrap());
+        })
+    };
+    let before = informer
+        .add_event_handler_on_runtime(handler(&seen))
+        .expect("added");
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer, &before]).await;
+    let after = informer
+        .add_event_handler_on_runtime(handler(&seen))
+        .expect("added after start");
+    wait_for_cache_sync(&[&after]).await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["cm-0", "cm-1", "cm-2", "cm-0", "cm-1", "cm-2"]
+    );
+    assert_eq!(before.stats().panics + after.stats().panics, 0);
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+    // Both handlers (each holding a clone) are gone with their tasks.
+    assert_eq!(Arc::strong_count(&seen), 1);
+}
+
 /// client-go's `IsStopped` and the resync period a registration ended up with.
 #[tokio::test(start_paused = true)]
 async fn is_stopped_after_run_and_registrations_report_their_settled_resync_period() {
