@@ -108,6 +108,7 @@ pub mod dynamic;
 pub mod events;
 pub mod factory;
 pub mod fifo;
+pub mod fleet;
 pub mod informable;
 pub mod key;
 pub mod leader;

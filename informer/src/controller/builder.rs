@@ -388,6 +388,13 @@ where
         self
     }
 
+    /// Marks the controller as working cluster `name` of a fleet: its context's
+    /// [`cluster`](Context::cluster) and its spans name it.
+    pub(crate) fn in_cluster(mut self, name: Arc<str>) -> Self {
+        self.plan.cluster = Some(name);
+        self
+    }
+
     /// Whether keys queued by a real change are reconciled before the backlog (default
     /// `true`), as controller-runtime's priority queue does.
     ///
@@ -495,5 +502,6 @@ where
         replication: Replication::Single,
         primary_predicate: None,
         priority_queue: true,
+        cluster: None,
     }
 }

@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) reasons: Arc<Reasons>,
     /// The controller's name, for its spans.
     pub(crate) name: String,
+    /// The fleet cluster the controller works, if it is one of a fleet's.
+    pub(crate) cluster: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -91,6 +93,13 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// The key being reconciled.
     pub fn key(&self) -> &ObjectKey {
         &self.key
+    }
+
+    /// The name of the fleet cluster this reconcile works in, for a controller run
+    /// over a [`ClusterSet`](crate::fleet::ClusterSet); `None` for one cluster. The
+    /// context's client, listers, `api` and recorder are that cluster's.
+    pub fn cluster(&self) -> Option<&str> {
+        self.shared.cluster.as_deref()
     }
 
     /// How many reconciles of this key failed in a row before this one (client-go's

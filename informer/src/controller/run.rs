@@ -57,6 +57,8 @@ pub(crate) struct Plan<K> {
     pub(crate) primary_predicate: Option<Predicate<K>>,
     /// Queue backlog (lists, resyncs, take-overs) behind real changes.
     pub(crate) priority_queue: bool,
+    /// The fleet cluster the controller works, if it is one of a fleet's.
+    pub(crate) cluster: Option<Arc<str>>,
 }
 
 impl<K> fmt::Debug for Plan<K> {
@@ -175,6 +177,7 @@ where
             queue: queue.clone(),
             reasons: Arc::clone(&reasons),
             name: plan.name.clone(),
+            cluster: plan.cluster.clone(),
         }),
         primary: plan.primary.indexer(),
         reconcile,

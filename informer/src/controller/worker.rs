@@ -90,7 +90,11 @@ where
             kind = %K::kind(&()),
             object = %key,
             reason = %reasons::describe(reason.as_ref()),
+            cluster = tracing::field::Empty,
         );
+        if let Some(cluster) = &self.shared.cluster {
+            span.record("cluster", &**cluster);
+        }
         async move {
             #[cfg(feature = "metrics")]
             if let Some(metrics) = &self.metrics {

@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["metrics"],
     &["factory"],
     &["controller"],
+    &["fleet"],
     &["", "prelude"],
 ];
 

@@ -1,0 +1,284 @@
+//! [`ClusterSet`]: the fleet's members, engaged and retired as the provider says.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::cluster::Cluster;
+use super::error::{FleetError, KubeconfigError};
+use super::membership::{ClusterConfig, ClusterProvider, Membership, Rejected};
+use crate::factory::{FactoryOptions, SharedInformerFactory};
+use crate::lock::MutexExt;
+
+/// How long a retired cluster's controllers get to stop before its informers are
+/// shut down anyway.
+const RETIRE_GRACE: Duration = Duration::from_secs(30);
+
+/// Something every member gets when it joins (a fleet-wide informer's type).
+pub(super) type OnJoin = Arc<dyn Fn(&Cluster) + Send + Sync>;
+
+/// The clusters of a fleet, each with its own client and informer factory, as a
+/// [`ClusterProvider`] says: members join, leave, and restart when their kubeconfig
+/// changes, while [`run`](Self::run) runs. See the [module docs](super).
+///
+/// A cheap handle: clones share the set.
+#[derive(Clone)]
+pub struct ClusterSet {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    provider: Mutex<Option<Box<dyn ClusterProvider>>>,
+    options: Box<dyn Fn(&str) -> FactoryOptions + Send + Sync>,
+    state: Mutex<State>,
+    /// Bumped on every change of the members.
+    generation: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    members: BTreeMap<String, (Cluster, u64)>,
+    rejected: Vec<Rejected>,
+    on_join: Vec<OnJoin>,
+    /// Clusters being retired: their factories shutting down.
+    retiring: JoinSet<()>,
+}
+
+impl fmt::Debug for ClusterSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.locked();
+        f.debug_struct("ClusterSet")
+            .field("members", &state.members.keys().collect::<Vec<_>>())
+            .field("rejected", &state.rejected.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterSet {
+    /// A set whose members `provider` names, each with a factory of default options.
+    pub fn new(provider: impl ClusterProvider) -> Self {
+        Self::with_options(provider, |_| FactoryOptions::default())
+    }
+
+    /// A set whose members `provider` names, each with a factory made with the
+    /// options `options` gives for the cluster's name (a namespace, metrics, ...).
+    pub fn with_options(
+        provider: impl ClusterProvider,
+        options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                provider: Mutex::new(Some(Box::new(provider))),
+                options: Box::new(options),
+                state: Mutex::default(),
+                generation: watch::Sender::new(0),
+            }),
+        }
+    }
+
+    /// Follows the provider until `shutdown` completes: engages each cluster it names
+    /// (a factory, the fleet-wide informers started), retires each it drops, restarts
+    /// each whose kubeconfig changed. Then retires every member and returns once
+    /// their informers have stopped. A set runs once.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), FleetError> {
+        let provider = self
+            .inner
+            .provider
+            .locked()
+            .take()
+            .ok_or(FleetError::AlreadyRunning)?;
+        let mut memberships = provider.memberships();
+        let mut shutdown = pin!(shutdown);
+        let mut following = true;
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                membership = memberships.next(), if following => match membership {
+                    Some(membership) => self.apply(membership),
+                    // A fixed list: nothing more will come.
+                    None => following = false,
+                },
+            }
+        }
+        drop(memberships);
+        let retiring = {
+            let mut state = self.inner.state.locked();
+            let members = std::mem::take(&mut state.members);
+            for (cluster, _) in members.into_values() {
+                state
+                    .retiring
+                    .spawn(async move { cluster.retire(RETIRE_GRACE).await });
+            }
+            std::mem::take(&mut state.retiring)
+        };
+        self.inner
+            .generation
+            .send_modify(|generation| *generation += 1);
+        retiring.join_all().await;
+        Ok(())
+    }
+
+    /// Makes the members what `membership` says.
+    fn apply(&self, membership: Membership) {
+        let mut state = self.inner.state.locked();
+        while state.retiring.try_join_next().is_some() {}
+        let mut changed = false;
+        let wanted = membership.clusters;
+        let leaving: Vec<String> = state
+            .members
+            .iter()
+            .filter(|(name, (_, fingerprint))| {
+                wanted
+                    .get(*name)
+                    .is_none_or(|config| config.fingerprint != *fingerprint)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in leaving {
+            if let Some((cluster, _)) = state.members.remove(&name) {
+                let restart = wanted.contains_key(&name);
+                tracing::info!(cluster = %name, restart, "cluster leaves the fleet");
+                state
+                    .retiring
+                    .spawn(async move { cluster.retire(RETIRE_GRACE).await });
+                changed = true;
+            }
+        }
+        let mut rejected = membership.rejected;
+        for (name, config) in wanted {
+            if state.members.contains_key(&name) {
+                continue;
+            }
+            match self.engage(&name, config, &state.on_join) {
+                Ok((cluster, fingerprint)) => {
+                    tracing::info!(cluster = %name, url = %cluster.url(), "cluster joins the fleet");
+                    state.members.insert(name, (cluster, fingerprint));
+                    changed = true;
+                }
+                Err(error) => rejected.push(Rejected {
+                    source: format!("cluster {name}"),
+                    error,
+                }),
+            }
+        }
+        for rejection in &rejected {
+            let new = !state
+                .rejected
+                .iter()
+                .any(|known| known.to_string() == rejection.to_string());
+            if new {
+                tracing::warn!(source = %rejection.source, error = %rejection.error, "a cluster of the fleet was rejected; the others go on");
+            }
+        }
+        state.rejected = rejected;
+        drop(state);
+        if changed {
+            self.inner
+                .generation
+                .send_modify(|generation| *generation += 1);
+        }
+    }
+
+    /// A new member: its factory, with every fleet-wide informer, started.
+    fn engage(
+        &self,
+        name: &str,
+        config: ClusterConfig,
+        on_join: &[OnJoin],
+    ) -> Result<(Cluster, u64), KubeconfigError> {
+        let url = config.url();
+        let factory = SharedInformerFactory::from_config(config.config, (self.inner.options)(name))
+            .map_err(|error| KubeconfigError::Client(Arc::new(error)))?;
+        let cluster = Cluster::new(name, url, factory);
+        for join in on_join {
+            join(&cluster);
+        }
+        cluster.factory().start();
+        Ok((cluster, config.fingerprint))
+    }
+
+    /// Gives every member, now and to come, what `join` does (it is called once per
+    /// member, before its factory starts if it joins later).
+    pub(super) fn on_join(&self, join: OnJoin) {
+        let members = {
+            let mut state = self.inner.state.locked();
+            state.on_join.push(Arc::clone(&join));
+            state
+                .members
+                .values()
+                .map(|(cluster, _)| cluster.clone())
+                .collect::<Vec<_>>()
+        };
+        for cluster in members {
+            join(&cluster);
+            cluster.factory().start();
+        }
+    }
+
+    /// The members now, by name.
+    pub fn clusters(&self) -> Vec<Cluster> {
+        self.inner
+            .state
+            .locked()
+            .members
+            .values()
+            .map(|(cluster, _)| cluster.clone())
+            .collect()
+    }
+
+    /// The member named `name`, if it is one now.
+    pub fn cluster(&self, name: &str) -> Option<Cluster> {
+        self.inner
+            .state
+            .locked()
+            .members
+            .get(name)
+            .map(|(cluster, _)| cluster.clone())
+    }
+
+    /// The members' names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.inner.state.locked().members.keys().cloned().collect()
+    }
+
+    /// What the provider's last membership could not turn into clusters, and why.
+    pub fn rejected(&self) -> Vec<Rejected> {
+        self.inner.state.locked().rejected.clone()
+    }
+
+    /// Follows the changes of the members.
+    pub fn watch(&self) -> MembershipChanges {
+        MembershipChanges(self.inner.generation.subscribe())
+    }
+
+    /// Waits until `ready` holds for the members' names (sorted).
+    pub async fn wait_until(&self, mut ready: impl FnMut(&[String]) -> bool) {
+        let mut changes = self.watch();
+        loop {
+            if ready(&self.names()) {
+                return;
+            }
+            if !changes.changed().await {
+                return;
+            }
+        }
+    }
+}
+
+/// The changes of a [`ClusterSet`]'s members, from [`ClusterSet::watch`].
+#[derive(Debug)]
+pub struct MembershipChanges(watch::Receiver<u64>);
+
+impl MembershipChanges {
+    /// Waits for the next change of the members; `false` once the set is gone.
+    pub async fn changed(&mut self) -> bool {
+        self.0.changed().await.is_ok()
+    }
+}

@@ -1,0 +1,503 @@
+//! Fleets against real servers: three control planes on loopback (the shared 1.20
+//! one, which is also the management cluster, a second 1.20 one and the shared 1.36
+//! one), clusters joining, restarting and leaving through kubeconfig Secrets, a
+//! controller in every cluster with that cluster's context, a noisy cluster that
+//! delays no other, and a cluster whose API server is stopped and started again.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{eventually, eventually_async};
+use informer::controller::{Context, Controller, backoff};
+use informer::factory::FactoryOptions;
+use informer::fleet::{CLUSTER_NAME_LABEL, ClusterSet, KubeconfigSecrets, Kubeconfigs};
+use informer::testenv::TestEnv;
+use informer::workqueue::Action;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+
+/// What the tests reconcile in every cluster: a status that names the cluster and
+/// the spec's value.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "fleet.informer.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    status = "WidgetStatus"
+)]
+struct WidgetSpec {
+    value: String,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+struct WidgetStatus {
+    observed: Option<String>,
+}
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A second 1.20 control plane, shared by this binary's tests.
+async fn second_1_20() -> &'static TestEnv {
+    static SECOND: OnceCell<TestEnv> = OnceCell::const_new();
+    SECOND.get_or_try_init(TestEnv::start).await.unwrap()
+}
+
+/// The three control planes, named as the tests' fleets name them, with the Widget
+/// CRD installed in each.
+async fn three_clusters() -> [(&'static str, &'static TestEnv); 3] {
+    let clusters = [
+        ("alpha", TestEnv::shared().await.unwrap()),
+        ("beta", second_1_20().await),
+        ("gamma", TestEnv::shared_1_36().await.unwrap()),
+    ];
+    for (_, env) in clusters {
+        env.install_crd(&Widget::crd()).await.unwrap();
+    }
+    clusters
+}
+
+/// A namespace of this name in every cluster (the 1.36 server has no Namespace API:
+/// any name works there).
+async fn namespace_everywhere(envs: &[&TestEnv], name: &str) {
+    for env in envs {
+        if env.kubernetes() == informer::testenv::Kubernetes::V1_20 {
+            let namespace: Namespace =
+                serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))
+                    .unwrap();
+            Api::<Namespace>::all(env.client().unwrap())
+                .create(&PostParams::default(), &namespace)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A unique namespace name for one test.
+fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+fn widgets(env: &TestEnv, namespace: &str) -> Api<Widget> {
+    Api::namespaced(env.client().unwrap(), namespace)
+}
+
+async fn create_widget(env: &TestEnv, namespace: &str, name: &str, value: &str) {
+    let widget = Widget::new(
+        name,
+        WidgetSpec {
+            value: value.into(),
+        },
+    );
+    widgets(env, namespace)
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+}
+
+async fn set_value(env: &TestEnv, namespace: &str, name: &str, value: &str) {
+    widgets(env, namespace)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": { "value": value } })),
+        )
+        .await
+        .unwrap();
+}
+
+/// Waits until the server shows `observed` in the widget's status.
+async fn wait_for_status(env: &TestEnv, namespace: &str, name: &str, observed: &str) {
+    let api = widgets(env, namespace);
+    eventually_async(&format!("{name} to show {observed}"), WAIT, || async {
+        api.get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|w| w.status?.observed)
+            .as_deref()
+            == Some(observed)
+    })
+    .await;
+}
+
+/// A Secret `name` holding `kubeconfig` under `value`, with `labels`.
+fn kubeconfig_secret(name: &str, kubeconfig: &str, labels: &[(&str, &str)]) -> Secret {
+    let labels: BTreeMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name, "labels": labels },
+        "stringData": { "value": kubeconfig },
+    }))
+    .unwrap()
+}
+
+fn kubeconfig_of(env: &TestEnv) -> String {
+    std::fs::read_to_string(env.kubeconfig_path()).unwrap()
+}
+
+/// Runs `set` until the returned sender is used; the handle returns its result.
+fn run_set(
+    set: &ClusterSet,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), informer::fleet::FleetError>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let set = set.clone();
+    let task = tokio::spawn(async move {
+        set.run(async {
+            stopped.await.ok();
+        })
+        .await
+    });
+    (stop, task)
+}
+
+#[tokio::test]
+async fn clusters_join_restart_and_leave_as_their_kubeconfig_secrets_do() {
+    let [(_, alpha), (_, beta), (_, gamma)] = three_clusters().await;
+    let management = alpha;
+    let secrets_ns = management.create_namespace("fleet-secrets").await.unwrap();
+    let widget_ns = unique("fleet-widgets");
+    namespace_everywhere(&[alpha, beta, gamma], &widget_ns).await;
+    let secrets = Api::<Secret>::namespaced(management.client().unwrap(), &secrets_ns);
+    let create = |secret: Secret| {
+        let secrets = secrets.clone();
+        async move {
+            secrets
+                .create(&PostParams::default(), &secret)
+                .await
+                .unwrap();
+        }
+    };
+    create(kubeconfig_secret(
+        "alpha-kubeconfig",
+        &kubeconfig_of(alpha),
+        &[],
+    ))
+    .await;
+    create(kubeconfig_secret(
+        "beta-kubeconfig",
+        &kubeconfig_of(beta),
+        &[],
+    ))
+    .await;
+    // Cluster API's label names the cluster, whatever the Secret's name.
+    create(kubeconfig_secret(
+        "third",
+        &kubeconfig_of(gamma),
+        &[(CLUSTER_NAME_LABEL, "gamma")],
+    ))
+    .await;
+    create(kubeconfig_secret(
+        "broken-kubeconfig",
+        "clusters: [not a kubeconfig",
+        &[],
+    ))
+    .await;
+
+    let set = ClusterSet::new(KubeconfigSecrets::new(
+        management.client().unwrap(),
+        &secrets_ns,
+    ));
+    let fleet_widgets = set.informer::<Widget>();
+    let (stop, running) = run_set(&set);
+    tokio::time::timeout(
+        WAIT,
+        set.wait_until(|names| names == ["alpha", "beta", "gamma"]),
+    )
+    .await
+    .expect("three clusters joined");
+    let rejected = set.rejected();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!(
+        rejected[0].source,
+        format!("Secret {secrets_ns}/broken-kubeconfig")
+    );
+    assert!(
+        rejected[0].to_string().contains("invalid kubeconfig"),
+        "{}",
+        rejected[0]
+    );
+
+    // One fleet-wide view, each object with its cluster.
+    for (name, env) in [("alpha", alpha), ("beta", beta), ("gamma", gamma)] {
+        create_widget(env, &widget_ns, &format!("w-{name}"), "1").await;
+    }
+    let in_widget_ns = |found: Vec<informer::fleet::InCluster<Arc<Widget>>>| {
+        let mut seen: Vec<(String, String)> = found
+            .into_iter()
+            .filter(|w| w.value.namespace().as_deref() == Some(widget_ns.as_str()))
+            .map(|w| (w.cluster.to_string(), w.value.name_any()))
+            .collect();
+        seen.sort();
+        seen
+    };
+    eventually("every cluster's widget in the fleet view", WAIT, || {
+        in_widget_ns(fleet_widgets.list_all()).len() == 3
+    })
+    .await;
+    assert_eq!(
+        in_widget_ns(fleet_widgets.list_all()),
+        [
+            ("alpha".to_owned(), "w-alpha".to_owned()),
+            ("beta".to_owned(), "w-beta".to_owned()),
+            ("gamma".to_owned(), "w-gamma".to_owned()),
+        ]
+    );
+
+    // A Secret deleted: its cluster leaves, and its informers stop.
+    let beta_member = set.cluster("beta").unwrap();
+    let beta_informer = beta_member.factory().informer::<Widget>();
+    secrets
+        .delete("beta-kubeconfig", &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, set.wait_until(|names| names == ["alpha", "gamma"]))
+        .await
+        .expect("beta left");
+    assert!(beta_member.is_retired());
+    eventually("beta's informers to stop", WAIT, || {
+        beta_informer.is_stopped()
+    })
+    .await;
+
+    // A Secret changed: that cluster alone restarts.
+    let alpha_member = set.cluster("alpha").unwrap();
+    let gamma_member = set.cluster("gamma").unwrap();
+    let changed = format!("{}\n# rotated\n", kubeconfig_of(alpha));
+    secrets
+        .patch(
+            "alpha-kubeconfig",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "stringData": { "value": changed } })),
+        )
+        .await
+        .unwrap();
+    eventually("alpha to restart", WAIT, || {
+        set.cluster("alpha")
+            .is_some_and(|now| !now.same_member(&alpha_member))
+    })
+    .await;
+    assert!(alpha_member.is_retired());
+    assert!(
+        set.cluster("gamma").unwrap().same_member(&gamma_member),
+        "gamma did not restart"
+    );
+
+    // The broken Secret fixed: its cluster joins, nothing is rejected any more.
+    secrets
+        .patch(
+            "broken-kubeconfig",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "stringData": { "value": kubeconfig_of(beta) } })),
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(
+        WAIT,
+        set.wait_until(|names| names == ["alpha", "broken", "gamma"]),
+    )
+    .await
+    .expect("the fixed cluster joined");
+    assert!(set.rejected().is_empty());
+
+    let members = set.clusters();
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the set stopped")
+        .unwrap()
+        .unwrap();
+    for member in members {
+        assert!(member.is_retired(), "{member:?}");
+        assert!(member.factory().informer::<Widget>().is_stopped());
+    }
+    management.delete_namespace(&secrets_ns).await.unwrap();
+}
+
+/// What the fleet controller's reconciles did: cluster and widget name, in order.
+type Log = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A controller over `set`'s Widgets in `namespace`, one worker a cluster: writes
+/// `{cluster}:{value}` to the status through the cluster's context; logs each
+/// reconcile. Stops when `stop` is used.
+fn run_widget_controller(
+    set: &ClusterSet,
+    log: &Log,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let controller = set.controller(|cluster| {
+        Controller::<Widget>::new(cluster.factory())
+            .predicate(informer::controller::Predicate::generation_changed())
+            .workers(1)
+    });
+    let log = Arc::clone(log);
+    let task = tokio::spawn(controller.run(
+        move |widget: Arc<Widget>, ctx: Context<Widget>| {
+            let log = Arc::clone(&log);
+            async move {
+                let cluster = ctx.cluster().expect("a fleet's controller").to_owned();
+                log.lock()
+                    .unwrap()
+                    .push((cluster.clone(), widget.name_any()));
+                let observed = format!("{cluster}:{}", widget.spec.value);
+                let status = serde_json::json!({ "status": { "observed": observed } });
+                ctx.api::<Widget>()
+                    .patch_status(
+                        &widget.name_any(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&status),
+                    )
+                    .await?;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok::<_, kube::Error>(Action::Done)
+            }
+        },
+        backoff,
+        async {
+            stopped.await.ok();
+        },
+    ));
+    (stop, task)
+}
+
+#[tokio::test]
+async fn a_controller_in_every_cluster_with_its_context_and_a_noisy_cluster_delays_no_other() {
+    let [(_, alpha), (_, beta), (_, gamma)] = three_clusters().await;
+    let namespace = unique("fleet-controller");
+    namespace_everywhere(&[alpha, beta, gamma], &namespace).await;
+    let provider = Kubeconfigs::new()
+        .config("alpha", alpha.config().clone())
+        .config("beta", beta.config().clone())
+        .config("gamma", gamma.config().clone());
+    let ns = namespace.clone();
+    let set = ClusterSet::with_options(provider, move |_| {
+        FactoryOptions::default().namespace(ns.clone())
+    });
+    let (stop_set, set_running) = run_set(&set);
+    let log = Log::default();
+    let (stop, controller) = run_widget_controller(&set, &log);
+
+    // The same reconcile, each cluster's own context: decided from each server.
+    for env in [alpha, beta, gamma] {
+        create_widget(env, &namespace, "w", "1").await;
+    }
+    for (name, env) in [("alpha", alpha), ("beta", beta), ("gamma", gamma)] {
+        wait_for_status(env, &namespace, "w", &format!("{name}:1")).await;
+    }
+
+    // A storm in alpha: 150 widgets, one worker there.
+    let noisy = futures::future::join_all((0..150).map(|i| {
+        let namespace = namespace.clone();
+        async move { create_widget(alpha, &namespace, &format!("noise-{i}"), "1").await }
+    }));
+    noisy.await;
+    let noise_done = |log: &Log| {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|(cluster, name)| cluster == "alpha" && name.starts_with("noise-"))
+            .count()
+    };
+    eventually("alpha's storm to be under way", WAIT, || {
+        noise_done(&log) >= 5
+    })
+    .await;
+    set_value(gamma, &namespace, "w", "2").await;
+    wait_for_status(gamma, &namespace, "w", "gamma:2").await;
+    let during = noise_done(&log);
+    assert!(
+        during < 100,
+        "gamma's change waited for {during} of alpha's 150 reconciles"
+    );
+    println!("gamma's change was reconciled while alpha had done {during} of its 150");
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, controller)
+        .await
+        .expect("the fleet controller stopped")
+        .unwrap();
+    stop_set.send(()).unwrap();
+    set_running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_cluster_whose_api_server_stops_stalls_no_other_and_resumes_by_itself() {
+    let alpha = TestEnv::shared().await.unwrap();
+    let gamma = TestEnv::shared_1_36().await.unwrap();
+    // Its own control plane: its API server is stopped and started again.
+    let delta = TestEnv::start().await.unwrap();
+    for env in [alpha, gamma, &delta] {
+        env.install_crd(&Widget::crd()).await.unwrap();
+    }
+    let namespace = unique("fleet-outage");
+    namespace_everywhere(&[alpha, gamma, &delta], &namespace).await;
+    let provider = Kubeconfigs::new()
+        .config("alpha", alpha.config().clone())
+        .config("delta", delta.config().clone())
+        .config("gamma", gamma.config().clone());
+    let ns = namespace.clone();
+    let set = ClusterSet::with_options(provider, move |_| {
+        FactoryOptions::default().namespace(ns.clone())
+    });
+    let fleet_widgets = set.informer::<Widget>();
+    let (stop_set, set_running) = run_set(&set);
+    let log = Log::default();
+    let (stop, controller) = run_widget_controller(&set, &log);
+    for (name, env) in [("alpha", alpha), ("delta", &delta), ("gamma", gamma)] {
+        create_widget(env, &namespace, "w", "1").await;
+        wait_for_status(env, &namespace, "w", &format!("{name}:1")).await;
+    }
+
+    delta.stop_apiserver().await;
+    eventually("delta to be reported by name", WAIT, || {
+        fleet_widgets
+            .troubled()
+            .iter()
+            .any(|t| &*t.cluster == "delta" && t.value.is_some())
+    })
+    .await;
+    println!("while delta is down: {:?}", fleet_widgets.troubled());
+    // The others go on.
+    set_value(alpha, &namespace, "w", "2").await;
+    set_value(gamma, &namespace, "w", "2").await;
+    wait_for_status(alpha, &namespace, "w", "alpha:2").await;
+    wait_for_status(gamma, &namespace, "w", "gamma:2").await;
+
+    // Back: delta resumes by itself.
+    delta.start_apiserver().await.unwrap();
+    set_value(&delta, &namespace, "w", "2").await;
+    wait_for_status(&delta, &namespace, "w", "delta:2").await;
+    eventually("no cluster troubled", WAIT, || {
+        fleet_widgets.troubled().is_empty()
+    })
+    .await;
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, controller)
+        .await
+        .expect("the fleet controller stopped")
+        .unwrap();
+    stop_set.send(()).unwrap();
+    set_running.await.unwrap().unwrap();
+}
