@@ -5,8 +5,10 @@
 //! delays no other, and a cluster whose API server is stopped and started again.
 
 mod common;
+#[path = "common/replicas.rs"]
+mod replicas;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use informer::factory::FactoryOptions;
 use informer::fleet::{CLUSTER_NAME_LABEL, ClusterSet, KubeconfigSecrets, Kubeconfigs};
 use informer::testenv::TestEnv;
 use informer::workqueue::Action;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
@@ -500,4 +502,154 @@ async fn a_cluster_whose_api_server_stops_stalls_no_other_and_resumes_by_itself(
         .unwrap();
     stop_set.send(()).unwrap();
     set_running.await.unwrap().unwrap();
+}
+
+/// The clusters `identity` last said it engaged.
+fn engaged(replicas: &replicas::Replicas, identity: &str) -> BTreeSet<String> {
+    replicas
+        .lines()
+        .into_iter()
+        .rev()
+        .find(|l| l.identity == identity && l.event == "clusters")
+        .map(|l| {
+            l.detail
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Clusters spread over replica processes by the shard's hashing of their names:
+/// each replica engages (and caches) only its own clusters, a killed member's
+/// clusters move to the survivors, and no cluster, so no key, is ever worked by two
+/// replicas at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_sharded_over_replicas_hands_a_killed_members_clusters_over_and_never_works_one_twice()
+ {
+    use replicas::{RETRY, Replicas};
+
+    const CLUSTERS: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
+    const OBJECTS: usize = 4;
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("fleet-shards").await.unwrap();
+    let cluster_namespaces: Vec<String> = CLUSTERS
+        .iter()
+        .map(|cluster| format!("{namespace}-{cluster}"))
+        .collect();
+    for cluster_namespace in &cluster_namespaces {
+        namespace_everywhere(&[env], cluster_namespace).await;
+        let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), cluster_namespace);
+        common::create_config_maps(&api, "obj", OBJECTS, &[]).await;
+        // Nearly always being reconciled: every hand-off meets a reconcile in flight.
+        api.patch(
+            "obj-0",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "data": { "requeue": "yes" } })),
+        )
+        .await
+        .unwrap();
+    }
+    let mut replicas = Replicas::fleet(
+        &namespace,
+        env.kubeconfig_path(),
+        &CLUSTERS,
+        2,
+        Duration::from_millis(200),
+        Duration::from_secs(2),
+    );
+    for identity in ["a", "b", "c"] {
+        replicas.spawn(identity, None);
+    }
+    let every_key = |after: u128, replicas: &Replicas| -> BTreeSet<String> {
+        replicas
+            .lines()
+            .into_iter()
+            .filter(|l| l.at >= after && l.event == "reconcile-start")
+            .map(|l| l.detail.split(' ').next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    eventually(
+        "every cluster's objects reconciled",
+        Duration::from_secs(60),
+        || every_key(0, &replicas).len() == CLUSTERS.len() * OBJECTS,
+    )
+    .await;
+    // Settled: the three read each other, and their clusters split the fleet.
+    eventually(
+        "the clusters to be split among a, b and c",
+        Duration::from_secs(60),
+        || {
+            let shares: Vec<BTreeSet<String>> = ["a", "b", "c"]
+                .iter()
+                .map(|i| engaged(&replicas, i))
+                .collect();
+            let total: usize = shares.iter().map(BTreeSet::len).sum();
+            let union: BTreeSet<&String> = shares.iter().flatten().collect();
+            total == CLUSTERS.len() && union.len() == CLUSTERS.len()
+        },
+    )
+    .await;
+    let b_had = engaged(&replicas, "b");
+    println!(
+        "clusters: a {:?}, b {b_had:?}, c {:?}",
+        engaged(&replicas, "a"),
+        engaged(&replicas, "c")
+    );
+    tokio::time::sleep(RETRY * 4).await;
+
+    // SIGKILL b: its clusters move to a and c, once its lease has expired.
+    let killed_at = replicas.kill("b");
+    eventually(
+        "a and c to share every cluster",
+        Duration::from_secs(60),
+        || {
+            let a = engaged(&replicas, "a");
+            let c = engaged(&replicas, "c");
+            a.len() + c.len() == CLUSTERS.len() && a.union(&c).count() == CLUSTERS.len()
+        },
+    )
+    .await;
+    eventually(
+        "b's clusters reconciled by the survivors",
+        Duration::from_secs(60),
+        || {
+            let since = every_key(killed_at, &replicas);
+            b_had
+                .iter()
+                .all(|cluster| (0..OBJECTS).all(|i| since.contains(&format!("{cluster}/obj-{i}"))))
+        },
+    )
+    .await;
+    tokio::time::sleep(RETRY * 4).await;
+    let stopped_at = replicas.stop_all(&["a", "c"]).await;
+    assert!(stopped_at > killed_at);
+
+    replicas.assert_no_key_reconciled_twice_at_once();
+    // No cluster worked by two replicas at once: a cluster's reconciles (any key) of
+    // different replicas never overlap.
+    let mut by_cluster: BTreeMap<String, Vec<(u128, u128, String)>> = BTreeMap::new();
+    for (start, end, identity, key) in replicas.spans() {
+        let cluster = key.split('/').next().unwrap_or_default().to_owned();
+        by_cluster
+            .entry(cluster)
+            .or_default()
+            .push((start, end, identity));
+    }
+    for (cluster, spans) in by_cluster {
+        for (i, (start, end, identity)) in spans.iter().enumerate() {
+            for (other_start, other_end, other) in &spans[i + 1..] {
+                assert!(
+                    identity == other || end <= other_start || other_end <= start,
+                    "cluster {cluster} worked by {identity} and {other} at once\n{}",
+                    replicas.describe()
+                );
+            }
+        }
+    }
+    env.delete_namespace(&namespace).await.unwrap();
+    for cluster_namespace in cluster_namespaces {
+        env.delete_namespace(&cluster_namespace).await.unwrap();
+    }
 }

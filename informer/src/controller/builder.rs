@@ -395,6 +395,18 @@ where
         self
     }
 
+    /// Whether the controller runs alone (neither leader-elected nor sharded).
+    pub(crate) fn runs_alone(&self) -> bool {
+        matches!(self.plan.replication, Replication::Single)
+    }
+
+    /// Fences every reconcile of the controller by `shard`'s claim on `cluster` (a
+    /// fleet cluster's key): the cluster's keys go where the cluster goes.
+    pub(crate) fn fenced_by_cluster(mut self, shard: ShardHandle, cluster: ObjectKey) -> Self {
+        self.plan.replication = Replication::ClusterOfShard { shard, cluster };
+        self
+    }
+
     /// Whether keys queued by a real change are reconciled before the backlog (default
     /// `true`), as controller-runtime's priority queue does.
     ///

@@ -96,7 +96,8 @@ where
         match &plan.replication {
             Replication::LeaderElected(leadership) => metrics.observe_leader_election(leadership),
             Replication::Sharded(shard) => metrics.observe_shard(shard),
-            Replication::Single => {}
+            // A fleet's clusters share one member: observed once, by its owner.
+            Replication::ClusterOfShard { .. } | Replication::Single => {}
         }
     }
     let queue = plan.queue.unwrap_or_else(|| {

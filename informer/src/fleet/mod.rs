@@ -25,6 +25,20 @@
 //!   so does the reconcile's span. Each member has its own queue and workers, so one
 //!   cluster's storm of changes, or its API server being down, delays no other.
 //!
+//! Several replicas, on Leases as everywhere in the library:
+//!
+//! - **Leader election**: build each member's controller with
+//!   [`leader_election`](crate::controller::Controller::leader_election); the leading
+//!   replica works the whole fleet, the others stand by.
+//! - **Sharding by cluster**: [`ClusterSet::sharded`] spreads the clusters over the
+//!   members of a [`ShardMember`](crate::shard::ShardMember)'s group by the same
+//!   rendezvous hashing that shards keys, applied to cluster names. Each replica
+//!   engages, and caches, only its own clusters; its fleet controller works a cluster
+//!   only while the member may, every reconcile and write fenced by the member's claim
+//!   on the cluster (as a sharded controller's are by its claim on each key), so a
+//!   paused or cut-off replica stops before another takes its clusters over, and a
+//!   killed one's clusters move to the survivors.
+//!
 //! ```no_run
 //! use informer::fleet::{ClusterSet, KubeconfigSecrets};
 //! use informer::prelude::*;

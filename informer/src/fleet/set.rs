@@ -15,7 +15,9 @@ use super::cluster::Cluster;
 use super::error::{FleetError, KubeconfigError};
 use super::membership::{ClusterConfig, ClusterProvider, Membership, Rejected};
 use crate::factory::{FactoryOptions, SharedInformerFactory};
+use crate::key::ObjectKey;
 use crate::lock::MutexExt;
+use crate::shard::ShardHandle;
 
 /// How long a retired cluster's controllers get to stop before its informers are
 /// shut down anyway.
@@ -36,6 +38,8 @@ pub struct ClusterSet {
 
 struct Inner {
     provider: Mutex<Option<Box<dyn ClusterProvider>>>,
+    /// Engage only the clusters this shard member owns.
+    shard: Option<ShardHandle>,
     options: Box<dyn Fn(&str) -> FactoryOptions + Send + Sync>,
     state: Mutex<State>,
     /// Bumped on every change of the members.
@@ -45,6 +49,8 @@ struct Inner {
 #[derive(Default)]
 struct State {
     members: BTreeMap<String, (Cluster, u64)>,
+    /// The provider's last membership, applied again when the shard changes.
+    last: Membership,
     rejected: Vec<Rejected>,
     on_join: Vec<OnJoin>,
     /// Clusters being retired: their factories shutting down.
@@ -73,8 +79,32 @@ impl ClusterSet {
         provider: impl ClusterProvider,
         options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
     ) -> Self {
+        Self::make(provider, options, None)
+    }
+
+    /// A set whose clusters are spread over the replicas of `shard`'s group by the
+    /// shard's rendezvous hashing of their names: this replica engages (and holds
+    /// caches for) only the clusters its member owns, and a
+    /// [`FleetController`](super::FleetController) on it works a cluster only while
+    /// the member may (every reconcile and write fenced as a sharded controller's
+    /// are, by the cluster). Members come and go with the group: a cluster moves with
+    /// its shard.
+    pub fn sharded(
+        provider: impl ClusterProvider,
+        options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
+        shard: &ShardHandle,
+    ) -> Self {
+        Self::make(provider, options, Some(shard.clone()))
+    }
+
+    fn make(
+        provider: impl ClusterProvider,
+        options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
+        shard: Option<ShardHandle>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
+                shard,
                 provider: Mutex::new(Some(Box::new(provider))),
                 options: Box::new(options),
                 state: Mutex::default(),
@@ -97,6 +127,15 @@ impl ClusterSet {
         let mut memberships = provider.memberships();
         let mut shutdown = pin!(shutdown);
         let mut following = true;
+        // Every change of the shard member's view, for as long as it runs.
+        let mut shard_changes = match self.inner.shard.clone() {
+            Some(shard) => futures::stream::unfold(shard, |mut shard| async move {
+                shard.changed().await.then_some(((), shard))
+            })
+            .fuse()
+            .boxed(),
+            None => futures::stream::pending().boxed(),
+        };
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
@@ -105,6 +144,10 @@ impl ClusterSet {
                     // A fixed list: nothing more will come.
                     None => following = false,
                 },
+                Some(()) = shard_changes.next() => {
+                    let last = self.inner.state.locked().last.clone();
+                    self.apply(last);
+                }
             }
         }
         drop(memberships);
@@ -130,7 +173,11 @@ impl ClusterSet {
         let mut state = self.inner.state.locked();
         while state.retiring.try_join_next().is_some() {}
         let mut changed = false;
-        let wanted = membership.clusters;
+        state.last = membership.clone();
+        let mut wanted = membership.clusters;
+        if let Some(shard) = &self.inner.shard {
+            wanted.retain(|name, _| shard.owns(&cluster_key(name)));
+        }
         let leaving: Vec<String> = state
             .members
             .iter()
@@ -269,6 +316,18 @@ impl ClusterSet {
                 return;
             }
         }
+    }
+}
+
+/// The key a shard decides a cluster by.
+pub(super) fn cluster_key(name: &str) -> ObjectKey {
+    ObjectKey::new(None, name)
+}
+
+impl ClusterSet {
+    /// The shard member the set is spread by, if it is sharded.
+    pub(super) fn shard(&self) -> Option<&ShardHandle> {
+        self.inner.shard.as_ref()
     }
 }
 

@@ -97,6 +97,32 @@ impl Replicas {
         )
     }
 
+    /// Replicas of a fleet controller sharded by cluster (`fleet_replica`) of group
+    /// `replicas` in `namespace`, over `clusters` (each the kubeconfig's cluster, its
+    /// ConfigMaps in `<namespace>-<cluster>`), with `workers` workers per cluster
+    /// taking `reconcile` per key, and `handoff` as hand-off timeout.
+    pub fn fleet(
+        namespace: &str,
+        kubeconfig: &Path,
+        clusters: &[&str],
+        workers: usize,
+        reconcile: Duration,
+        handoff: Duration,
+    ) -> Self {
+        Self::new(
+            env!("CARGO_BIN_EXE_fleet_replica"),
+            namespace,
+            kubeconfig,
+            reconcile,
+            vec![
+                "group=replicas".to_owned(),
+                format!("workers={workers}"),
+                format!("handoff-ms={}", handoff.as_millis()),
+                format!("clusters={}", clusters.join(",")),
+            ],
+        )
+    }
+
     fn new(
         binary: &'static str,
         namespace: &str,

@@ -77,6 +77,14 @@ pub(crate) enum Replication {
     LeaderElected(LeadershipHandle),
     /// On the shard this member is given.
     Sharded(ShardHandle),
+    /// Every key of one fleet cluster, while the shard gives this member the cluster
+    /// (`cluster` is the key the shard decides by).
+    ClusterOfShard {
+        /// The member's handle.
+        shard: ShardHandle,
+        /// The cluster, as a key of the shard.
+        cluster: ObjectKey,
+    },
 }
 
 impl Replication {
@@ -126,6 +134,15 @@ impl Replication {
                     runner, reconcile, shard, primaries, reasons, controller, shutdown,
                 )
                 .await;
+            }
+            Replication::ClusterOfShard { shard, cluster } => {
+                let gated = sharding::gated(
+                    reconcile,
+                    shard.clone(),
+                    Arc::clone(reasons),
+                    Some(cluster.clone()),
+                );
+                runner.run(gated, shutdown).await;
             }
         }
     }

@@ -66,7 +66,10 @@ pub(crate) async fn run_sharded<K, F, Fut, E, S>(
     };
     let requeue =
         queue_keys_as_they_become_ours(shard.clone(), primaries, &queue, reasons, controller);
-    let run = runner.run(gated(reconcile, shard.clone(), Arc::clone(reasons)), stop);
+    let run = runner.run(
+        gated(reconcile, shard.clone(), Arc::clone(reasons), None),
+        stop,
+    );
     tokio::select! {
         () = run => {}
         () = requeue => {}
@@ -122,10 +125,14 @@ async fn queue_keys_as_they_become_ours<K>(
 /// `reconcile`, for keys this member may reconcile now; dropped before its next step
 /// when the member asks (hand-off timeout), or once the key is no longer claimed by
 /// this member or its lease could have expired for the others (see [`Fence`]).
-fn gated<F, Fut, E>(
+///
+/// The shard decides by `scope` when given (a fleet cluster's key: every key of the
+/// cluster goes with it), else by each reconciled key.
+pub(super) fn gated<F, Fut, E>(
     reconcile: F,
     shard: ShardHandle,
     reasons: Arc<Reasons>,
+    scope: Option<ObjectKey>,
 ) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
 where
     F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
@@ -137,17 +144,18 @@ where
         let shard = shard.clone();
         let reconcile = Arc::clone(&reconcile);
         let reasons = Arc::clone(&reasons);
+        let decides = scope.clone().unwrap_or_else(|| key.clone());
         Box::pin(async move {
             // Recorded as running before the check, so a hand-off that starts now
             // either sees it running or is seen by the check.
-            let mut running = shard.enter(&key);
-            if !shard.may_reconcile(&key) {
+            let mut running = shard.enter(&decides);
+            if !shard.may_reconcile(&decides) {
                 reasons.take(&key);
                 return Ok(Action::Done);
             }
             let fence = Fence::Shard {
                 shard: shard.clone(),
-                key: key.clone(),
+                key: decides,
             };
             let reconciling = fence.run(&key, reconcile(key.clone(), fence.clone()));
             tokio::select! {
