@@ -293,8 +293,15 @@ async fn a_scrape_shows_leader_election_and_shard_membership() {
         )
     });
     let group = r#"{group="metrics-shard"}"#;
+    // The member publishes its assignment (active) a moment before it counts the
+    // membership change that came with it: wait for both.
     eventually("the member to be active", Duration::from_secs(10), || {
-        value(&scrape(&registry), &format!("informer_shard_active{group}")) == Some(1.0)
+        let text = scrape(&registry);
+        value(&text, &format!("informer_shard_active{group}")) == Some(1.0)
+            && value(
+                &text,
+                &format!("informer_shard_membership_changes_total{group}"),
+            ) == Some(1.0)
     })
     .await;
     let text = scrape(&registry);
