@@ -27,6 +27,9 @@ pub enum Implementation {
     ClientGoJson,
     /// The same, speaking protobuf (`application/vnd.kubernetes.protobuf`).
     ClientGoProtobuf,
+    /// Our `Controller` without its priority queue (`.priority_queue(false)`:
+    /// client-go's FIFO), for scenario 12.
+    OursFifo,
 }
 
 impl Implementation {
@@ -40,6 +43,7 @@ impl Implementation {
             Implementation::KubeRuntimeWatchCache => "kube-runtime-watch-cache",
             Implementation::ClientGoJson => "client-go-json",
             Implementation::ClientGoProtobuf => "client-go-protobuf",
+            Implementation::OursFifo => "ours-fifo",
         }
     }
 
@@ -61,6 +65,7 @@ impl Implementation {
             "kube-runtime-watch-cache" => Some(Implementation::KubeRuntimeWatchCache),
             "client-go-json" => Some(Implementation::ClientGoJson),
             "client-go-protobuf" => Some(Implementation::ClientGoProtobuf),
+            "ours-fifo" => Some(Implementation::OursFifo),
             _ => None,
         }
     }
@@ -201,6 +206,49 @@ pub struct ControllerSample {
     pub peak_rss_kib: u64,
 }
 
+/// One run of scenario 12: a controller's startup backlog, and edits made while it
+/// drains.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BacklogSample {
+    /// Which implementation ran (ours, ours without priorities, kube-runtime).
+    pub implementation: Implementation,
+    /// Parents (each owning one child), every one needing a reconcile at start.
+    pub objects: usize,
+    /// Children the driver changed while the backlog drained.
+    pub edits: usize,
+    /// Reconciles run at once.
+    pub workers: usize,
+    /// Seconds from start until the first status patches (when the driver was told
+    /// to start its edits).
+    pub first_patches_seconds: f64,
+    /// Seconds from the start until the first edit was made (its stamp).
+    pub first_edit_seconds: f64,
+    /// Seconds from the start until the last edit was made.
+    pub last_edit_seconds: f64,
+    /// Parents not yet patched when the first edit was made.
+    pub backlog_at_first_edit: usize,
+    /// Parents not yet patched when the last edit was made.
+    pub backlog_at_last_edit: usize,
+    /// Seconds from start until every parent was patched and every edit's value was
+    /// in its owner's status.
+    pub converge_seconds: f64,
+    /// CPU seconds (user + system) in that time.
+    pub converge_cpu_seconds: f64,
+    /// Reconciles run in that time (no-op ones included).
+    pub reconciles: usize,
+    /// Median milliseconds from an edit (its stamp) to the first reconcile of its
+    /// owner that saw it.
+    pub latency_p50_ms: f64,
+    /// 99th percentile of the same.
+    pub latency_p99_ms: f64,
+    /// The longest of the same.
+    pub latency_max_ms: f64,
+    /// How many edits were timed (all of them).
+    pub latencies: usize,
+    /// Peak RSS (`VmHWM`) at the end, KiB.
+    pub peak_rss_kib: u64,
+}
+
 /// One replica of a sharded controller (scenario 11), reported when the driver asks
 /// (once every replica's keys are covered) and when it stops.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -243,6 +291,8 @@ pub enum WorkerReport {
     Controller(ControllerSample),
     /// See [`ShardSample`].
     Shard(ShardSample),
+    /// See [`BacklogSample`].
+    Backlog(BacklogSample),
 }
 
 /// The median (the mean of the two middle values for an even count); NaN when empty.
@@ -377,7 +427,9 @@ pub fn human(x: f64) -> String {
 }
 
 fn ratio_text(ratio: f64) -> String {
-    if ratio >= 100.0 {
+    if !ratio.is_finite() {
+        "n/a".to_owned()
+    } else if ratio >= 100.0 {
         format!("{}x", human(ratio))
     } else {
         format!("{ratio:.2}x")

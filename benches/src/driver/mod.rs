@@ -1,10 +1,11 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,...,11] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,...,12] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
-//!       [--controller-updates N] [--scale-objects N] [--pods N] [--json PATH] [--serve]
+//!       [--controller-updates N] [--backlog-edits N] [--scale-objects N]
+//!       [--pods N] [--json PATH] [--serve]
 //! ```
 //!
 //! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
@@ -13,8 +14,10 @@
 //! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
 //! stdout holds medians and ratios; the progress and every single run go to stderr,
 //! and every sample to the `--json` file (default `target/bench-results.json`).
-//! `--only` picks scenarios by number (default all, 1 to 10; see the crate docs).
-//! `--large-objects` sizes the collection of scenarios 2 and 10 (which share it).
+//! `--only` picks scenarios by number (default all, 1 to 12; see the crate docs), e.g.
+//! `--only 12` for the controller's startup backlog. `--large-objects` sizes the collection of scenarios 2 and 10 (which
+//! share it); `--controller-objects` the parents of scenarios 7 and 12 (which share
+//! them), `--backlog-edits` the children scenario 12 changes while the backlog drains.
 //!
 //! Scenario 11 has no peer (kube-runtime has no sharding): it runs our sharded
 //! controller in 1, 2 and 3 replica processes on `bench-large` (`--large-objects`),
@@ -38,12 +41,13 @@ use anyhow::{Context as _, bail};
 use informer::testenv::TestEnv;
 
 use crate::report::{
-    ClientGo, ControllerSample, Implementation, PipelineSample, QuerySample, RelistSample, Row,
-    SyncSample, Target, WatchSample, markdown, median,
+    BacklogSample, ClientGo, ControllerSample, Implementation, PipelineSample, QuerySample,
+    RelistSample, Row, SyncSample, Target, WatchSample, markdown, median,
 };
 use machine::{Machine, load_average};
 use setup::create_objects;
 
+mod backlog;
 mod controller;
 mod machine;
 mod metadata;
@@ -71,7 +75,7 @@ const SCALE_NAMESPACE: &str = "bench-scale";
 const MIB: f64 = 1024.0;
 
 /// The scenarios, numbered 1 to this.
-pub const SCENARIOS: u8 = 11;
+pub const SCENARIOS: u8 = 12;
 
 /// The driver's settings.
 #[derive(Debug, Clone)]
@@ -102,6 +106,8 @@ pub struct Options {
     pub controller_objects: usize,
     /// Children scenario 7 changes after the first convergence.
     pub controller_updates: usize,
+    /// Children scenario 12 changes while the startup backlog drains.
+    pub backlog_edits: usize,
     /// Where to write every sample as JSON.
     pub json: PathBuf,
     /// Create the objects, print the kubeconfig's path and wait (until killed)
@@ -125,6 +131,7 @@ impl Default for Options {
             pods: 10_000,
             controller_objects: 10_000,
             controller_updates: 5_000,
+            backlog_edits: 200,
             json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
             serve: false,
         }
@@ -157,6 +164,7 @@ impl Options {
                 "--pods" => options.pods = value()?.parse()?,
                 "--controller-objects" => options.controller_objects = value()?.parse()?,
                 "--controller-updates" => options.controller_updates = value()?.parse()?,
+                "--backlog-edits" => options.backlog_edits = value()?.parse()?,
                 "--json" => options.json = value()?.into(),
                 "--serve" => options.serve = true,
                 "-h" | "--help" => {
@@ -181,6 +189,9 @@ impl Options {
         }
         if options.controller_updates > options.controller_objects {
             bail!("--controller-updates must be at most --controller-objects");
+        }
+        if options.backlog_edits == 0 || options.backlog_edits > options.controller_objects {
+            bail!("--backlog-edits must be between 1 and --controller-objects");
         }
         Ok(options)
     }
@@ -233,6 +244,8 @@ struct Samples {
     pipeline: Vec<PipelineSample>,
     controller: Vec<ControllerSample>,
     shard: Vec<sharded::ShardRun>,
+    /// Scenario 12's runs, three a round (ours, ours FIFO, kube-runtime).
+    backlog: Vec<BacklogSample>,
 }
 
 /// The sides of a comparison with defaults: ours, kube-runtime, and client-go (JSON,
@@ -296,7 +309,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11]
+    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -332,6 +345,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
             )
             .await?;
         }
+    }
+    if let Some(env) = &env
+        && (options.runs(7) || options.runs(12))
+    {
+        controller::create_family(
+            env,
+            controller::CONTROLLER_NAMESPACE,
+            options.controller_objects,
+        )
+        .await?;
     }
 
     if options.serve {
@@ -395,6 +418,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(11) {
         sharded::run(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(12) {
+        backlog::run(&bench, &mut rows, &mut samples).await?;
+    }
     drop(env);
 
     let load_after = load_average();
@@ -446,8 +472,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A count for a label: `20`, `200`, `10,000`.
 fn thousands(n: usize) -> String {
-    crate::report::human(n as f64)
+    if n < 1000 {
+        n.to_string()
+    } else {
+        crate::report::human(n as f64)
+    }
 }
 
 #[cfg(test)]
@@ -466,8 +497,10 @@ mod tests {
         );
         let options = parse(&["--only", "2,10"]).unwrap();
         assert!(options.runs(10) && options.runs(2) && !options.runs(1));
-        let error = parse(&["--only", "1,12"]).unwrap_err().to_string();
-        assert!(error.contains("no scenario 12"), "{error}");
+        let options = parse(&["--only", "12"]).unwrap();
+        assert!(options.runs(12) && !options.runs(7));
+        let error = parse(&["--only", "1,13"]).unwrap_err().to_string();
+        assert!(error.contains("no scenario 13"), "{error}");
         assert!(parse(&["--only", "0"]).is_err());
     }
 
