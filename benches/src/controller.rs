@@ -20,9 +20,9 @@
 //! change's wall-clock time in `data.stamp`): each reconcile that first sees a child's
 //! new value records the time since its stamp.
 //!
-//! Scenario 12 ([`crate::backlog`]) runs the same two controllers ([`spawn_side`],
-//! which also runs ours without its priority queue) with an observer of its own
-//! ([`Observer`]).
+//! Scenarios 12 ([`crate::backlog`]) and 13 ([`crate::footprint`]) run the same two
+//! controllers ([`spawn_side`], which also runs ours without its priority queue) with
+//! observers of their own ([`Observer`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -88,8 +88,8 @@ pub fn stamp_now() -> u128 {
 }
 
 /// What a scenario's reconciles report to: which status a parent should have, and
-/// every status patch made. Scenario 7 ([`Progress`]) and 12 ([`crate::backlog`]) run
-/// the same two controllers with their own observer.
+/// every status patch made. Scenario 7 ([`Progress`]), 12 ([`crate::backlog`]) and 13
+/// ([`crate::footprint`]) run the same two controllers with their own observer.
 pub(crate) trait Observer: Send + Sync + 'static {
     /// Called by every reconcile that found the parent's child: the status `parent`
     /// should be given when it needs a patch (recording whatever the scenario times),

@@ -98,6 +98,12 @@
 //!     spread over 4 seconds, each stamped. Measured: p50/p99 from an edit to its
 //!     owner's first reconcile that saw it, and the time from start until every parent
 //!     converged (the backlog still drains), per side ([`backlog`]).
+//! 13. **A small operator's footprint**: scenario 7's two-informer controller on 20
+//!     parents owning a ConfigMap each (`--footprint-objects`, a namespace of their
+//!     own), ours and kube-runtime's, each in a worker process on the default
+//!     multi-threaded tokio runtime: idle RSS (`VmRSS` after converging and 3 s idle),
+//!     peak RSS (`VmHWM`) and threads (`Threads:` in `/proc/self/status`) then
+//!     ([`footprint`]).
 //!
 //! In every pair the side that runs first alternates.
 //!
@@ -108,6 +114,7 @@
 pub mod backlog;
 pub mod controller;
 pub mod driver;
+pub mod footprint;
 mod handshake;
 pub mod measure;
 pub mod objects;

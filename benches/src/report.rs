@@ -249,6 +249,33 @@ pub struct BacklogSample {
     pub peak_rss_kib: u64,
 }
 
+/// One run of scenario 13: a small two-informer operator's footprint once converged.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FootprintSample {
+    /// Which implementation ran.
+    pub implementation: Implementation,
+    /// Parents (each owning one child).
+    pub objects: usize,
+    /// RSS before starting (runtime and client built), KiB.
+    pub baseline_rss_kib: u64,
+    /// Threads before starting (`Threads:` in `/proc/self/status`).
+    pub baseline_threads: u64,
+    /// Seconds from start until every parent was patched.
+    pub converge_seconds: f64,
+    /// Seconds the worker then stayed idle before measuring.
+    pub idle_seconds: f64,
+    /// RSS (`VmRSS`) after converging and idling, KiB.
+    pub idle_rss_kib: u64,
+    /// Peak RSS (`VmHWM`) then, KiB.
+    pub peak_rss_kib: u64,
+    /// Threads then (`Threads:` in `/proc/self/status`).
+    pub threads: u64,
+    /// The threads' names then (`/proc/self/task/*/comm`), sorted.
+    pub thread_names: Vec<String>,
+    /// CPU seconds (user + system) from start until measured.
+    pub cpu_seconds: f64,
+}
+
 /// One replica of a sharded controller (scenario 11), reported when the driver asks
 /// (once every replica's keys are covered) and when it stops.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -293,6 +320,8 @@ pub enum WorkerReport {
     Shard(ShardSample),
     /// See [`BacklogSample`].
     Backlog(BacklogSample),
+    /// See [`FootprintSample`].
+    Footprint(FootprintSample),
 }
 
 /// The median (the mean of the two middle values for an even count); NaN when empty.

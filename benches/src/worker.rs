@@ -11,6 +11,7 @@
 //! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
 //! bench-worker shard    <namespace> <group> <identity>
 //! bench-worker backlog  <ours|ours-fifo|kube-runtime> <namespace> <objects> <edits> <tag>
+//! bench-worker footprint <ours|kube-runtime> <namespace> <objects> <tag>
 //! ```
 //!
 //! `sync-metadata` syncs the ConfigMaps of `namespace` metadata-only, as
@@ -126,6 +127,12 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
                 crate::backlog::parse_args(args)?;
             Ok(WorkerReport::Backlog(
                 crate::backlog::run(implementation, namespace, objects, edits, tag).await?,
+            ))
+        }
+        "footprint" => {
+            let (implementation, namespace, objects, tag) = crate::footprint::parse_args(args)?;
+            Ok(WorkerReport::Footprint(
+                crate::footprint::run(implementation, namespace, objects, tag).await?,
             ))
         }
         other => bail!("unknown mode {other:?}"),

@@ -1,7 +1,7 @@
 //! Scenario 7: controller throughput, ours against kube-runtime's `Controller` with
 //! owned children (see [`crate::controller`]). Its objects (the `Parent` CRD, the
 //! parents and their children, created before the scenarios run: see
-//! [`create_family`]) serve scenario 12 too.
+//! [`create_family`]) serve scenarios 12 and 13 too.
 
 use std::path::Path;
 use std::process::Stdio;
