@@ -6,8 +6,8 @@
 //! reflector of the children, [`WORKERS`](crate::controller::WORKERS) reconciles at
 //! once) on a namespace of few objects. The worker starts it with a new tag, waits
 //! until every parent's status is patched, stays idle for [`IDLE`], and reports its
-//! resident memory (`VmRSS`), its peak (`VmHWM`) and its threads (`Threads:` in
-//! `/proc/self/status`, with their names). It runs on the worker's runtime, the
+//! resident memory (`VmRSS`, and its split into `RssAnon` and `RssFile`), its peak
+//! (`VmHWM`) and its threads (`Threads:` in `/proc/self/status`, with their names). It runs on the worker's runtime, the
 //! default multi-threaded tokio runtime, whichever side it runs.
 //!
 //! ```text
@@ -22,7 +22,7 @@ use anyhow::Context as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::controller::{Observer, Parent, spawn_side, status_wanted};
-use crate::measure::{Mark, memory, thread_count, thread_names};
+use crate::measure::{Mark, memory, rss_anon_file, thread_count, thread_names};
 use crate::report::{FootprintSample, Implementation};
 
 /// How long the worker idles after converging before it measures.
@@ -66,6 +66,7 @@ pub async fn run(
     let converge_seconds = mark.wall_seconds();
     tokio::time::sleep(IDLE).await;
     let after = memory();
+    let (idle_rss_anon_kib, idle_rss_file_kib) = rss_anon_file();
     Ok(FootprintSample {
         implementation,
         objects,
@@ -74,6 +75,8 @@ pub async fn run(
         converge_seconds,
         idle_seconds: IDLE.as_secs_f64(),
         idle_rss_kib: after.rss_kib,
+        idle_rss_anon_kib,
+        idle_rss_file_kib,
         peak_rss_kib: after.peak_kib,
         threads: thread_count(),
         thread_names: thread_names(),

@@ -79,6 +79,21 @@ pub fn thread_names() -> Vec<String> {
     names
 }
 
+/// The resident memory split by kind, in KiB: `RssAnon` (heap, stacks) and
+/// `RssFile` (mapped files: the binary's code and data, shared libraries), from
+/// `/proc/self/status`; 0 where unreadable.
+pub fn rss_anon_file() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("RssAnon:"), field("RssFile:"))
+}
+
 /// Resets `VmHWM` to the current RSS (Linux 4.0 and later: `5` to `clear_refs`), so
 /// that a later [`memory`] gives the peak since now.
 pub fn reset_peak() -> std::io::Result<()> {

@@ -266,6 +266,11 @@ pub struct FootprintSample {
     pub idle_seconds: f64,
     /// RSS (`VmRSS`) after converging and idling, KiB.
     pub idle_rss_kib: u64,
+    /// Of that, anonymous memory (`RssAnon`: heap, stacks), KiB.
+    pub idle_rss_anon_kib: u64,
+    /// Of that, mapped files (`RssFile`: the binary's code and data, shared
+    /// libraries), KiB.
+    pub idle_rss_file_kib: u64,
     /// Peak RSS (`VmHWM`) then, KiB.
     pub peak_rss_kib: u64,
     /// Threads then (`Threads:` in `/proc/self/status`).

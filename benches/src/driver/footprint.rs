@@ -48,12 +48,15 @@ pub(super) async fn run(
             };
             eprintln!(
                 "[{label}] pair {}: {:<12} converged in {:.2} s; after {:.0} s idle: RSS {:.1} MiB \
-                 (before start {:.1} MiB), peak {:.1} MiB, {} threads ({} before start): {}",
+                 ({:.1} MiB anonymous, {:.1} MiB files; before start {:.1} MiB), peak {:.1} MiB, \
+                 {} threads ({} before start): {}",
                 pair + 1,
                 implementation.as_str(),
                 sample.converge_seconds,
                 sample.idle_seconds,
                 sample.idle_rss_kib as f64 / MIB,
+                sample.idle_rss_anon_kib as f64 / MIB,
+                sample.idle_rss_file_kib as f64 / MIB,
                 sample.baseline_rss_kib as f64 / MIB,
                 sample.peak_rss_kib as f64 / MIB,
                 sample.threads,
@@ -110,6 +113,16 @@ fn footprint_rows(label: &str, pairs: &[(FootprintSample, FootprintSample)]) -> 
             &format!("idle RSS, converged + {idle} s (MiB)"),
             &|s| s.idle_rss_kib as f64 / MIB,
             no_heavier,
+        ),
+        row(
+            "idle RSS, anonymous (heap, stacks; `RssAnon`) (MiB)",
+            &|s| s.idle_rss_anon_kib as f64 / MIB,
+            None,
+        ),
+        row(
+            "idle RSS, mapped files (code, libraries; `RssFile`) (MiB)",
+            &|s| s.idle_rss_file_kib as f64 / MIB,
+            None,
         ),
         row(
             "peak RSS (MiB)",
