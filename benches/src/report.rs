@@ -465,6 +465,10 @@ fn ratio_text(ratio: f64) -> String {
         "n/a".to_owned()
     } else if ratio >= 100.0 {
         format!("{}x", human(ratio))
+    } else if ratio > 0.0 && ratio < 0.01 {
+        // Two significant digits, not `0.00x`.
+        let decimals = (-ratio.log10()).ceil() as usize + 1;
+        format!("{ratio:.decimals$}x")
     } else {
         format!("{ratio:.2}x")
     }
@@ -567,6 +571,9 @@ mod tests {
             ..Row::default()
         };
         assert_eq!(row.met(), Some(true));
+        assert_eq!(ratio_text(0.004567), "0.0046x");
+        assert_eq!(ratio_text(0.0123), "0.01x");
+        assert_eq!(ratio_text(f64::NAN), "n/a");
         assert!(markdown(std::slice::from_ref(&row)).contains("| 0.50x |"));
         let with_client_go = Row {
             client_go: Some(ClientGo {
