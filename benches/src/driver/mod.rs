@@ -194,10 +194,14 @@ impl Options {
         if options.updates == 0 || options.updates > options.objects {
             bail!("--updates must be between 1 and --objects");
         }
-        if options.controller_updates > options.controller_objects {
+        // Each checked where its scenario runs: `--only 12 --controller-objects 100`
+        // needs no `--controller-updates`.
+        if options.runs(7) && options.controller_updates > options.controller_objects {
             bail!("--controller-updates must be at most --controller-objects");
         }
-        if options.backlog_edits == 0 || options.backlog_edits > options.controller_objects {
+        if options.runs(12)
+            && (options.backlog_edits == 0 || options.backlog_edits > options.controller_objects)
+        {
             bail!("--backlog-edits must be between 1 and --controller-objects");
         }
         if options.footprint_objects == 0 {
@@ -525,6 +529,19 @@ mod tests {
         let error = parse(&["--only", "1,14"]).unwrap_err().to_string();
         assert!(error.contains("no scenario 14"), "{error}");
         assert!(parse(&["--only", "0"]).is_err());
+    }
+
+    #[test]
+    fn sizes_are_checked_where_their_scenario_runs() {
+        let small = ["--controller-objects", "100"];
+        assert!(parse(&small).is_err(), "7 and 12 run by default");
+        assert!(parse(&[&small[..], &["--only", "13"]].concat()).is_ok());
+        let error = parse(&[&small[..], &["--only", "12"]].concat())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--backlog-edits"), "{error}");
+        let fits = ["--backlog-edits", "50", "--only", "12"];
+        assert!(parse(&[&small[..], &fits[..]].concat()).is_ok());
     }
 
     #[test]
