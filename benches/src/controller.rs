@@ -21,8 +21,8 @@
 //! new value records the time since its stamp.
 //!
 //! Scenarios 12 ([`crate::backlog`]) and 13 ([`crate::footprint`]) run the same two
-//! controllers ([`spawn_side`], which also runs ours without its priority queue) with
-//! observers of their own ([`Observer`]).
+//! controllers (`spawn_side`, which also runs ours without its priority queue) with
+//! observers of their own (`Observer`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
