@@ -19,6 +19,10 @@
 //! more patches (the driver changes that many children, each once, stamping the
 //! change's wall-clock time in `data.stamp`): each reconcile that first sees a child's
 //! new value records the time since its stamp.
+//!
+//! Scenarios 12 ([`crate::backlog`]) and 13 ([`crate::footprint`]) run the same two
+//! controllers (`spawn_side`, which also runs ours without its priority queue) with
+//! observers of their own (`Observer`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -83,6 +87,42 @@ pub fn stamp_now() -> u128 {
         .as_nanos()
 }
 
+/// What a scenario's reconciles report to: which status a parent should have, and
+/// every status patch made. Scenario 7 ([`Progress`]), 12 ([`crate::backlog`]) and 13
+/// ([`crate::footprint`]) run the same two controllers with their own observer.
+pub(crate) trait Observer: Send + Sync + 'static {
+    /// Called by every reconcile that found the parent's child: the status `parent`
+    /// should be given when it needs a patch (recording whatever the scenario times),
+    /// `None` when it is current.
+    fn wanted(&self, tag: &str, parent: &Parent, child: &ConfigMap) -> Option<String>;
+
+    /// A reconcile patched `parent`'s status to `observed`.
+    fn patched(&self, parent: &str, observed: &str);
+}
+
+/// The status `parent` should have given `child` (`{tag}:{value}`) when it differs
+/// from the one it has, with the child's stamp (see [`stamp_now`]) if it has one;
+/// `None` when the status is current or the child has no value.
+pub(crate) fn status_wanted(
+    tag: &str,
+    parent: &Parent,
+    child: &ConfigMap,
+) -> Option<(String, Option<u128>)> {
+    let data = child.data.as_ref()?;
+    let wanted = format!("{tag}:{}", data.get("value")?);
+    let observed = parent.status.as_ref().and_then(|s| s.observed.as_deref());
+    if observed == Some(wanted.as_str()) {
+        return None;
+    }
+    let stamp = data.get("stamp").and_then(|s| s.parse::<u128>().ok());
+    Some((wanted, stamp))
+}
+
+/// Milliseconds from `stamp` (wall-clock nanoseconds, [`stamp_now`]) to now.
+pub(crate) fn millis_since(stamp: u128) -> f64 {
+    stamp_now().saturating_sub(stamp) as f64 / 1e6
+}
+
 /// Progress shared by the reconciles and the measurement.
 #[derive(Default)]
 struct Progress {
@@ -92,27 +132,52 @@ struct Progress {
     latencies: Mutex<Vec<f64>>,
 }
 
-impl Progress {
-    /// The status `parent` should have given `child`: `Some` when it needs a patch
-    /// (recording the latency of the child's change), `None` when it is current.
+impl Observer for Progress {
+    /// Records the latency of the child's change when its parent needs a patch.
     fn wanted(&self, tag: &str, parent: &Parent, child: &ConfigMap) -> Option<String> {
         self.reconciles.fetch_add(1, Ordering::Relaxed);
-        let data = child.data.as_ref()?;
-        let wanted = format!("{tag}:{}", data.get("value")?);
-        let observed = parent.status.as_ref().and_then(|s| s.observed.as_deref());
-        if observed == Some(wanted.as_str()) {
-            return None;
-        }
-        if let Some(stamp) = data.get("stamp").and_then(|s| s.parse::<u128>().ok()) {
-            let millis = stamp_now().saturating_sub(stamp) as f64 / 1e6;
+        let (wanted, stamp) = status_wanted(tag, parent, child)?;
+        if let Some(stamp) = stamp {
+            let millis = millis_since(stamp);
             self.latencies.lock().expect("not poisoned").push(millis);
         }
         Some(wanted)
+    }
+
+    fn patched(&self, _parent: &str, _observed: &str) {
+        self.patches.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 fn status_patch(observed: &str) -> Patch<serde_json::Value> {
     Patch::Merge(serde_json::json!({ "status": { "observed": observed } }))
+}
+
+/// Starts `implementation`'s controller of the parents of `namespace` in a task of
+/// its own: ours (with priorities, the default), ours without (`ours-fifo`,
+/// `.priority_queue(false)`) or kube-runtime's. Its reconciles want
+/// `status.observed == "{tag}:{value}"` and report to `observer`.
+pub(crate) fn spawn_side<O: Observer>(
+    implementation: Implementation,
+    client: kube::Client,
+    namespace: &str,
+    tag: &str,
+    observer: Arc<O>,
+) -> anyhow::Result<()> {
+    let (namespace, tag) = (namespace.to_owned(), tag.to_owned());
+    match implementation {
+        Implementation::Ours => {
+            tokio::spawn(ours(client, namespace, tag, observer, true));
+        }
+        Implementation::OursFifo => {
+            tokio::spawn(ours(client, namespace, tag, observer, false));
+        }
+        Implementation::KubeRuntime => {
+            tokio::spawn(kube_runtime(client, namespace, tag, observer));
+        }
+        other => bail!("the controller scenarios have no {other:?}"),
+    }
+    Ok(())
 }
 
 /// The worker's mode `controller` (see the [module docs](self)).
@@ -127,25 +192,7 @@ pub async fn run(
     let progress = Arc::new(Progress::default());
     let baseline = memory();
     let mark = Mark::now();
-    match implementation {
-        Implementation::Ours => {
-            tokio::spawn(ours(
-                client,
-                namespace.to_owned(),
-                tag.to_owned(),
-                progress.clone(),
-            ));
-        }
-        Implementation::KubeRuntime => {
-            tokio::spawn(kube_runtime(
-                client,
-                namespace.to_owned(),
-                tag.to_owned(),
-                progress.clone(),
-            ));
-        }
-        other => bail!("the controller scenario has no {other:?}"),
-    }
+    spawn_side(implementation, client, namespace, tag, progress.clone())?;
     patched(&progress, objects).await;
     let converge_seconds = mark.wall_seconds();
     let converge_cpu_seconds = mark.cpu_seconds();
@@ -190,7 +237,7 @@ async fn patched(progress: &Progress, count: usize) {
 }
 
 /// The `q` quantile of `values` (nearest rank); NaN when empty.
-fn percentile(values: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(values: &[f64], q: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
     }
@@ -200,33 +247,38 @@ fn percentile(values: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
-/// Ours: the `Controller` builder on a factory scoped to the namespace.
-async fn ours(client: kube::Client, namespace: String, tag: String, progress: Arc<Progress>) {
+/// Ours: the `Controller` builder on a factory scoped to the namespace, with the
+/// priority queue (the default) or without it (client-go's FIFO).
+async fn ours<O: Observer>(
+    client: kube::Client,
+    namespace: String,
+    tag: String,
+    observer: Arc<O>,
+    priority_queue: bool,
+) {
     let factory =
         SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
     let reconcile = move |parent: Arc<Parent>, ctx: Context<Parent>| {
-        let (tag, progress) = (tag.clone(), progress.clone());
+        let (tag, observer) = (tag.clone(), observer.clone());
         async move {
             let Some(child) = ctx.owned::<ConfigMap>(&parent).into_iter().next() else {
                 return Ok(Action::Done); // the child's arrival brings the parent back
             };
-            let Some(wanted) = progress.wanted(&tag, &parent, &child) else {
+            let Some(wanted) = observer.wanted(&tag, &parent, &child) else {
                 return Ok(Action::Done);
             };
+            let name = parent.name_any();
             ctx.api::<Parent>()
-                .patch_status(
-                    &parent.name_any(),
-                    &PatchParams::default(),
-                    &status_patch(&wanted),
-                )
+                .patch_status(&name, &PatchParams::default(), &status_patch(&wanted))
                 .await?;
-            progress.patches.fetch_add(1, Ordering::Relaxed);
+            observer.patched(&name, &wanted);
             Ok::<_, kube::Error>(Action::Done)
         }
     };
     let run = Controller::<Parent>::new(&factory)
         .owns::<ConfigMap>()
         .workers(WORKERS)
+        .priority_queue(priority_queue)
         .run(reconcile, backoff, std::future::pending())
         .await;
     if let Err(error) = run {
@@ -235,20 +287,20 @@ async fn ours(client: kube::Client, namespace: String, tag: String, progress: Ar
 }
 
 /// What kube-runtime's reconcile gets besides the parent.
-struct Shared {
+struct Shared<O> {
     parents: Api<Parent>,
     children: Store<ConfigMap>,
     tag: String,
-    progress: Arc<Progress>,
+    observer: Arc<O>,
 }
 
 /// kube-runtime's `Controller`, its children from a reflector store through
 /// `owns_stream`.
-async fn kube_runtime(
+async fn kube_runtime<O: Observer>(
     client: kube::Client,
     namespace: String,
     tag: String,
-    progress: Arc<Progress>,
+    observer: Arc<O>,
 ) {
     let parents = Api::<Parent>::namespaced(client.clone(), &namespace);
     let (children, writer) = reflector::store::<ConfigMap>();
@@ -264,7 +316,7 @@ async fn kube_runtime(
         parents: parents.clone(),
         children,
         tag,
-        progress,
+        observer,
     });
     kube_runtime::Controller::new(parents, watcher::Config::default())
         .owns_stream(child_events)
@@ -278,9 +330,9 @@ async fn kube_runtime(
         .await;
 }
 
-async fn reconcile_kube_runtime(
+async fn reconcile_kube_runtime<O: Observer>(
     parent: Arc<Parent>,
-    shared: Arc<Shared>,
+    shared: Arc<Shared<O>>,
 ) -> Result<kube_runtime::controller::Action, kube::Error> {
     let done = kube_runtime::controller::Action::await_change();
     let namespace = parent.namespace().unwrap_or_default();
@@ -290,18 +342,15 @@ async fn reconcile_kube_runtime(
     else {
         return Ok(done); // the child's arrival brings the parent back
     };
-    let Some(wanted) = shared.progress.wanted(&shared.tag, &parent, &child) else {
+    let Some(wanted) = shared.observer.wanted(&shared.tag, &parent, &child) else {
         return Ok(done);
     };
+    let name = parent.name_any();
     shared
         .parents
-        .patch_status(
-            &parent.name_any(),
-            &PatchParams::default(),
-            &status_patch(&wanted),
-        )
+        .patch_status(&name, &PatchParams::default(), &status_patch(&wanted))
         .await?;
-    shared.progress.patches.fetch_add(1, Ordering::Relaxed);
+    shared.observer.patched(&name, &wanted);
     Ok(done)
 }
 

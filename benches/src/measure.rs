@@ -56,6 +56,44 @@ pub fn memory() -> Memory {
     }
 }
 
+/// The process's thread count (`Threads:` in `/proc/self/status`); 0 if unreadable.
+pub fn thread_count() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|rest| rest.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The names of the process's threads (`/proc/self/task/*/comm`), sorted.
+pub fn thread_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The resident memory split by kind, in KiB: `RssAnon` (heap, stacks) and
+/// `RssFile` (mapped files: the binary's code and data, shared libraries), from
+/// `/proc/self/status`; 0 where unreadable.
+pub fn rss_anon_file() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("RssAnon:"), field("RssFile:"))
+}
+
 /// Resets `VmHWM` to the current RSS (Linux 4.0 and later: `5` to `clear_refs`), so
 /// that a later [`memory`] gives the peak since now.
 pub fn reset_peak() -> std::io::Result<()> {
@@ -113,5 +151,8 @@ mod tests {
         assert!(mark.cpu_seconds() > 0.0);
         let memory = memory();
         assert!(memory.rss_kib > 0 && memory.peak_kib >= memory.rss_kib);
+        // Other tests' threads come and go meanwhile: no exact comparison.
+        assert!(thread_count() >= 1);
+        assert!(!thread_names().is_empty());
     }
 }

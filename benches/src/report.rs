@@ -27,6 +27,9 @@ pub enum Implementation {
     ClientGoJson,
     /// The same, speaking protobuf (`application/vnd.kubernetes.protobuf`).
     ClientGoProtobuf,
+    /// Our `Controller` without its priority queue (`.priority_queue(false)`:
+    /// client-go's FIFO), for scenario 12.
+    OursFifo,
 }
 
 impl Implementation {
@@ -40,6 +43,7 @@ impl Implementation {
             Implementation::KubeRuntimeWatchCache => "kube-runtime-watch-cache",
             Implementation::ClientGoJson => "client-go-json",
             Implementation::ClientGoProtobuf => "client-go-protobuf",
+            Implementation::OursFifo => "ours-fifo",
         }
     }
 
@@ -61,6 +65,7 @@ impl Implementation {
             "kube-runtime-watch-cache" => Some(Implementation::KubeRuntimeWatchCache),
             "client-go-json" => Some(Implementation::ClientGoJson),
             "client-go-protobuf" => Some(Implementation::ClientGoProtobuf),
+            "ours-fifo" => Some(Implementation::OursFifo),
             _ => None,
         }
     }
@@ -201,6 +206,81 @@ pub struct ControllerSample {
     pub peak_rss_kib: u64,
 }
 
+/// One run of scenario 12: a controller's startup backlog, and edits made while it
+/// drains.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BacklogSample {
+    /// Which implementation ran (ours, ours without priorities, kube-runtime).
+    pub implementation: Implementation,
+    /// Parents (each owning one child), every one needing a reconcile at start.
+    pub objects: usize,
+    /// Children the driver changed while the backlog drained.
+    pub edits: usize,
+    /// Reconciles run at once.
+    pub workers: usize,
+    /// Seconds from start until the first status patches (when the driver was told
+    /// to start its edits).
+    pub first_patches_seconds: f64,
+    /// Seconds from the start until the first edit was made (its stamp).
+    pub first_edit_seconds: f64,
+    /// Seconds from the start until the last edit was made.
+    pub last_edit_seconds: f64,
+    /// Parents not yet patched when the first edit was made.
+    pub backlog_at_first_edit: usize,
+    /// Parents not yet patched when the last edit was made.
+    pub backlog_at_last_edit: usize,
+    /// Seconds from start until every parent was patched and every edit's value was
+    /// in its owner's status.
+    pub converge_seconds: f64,
+    /// CPU seconds (user + system) in that time.
+    pub converge_cpu_seconds: f64,
+    /// Reconciles run in that time (no-op ones included).
+    pub reconciles: usize,
+    /// Median milliseconds from an edit (its stamp) to the first reconcile of its
+    /// owner that saw it.
+    pub latency_p50_ms: f64,
+    /// 99th percentile of the same.
+    pub latency_p99_ms: f64,
+    /// The longest of the same.
+    pub latency_max_ms: f64,
+    /// How many edits were timed (all of them).
+    pub latencies: usize,
+    /// Peak RSS (`VmHWM`) at the end, KiB.
+    pub peak_rss_kib: u64,
+}
+
+/// One run of scenario 13: a small two-informer operator's footprint once converged.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FootprintSample {
+    /// Which implementation ran.
+    pub implementation: Implementation,
+    /// Parents (each owning one child).
+    pub objects: usize,
+    /// RSS before starting (runtime and client built), KiB.
+    pub baseline_rss_kib: u64,
+    /// Threads before starting (`Threads:` in `/proc/self/status`).
+    pub baseline_threads: u64,
+    /// Seconds from start until every parent was patched.
+    pub converge_seconds: f64,
+    /// Seconds the worker then stayed idle before measuring.
+    pub idle_seconds: f64,
+    /// RSS (`VmRSS`) after converging and idling, KiB.
+    pub idle_rss_kib: u64,
+    /// Of that, anonymous memory (`RssAnon`: heap, stacks), KiB.
+    pub idle_rss_anon_kib: u64,
+    /// Of that, mapped files (`RssFile`: the binary's code and data, shared
+    /// libraries), KiB.
+    pub idle_rss_file_kib: u64,
+    /// Peak RSS (`VmHWM`) then, KiB.
+    pub peak_rss_kib: u64,
+    /// Threads then (`Threads:` in `/proc/self/status`).
+    pub threads: u64,
+    /// The threads' names then (`/proc/self/task/*/comm`), sorted.
+    pub thread_names: Vec<String>,
+    /// CPU seconds (user + system) from start until measured.
+    pub cpu_seconds: f64,
+}
+
 /// One replica of a sharded controller (scenario 11), reported when the driver asks
 /// (once every replica's keys are covered) and when it stops.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -243,6 +323,10 @@ pub enum WorkerReport {
     Controller(ControllerSample),
     /// See [`ShardSample`].
     Shard(ShardSample),
+    /// See [`BacklogSample`].
+    Backlog(BacklogSample),
+    /// See [`FootprintSample`].
+    Footprint(FootprintSample),
 }
 
 /// The median (the mean of the two middle values for an even count); NaN when empty.
@@ -377,8 +461,14 @@ pub fn human(x: f64) -> String {
 }
 
 fn ratio_text(ratio: f64) -> String {
-    if ratio >= 100.0 {
+    if !ratio.is_finite() {
+        "n/a".to_owned()
+    } else if ratio >= 100.0 {
         format!("{}x", human(ratio))
+    } else if ratio > 0.0 && ratio < 0.01 {
+        // Two significant digits, not `0.00x`.
+        let decimals = (-ratio.log10()).ceil() as usize + 1;
+        format!("{ratio:.decimals$}x")
     } else {
         format!("{ratio:.2}x")
     }
@@ -481,6 +571,9 @@ mod tests {
             ..Row::default()
         };
         assert_eq!(row.met(), Some(true));
+        assert_eq!(ratio_text(0.004567), "0.0046x");
+        assert_eq!(ratio_text(0.0123), "0.01x");
+        assert_eq!(ratio_text(f64::NAN), "n/a");
         assert!(markdown(std::slice::from_ref(&row)).contains("| 0.50x |"));
         let with_client_go = Row {
             client_go: Some(ClientGo {

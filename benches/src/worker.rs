@@ -10,6 +10,8 @@
 //! bench-worker relist   <ours|kube-runtime> <namespace>
 //! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
 //! bench-worker shard    <namespace> <group> <identity>
+//! bench-worker backlog  <ours|ours-fifo|kube-runtime> <namespace> <objects> <edits> <tag>
+//! bench-worker footprint <ours|kube-runtime> <namespace> <objects> <tag>
 //! ```
 //!
 //! `sync-metadata` syncs the ConfigMaps of `namespace` metadata-only, as
@@ -120,6 +122,19 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
                 crate::shard_worker::run(namespace, group, identity).await?,
             ))
         }
+        "backlog" => {
+            let (implementation, namespace, objects, edits, tag) =
+                crate::backlog::parse_args(args)?;
+            Ok(WorkerReport::Backlog(
+                crate::backlog::run(implementation, namespace, objects, edits, tag).await?,
+            ))
+        }
+        "footprint" => {
+            let (implementation, namespace, objects, tag) = crate::footprint::parse_args(args)?;
+            Ok(WorkerReport::Footprint(
+                crate::footprint::run(implementation, namespace, objects, tag).await?,
+            ))
+        }
         other => bail!("unknown mode {other:?}"),
     }
 }
@@ -220,6 +235,9 @@ async fn start_and_sync<K: Synced>(
         }
         Implementation::ClientGoJson | Implementation::ClientGoProtobuf => {
             bail!("client-go runs as its own binary (benches/client-go), not in this worker")
+        }
+        Implementation::OursFifo => {
+            bail!("ours-fifo is a controller without priorities (scenario 12), not an informer")
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Scenario 7: controller throughput, ours against kube-runtime's `Controller` with
-//! owned children (see [`crate::controller`]).
+//! owned children (see [`crate::controller`]). Its objects (the `Parent` CRD, the
+//! parents and their children, created before the scenarios run: see
+//! [`create_family`]) serve scenarios 12 and 13 too.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -19,11 +21,11 @@ use super::{Bench, MIB, Samples, medians, rotated, thousands};
 use crate::controller::{Parent, ParentSpec, child_name, parent_name, stamp_now};
 use crate::report::{ControllerSample, Implementation, Row, Target, WorkerReport};
 
-/// The namespace of the parents and their children.
-const CONTROLLER_NAMESPACE: &str = "bench-controller";
+/// The namespace of the parents and their children (scenarios 7 and 12).
+pub(super) const CONTROLLER_NAMESPACE: &str = "bench-controller";
 
-/// Scenario 7: installs the CRD, creates the parents and children once, then runs
-/// `--pairs` pairs (the first side alternating).
+/// Scenario 7: `--pairs` pairs (the first side alternating) on the parents and
+/// children of [`CONTROLLER_NAMESPACE`], created beforehand.
 pub(super) async fn run(
     bench: &Bench<'_>,
     rows: &mut Vec<Row>,
@@ -33,8 +35,6 @@ pub(super) async fn run(
     let (objects, updates) = (options.controller_objects, options.controller_updates);
     let env = bench.env.context("no control plane")?;
     let client = env.client()?;
-    env.install_crd(&Parent::crd()).await?;
-    create_family(&client, objects).await?;
     let label = format!(
         "7. controller, {} parents owning a child each, {} child updates",
         thousands(objects),
@@ -86,21 +86,28 @@ pub(super) async fn run(
     Ok(())
 }
 
-/// Creates the namespace, `count` parents, and each parent's child (owned through a
-/// controller owner reference).
-async fn create_family(client: &kube::Client, count: usize) -> anyhow::Result<()> {
-    let namespace = Namespace {
+/// Installs the `Parent` CRD (if it is not yet) and creates `namespace`, `count`
+/// parents in it, and each parent's child (owned through a controller owner
+/// reference).
+pub(super) async fn create_family(
+    env: &TestEnv,
+    namespace: &str,
+    count: usize,
+) -> anyhow::Result<()> {
+    env.install_crd(&Parent::crd()).await?;
+    let client = &env.client()?;
+    let created = Namespace {
         metadata: ObjectMeta {
-            name: Some(CONTROLLER_NAMESPACE.to_owned()),
+            name: Some(namespace.to_owned()),
             ..ObjectMeta::default()
         },
         ..Namespace::default()
     };
     Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
+        .create(&PostParams::default(), &created)
         .await?;
-    let parents = Api::<Parent>::namespaced(client.clone(), CONTROLLER_NAMESPACE);
-    let children = Api::<ConfigMap>::namespaced(client.clone(), CONTROLLER_NAMESPACE);
+    let parents = Api::<Parent>::namespaced(client.clone(), namespace);
+    let children = Api::<ConfigMap>::namespaced(client.clone(), namespace);
     let started = Instant::now();
     futures::stream::iter(0..count)
         .map(|i| {
@@ -128,7 +135,7 @@ async fn create_family(client: &kube::Client, count: usize) -> anyhow::Result<()
         .try_collect::<Vec<()>>()
         .await?;
     eprintln!(
-        "[bench] {CONTROLLER_NAMESPACE}: {count} parents and {count} children created in {:.1} s",
+        "[bench] {namespace}: {count} parents and {count} children created in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     Ok(())
@@ -169,18 +176,7 @@ async fn controller_run(
     futures::stream::iter(0..updates)
         .map(|i| {
             let children = children.clone();
-            async move {
-                let body = serde_json::json!({
-                    "data": { "value": format!("{tag}-{i}"), "stamp": stamp_now().to_string() }
-                });
-                children
-                    .patch(
-                        &child_name(i),
-                        &PatchParams::default(),
-                        &Patch::Merge(&body),
-                    )
-                    .await
-            }
+            async move { edit_child(&children, i, &format!("{tag}-{i}")).await }
         })
         .buffer_unordered(CREATE_CONCURRENCY)
         .try_for_each(|_| futures::future::ready(Ok(())))
@@ -189,6 +185,25 @@ async fn controller_run(
         WorkerReport::Controller(sample) => Ok(sample),
         _ => bail!("the controller worker reported something else"),
     }
+}
+
+/// Changes child `i`'s value to `value`, stamping the change with the wall-clock
+/// time ([`stamp_now`]) it was sent at.
+pub(super) async fn edit_child(
+    children: &Api<ConfigMap>,
+    i: usize,
+    value: &str,
+) -> kube::Result<ConfigMap> {
+    let body = serde_json::json!({
+        "data": { "value": value, "stamp": stamp_now().to_string() }
+    });
+    children
+        .patch(
+            &child_name(i),
+            &PatchParams::default(),
+            &Patch::Merge(&body),
+        )
+        .await
 }
 
 fn controller_rows(label: &str, pairs: &[(ControllerSample, ControllerSample)]) -> Vec<Row> {

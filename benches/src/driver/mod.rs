@@ -1,10 +1,11 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,...,11] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,...,13] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
-//!       [--controller-updates N] [--scale-objects N] [--pods N] [--json PATH] [--serve]
+//!       [--controller-updates N] [--backlog-edits N] [--footprint-objects N]
+//!       [--scale-objects N] [--pods N] [--json PATH] [--serve]
 //! ```
 //!
 //! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
@@ -13,8 +14,12 @@
 //! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
 //! stdout holds medians and ratios; the progress and every single run go to stderr,
 //! and every sample to the `--json` file (default `target/bench-results.json`).
-//! `--only` picks scenarios by number (default all, 1 to 10; see the crate docs).
-//! `--large-objects` sizes the collection of scenarios 2 and 10 (which share it).
+//! `--only` picks scenarios by number (default all, 1 to 13; see the crate docs), e.g.
+//! `--only 12,13` for the controller's startup backlog and the small operator's
+//! footprint. `--large-objects` sizes the collection of scenarios 2 and 10 (which
+//! share it); `--controller-objects` the parents of scenarios 7 and 12 (which share
+//! them), `--backlog-edits` the children scenario 12 changes while the backlog drains,
+//! `--footprint-objects` the parents of scenario 13 (a namespace of their own).
 //!
 //! Scenario 11 has no peer (kube-runtime has no sharding): it runs our sharded
 //! controller in 1, 2 and 3 replica processes on `bench-large` (`--large-objects`),
@@ -38,13 +43,15 @@ use anyhow::{Context as _, bail};
 use informer::testenv::TestEnv;
 
 use crate::report::{
-    ClientGo, ControllerSample, Implementation, PipelineSample, QuerySample, RelistSample, Row,
-    SyncSample, Target, WatchSample, markdown, median,
+    BacklogSample, ClientGo, ControllerSample, FootprintSample, Implementation, PipelineSample,
+    QuerySample, RelistSample, Row, SyncSample, Target, WatchSample, markdown, median,
 };
 use machine::{Machine, load_average};
 use setup::create_objects;
 
+mod backlog;
 mod controller;
+mod footprint;
 mod machine;
 mod metadata;
 mod pipeline;
@@ -71,7 +78,7 @@ const SCALE_NAMESPACE: &str = "bench-scale";
 const MIB: f64 = 1024.0;
 
 /// The scenarios, numbered 1 to this.
-pub const SCENARIOS: u8 = 11;
+pub const SCENARIOS: u8 = 13;
 
 /// The driver's settings.
 #[derive(Debug, Clone)]
@@ -102,6 +109,10 @@ pub struct Options {
     pub controller_objects: usize,
     /// Children scenario 7 changes after the first convergence.
     pub controller_updates: usize,
+    /// Children scenario 12 changes while the startup backlog drains.
+    pub backlog_edits: usize,
+    /// Parents (each owning one child) of scenario 13's small operator.
+    pub footprint_objects: usize,
     /// Where to write every sample as JSON.
     pub json: PathBuf,
     /// Create the objects, print the kubeconfig's path and wait (until killed)
@@ -125,6 +136,8 @@ impl Default for Options {
             pods: 10_000,
             controller_objects: 10_000,
             controller_updates: 5_000,
+            backlog_edits: 200,
+            footprint_objects: 20,
             json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
             serve: false,
         }
@@ -157,6 +170,8 @@ impl Options {
                 "--pods" => options.pods = value()?.parse()?,
                 "--controller-objects" => options.controller_objects = value()?.parse()?,
                 "--controller-updates" => options.controller_updates = value()?.parse()?,
+                "--backlog-edits" => options.backlog_edits = value()?.parse()?,
+                "--footprint-objects" => options.footprint_objects = value()?.parse()?,
                 "--json" => options.json = value()?.into(),
                 "--serve" => options.serve = true,
                 "-h" | "--help" => {
@@ -179,8 +194,18 @@ impl Options {
         if options.updates == 0 || options.updates > options.objects {
             bail!("--updates must be between 1 and --objects");
         }
-        if options.controller_updates > options.controller_objects {
+        // Each checked where its scenario runs: `--only 12 --controller-objects 100`
+        // needs no `--controller-updates`.
+        if options.runs(7) && options.controller_updates > options.controller_objects {
             bail!("--controller-updates must be at most --controller-objects");
+        }
+        if options.runs(12)
+            && (options.backlog_edits == 0 || options.backlog_edits > options.controller_objects)
+        {
+            bail!("--backlog-edits must be between 1 and --controller-objects");
+        }
+        if options.footprint_objects == 0 {
+            bail!("--footprint-objects must be at least 1");
         }
         Ok(options)
     }
@@ -233,6 +258,10 @@ struct Samples {
     pipeline: Vec<PipelineSample>,
     controller: Vec<ControllerSample>,
     shard: Vec<sharded::ShardRun>,
+    /// Scenario 12's runs, three a round (ours, ours FIFO, kube-runtime).
+    backlog: Vec<BacklogSample>,
+    /// Scenario 13's runs.
+    footprint: Vec<FootprintSample>,
 }
 
 /// The sides of a comparison with defaults: ours, kube-runtime, and client-go (JSON,
@@ -296,7 +325,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11]
+    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12, 13]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -329,6 +358,24 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 SCALE_NAMESPACE,
                 options.scale_objects,
                 options.payload,
+            )
+            .await?;
+        }
+    }
+    if let Some(env) = &env {
+        if options.runs(7) || options.runs(12) {
+            controller::create_family(
+                env,
+                controller::CONTROLLER_NAMESPACE,
+                options.controller_objects,
+            )
+            .await?;
+        }
+        if options.runs(13) {
+            controller::create_family(
+                env,
+                footprint::FOOTPRINT_NAMESPACE,
+                options.footprint_objects,
             )
             .await?;
         }
@@ -395,6 +442,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(11) {
         sharded::run(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(12) {
+        backlog::run(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(13) {
+        footprint::run(&bench, &mut rows, &mut samples).await?;
+    }
     drop(env);
 
     let load_after = load_average();
@@ -446,8 +499,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A count for a label: `20`, `200`, `10,000`.
 fn thousands(n: usize) -> String {
-    crate::report::human(n as f64)
+    if n < 1000 {
+        n.to_string()
+    } else {
+        crate::report::human(n as f64)
+    }
 }
 
 #[cfg(test)]
@@ -466,9 +524,24 @@ mod tests {
         );
         let options = parse(&["--only", "2,10"]).unwrap();
         assert!(options.runs(10) && options.runs(2) && !options.runs(1));
-        let error = parse(&["--only", "1,12"]).unwrap_err().to_string();
-        assert!(error.contains("no scenario 12"), "{error}");
+        let options = parse(&["--only", "12,13"]).unwrap();
+        assert!(options.runs(12) && options.runs(13) && !options.runs(7));
+        let error = parse(&["--only", "1,14"]).unwrap_err().to_string();
+        assert!(error.contains("no scenario 14"), "{error}");
         assert!(parse(&["--only", "0"]).is_err());
+    }
+
+    #[test]
+    fn sizes_are_checked_where_their_scenario_runs() {
+        let small = ["--controller-objects", "100"];
+        assert!(parse(&small).is_err(), "7 and 12 run by default");
+        assert!(parse(&[&small[..], &["--only", "13"]].concat()).is_ok());
+        let error = parse(&[&small[..], &["--only", "12"]].concat())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--backlog-edits"), "{error}");
+        let fits = ["--backlog-edits", "50", "--only", "12"];
+        assert!(parse(&[&small[..], &fits[..]].concat()).is_ok());
     }
 
     #[test]
