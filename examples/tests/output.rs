@@ -245,3 +245,20 @@ async fn sharded_controller_splits_the_config_maps_as_replicas_come_and_go() {
         assert!(joined[i].1 <= two[i].1, "{stdout}");
     }
 }
+
+#[tokio::test]
+async fn fleet_addon_keeps_the_addon_in_every_cluster_as_clusters_come_and_go() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_fleet_addon")).await;
+    assert_eq!(
+        stdout,
+        "cluster-a has addon v1\n\
+         cluster-b has addon v1\n\
+         Secret broken-kubeconfig rejected: invalid kubeconfig\n\
+         cluster-offline cannot be reached: troubled() names it, the others did not wait\n\
+         template changed: cluster-a has addon v2, cluster-b has addon v2\n\
+         addon edited in cluster-a, deleted in cluster-b: both put back at v2\n\
+         cluster-c joined: cluster-c has addon v2\n\
+         cluster-b left: its addon stays at v2, no longer managed\n\
+         fleet-wide view: cluster-a v2, cluster-c v2\n"
+    );
+}
