@@ -44,7 +44,7 @@
 //! use informer::prelude::*;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
-//! # async fn demo(management: kube::Client) -> anyhow::Result<()> {
+//! # async fn demo(management: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! // Every cluster whose kubeconfig is a Secret of namespace `fleet`.
 //! let fleet = ClusterSet::new(KubeconfigSecrets::new(management, "fleet"));
 //! tokio::spawn({
