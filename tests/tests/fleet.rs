@@ -16,6 +16,8 @@ use common::{eventually, eventually_async};
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::FactoryOptions;
 use informer::fleet::{CLUSTER_NAME_LABEL, ClusterSet, KubeconfigSecrets, Kubeconfigs};
+use informer::metrics::Metrics;
+use informer::metrics::prometheus_client::registry::Registry;
 use informer::testenv::TestEnv;
 use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -458,9 +460,13 @@ async fn a_cluster_whose_api_server_stops_stalls_no_other_and_resumes_by_itself(
         .config("alpha", alpha.config().clone())
         .config("delta", delta.config().clone())
         .config("gamma", gamma.config().clone());
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
     let ns = namespace.clone();
     let set = ClusterSet::with_options(provider, move |_| {
-        FactoryOptions::default().namespace(ns.clone())
+        FactoryOptions::default()
+            .namespace(ns.clone())
+            .metrics(&metrics)
     });
     let fleet_widgets = set.informer::<Widget>();
     let (stop_set, set_running) = run_set(&set);
@@ -480,6 +486,25 @@ async fn a_cluster_whose_api_server_stops_stalls_no_other_and_resumes_by_itself(
     })
     .await;
     println!("while delta is down: {:?}", fleet_widgets.troubled());
+    // And in the metrics, labelled by cluster.
+    let errors_of = |cluster: &str| {
+        let prefix = format!(r#"informer_reflector_errors_total{{cluster="{cluster}","#);
+        common::scrape::scrape(&registry)
+            .lines()
+            .filter(|line| line.starts_with(&prefix))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    eventually("delta's errors in the metrics", WAIT, || {
+        errors_of("delta") > 0.0
+    })
+    .await;
+    assert_eq!(
+        errors_of("alpha"),
+        0.0,
+        "{}",
+        common::scrape::scrape(&registry)
+    );
     // The others go on.
     set_value(alpha, &namespace, "w", "2").await;
     set_value(gamma, &namespace, "w", "2").await;

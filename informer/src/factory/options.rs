@@ -222,7 +222,7 @@ impl FactoryOptions {
 
     /// The metrics every informer reports to, if any.
     #[cfg(feature = "metrics")]
-    pub(super) fn metrics_of(&self) -> Option<&crate::metrics::Metrics> {
+    pub(crate) fn metrics_of(&self) -> Option<&crate::metrics::Metrics> {
         self.metrics.as_ref()
     }
 }

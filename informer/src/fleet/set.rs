@@ -75,6 +75,8 @@ impl ClusterSet {
 
     /// A set whose members `provider` names, each with a factory made with the
     /// options `options` gives for the cluster's name (a namespace, metrics, ...).
+    /// Metrics given there label each member's series `cluster="{name}"`
+    /// ([`Metrics::for_cluster`](crate::metrics::Metrics::for_cluster)).
     pub fn with_options(
         provider: impl ClusterProvider,
         options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
@@ -241,7 +243,17 @@ impl ClusterSet {
         on_join: &[OnJoin],
     ) -> Result<(Cluster, u64), KubeconfigError> {
         let url = config.url();
-        let factory = SharedInformerFactory::from_config(config.config, (self.inner.options)(name))
+        let options = (self.inner.options)(name);
+        // Each member's series labelled with its name, so that they stay apart.
+        #[cfg(feature = "metrics")]
+        let options = match options
+            .metrics_of()
+            .map(|metrics| metrics.for_cluster(name))
+        {
+            Some(metrics) => options.metrics(&metrics),
+            None => options,
+        };
+        let factory = SharedInformerFactory::from_config(config.config, options)
             .map_err(|error| KubeconfigError::Client(Arc::new(error)))?;
         let cluster = Cluster::new(name, url, factory);
         for join in on_join {

@@ -8,8 +8,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-type ControllerLabel = [(&'static str, String); 1];
-type ResultLabels = [(&'static str, String); 2];
+/// `controller`, and `cluster` for a fleet member's.
+type ControllerLabel = Vec<(&'static str, String)>;
+/// The same and `result`.
+type ResultLabels = Vec<(&'static str, String)>;
 
 /// controller-runtime's buckets for `controller_runtime_reconcile_time_seconds`.
 fn reconcile_histogram() -> Histogram {
@@ -74,15 +76,12 @@ impl ControllerFamilies {
         families
     }
 
-    pub(super) fn controller(&self, name: &str) -> ControllerMetrics {
-        let label = [("controller", name.to_owned())];
+    pub(super) fn controller(&self, name: &str, cluster: Option<&str>) -> ControllerMetrics {
+        let label = super::with_cluster(cluster, vec![("controller", name.to_owned())]);
         let result = |result: &str| {
-            self.reconciles
-                .get_or_create(&[
-                    ("controller", name.to_owned()),
-                    ("result", result.to_owned()),
-                ])
-                .clone()
+            let mut labels = label.clone();
+            labels.push(("result", result.to_owned()));
+            self.reconciles.get_or_create(&labels).clone()
         };
         ControllerMetrics {
             success: result("success"),

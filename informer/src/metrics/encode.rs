@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -32,9 +32,20 @@ pub(super) fn labelled_family<'s>(
     label: &str,
     series: impl Iterator<Item = (&'s str, Value)>,
 ) -> fmt::Result {
+    let series = series.map(|(label_value, value)| ([(label, label_value)], value));
+    family_of(encoder, name, help, metric_type, series)
+}
+
+/// Writes the family `name`, one series for each `(labels, value)`.
+pub(super) fn family_of<L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    series: impl Iterator<Item = (L, Value)>,
+) -> fmt::Result {
     let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
-    for (label_value, value) in series {
-        let labels = [(label, label_value)];
+    for (labels, value) in series {
         let metric = family.encode_family(&labels)?;
         match value {
             Value::Int(v) => {

@@ -9,7 +9,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
-use super::encode::{Value, labelled_family};
+use super::encode::{Value, family_of};
 use crate::lock::MutexExt;
 use crate::reflector::StatsSnapshot;
 use crate::shared_informer::{ListenerStats, SharedIndexInformer, WeakInformer};
@@ -18,6 +18,8 @@ use crate::shared_informer::{ListenerStats, SharedIndexInformer, WeakInformer};
 pub(crate) struct InformerSample {
     /// The `informer` label: the factory's name for it, or the one given with it.
     pub(crate) name: String,
+    /// The `cluster` label, for an informer of a fleet member's factory.
+    pub(crate) cluster: Option<Arc<str>>,
     pub(crate) cached: usize,
     pub(crate) synced: bool,
     pub(crate) handlers: Vec<ListenerStats>,
@@ -33,6 +35,7 @@ impl InformerSample {
     {
         Self {
             name,
+            cluster: None,
             cached: informer.indexer().len(),
             synced: informer.has_synced(),
             handlers: informer.handler_stats(),
@@ -67,9 +70,10 @@ impl<K: kube::Resource + Send + Sync + 'static> InformerSource for SingleInforme
     }
 }
 
-/// The informers being observed, shared by [`super::Metrics`] (which adds to them)
-/// and the collector in the registry (which reads them).
-pub(super) type Sources = Arc<Mutex<Vec<Box<dyn InformerSource>>>>;
+/// The informers being observed, each with the fleet cluster it belongs to (if any),
+/// shared by [`super::Metrics`] (which adds to them) and the collector in the
+/// registry (which reads them).
+pub(super) type Sources = Arc<Mutex<Vec<(Option<Arc<str>>, Box<dyn InformerSource>)>>>;
 
 /// Encodes every observed informer's figures on each scrape.
 pub(super) struct InformerCollector {
@@ -87,13 +91,18 @@ impl fmt::Debug for InformerCollector {
 impl Collector for InformerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
         let mut samples = Vec::new();
-        self.sources
-            .locked()
-            .retain(|source| source.sample(&mut samples));
-        samples.sort_by(|a, b| a.name.cmp(&b.name));
-        let reflected: Vec<(&str, &StatsSnapshot)> = samples
+        self.sources.locked().retain(|(cluster, source)| {
+            let from = samples.len();
+            let live = source.sample(&mut samples);
+            for sample in &mut samples[from..] {
+                sample.cluster.clone_from(cluster);
+            }
+            live
+        });
+        samples.sort_by(|a, b| (&a.cluster, &a.name).cmp(&(&b.cluster, &b.name)));
+        let reflected: Vec<(Labels<'_>, &StatsSnapshot)> = samples
             .iter()
-            .filter_map(|s| Some((s.name.as_str(), s.reflector.as_ref()?)))
+            .filter_map(|s| Some((labels(s), s.reflector.as_ref()?)))
             .collect();
         let e = &mut encoder;
         family(
@@ -101,18 +110,14 @@ impl Collector for InformerCollector {
             "informer_cached_objects",
             "Objects in the informer's cache",
             MetricType::Gauge,
-            samples
-                .iter()
-                .map(|s| (s.name.as_str(), Value::Int(s.cached))),
+            samples.iter().map(|s| (labels(s), Value::Int(s.cached))),
         )?;
         family(
             e,
             "informer_synced",
             "1 once the informer's cache has synced (its first list is in the cache)",
             MetricType::Gauge,
-            samples
-                .iter()
-                .map(|s| (s.name.as_str(), Value::from(s.synced))),
+            samples.iter().map(|s| (labels(s), Value::from(s.synced))),
         )?;
         family(
             e,
@@ -121,7 +126,7 @@ impl Collector for InformerCollector {
             MetricType::Gauge,
             samples
                 .iter()
-                .map(|s| (s.name.as_str(), Value::Int(s.handlers.len()))),
+                .map(|s| (labels(s), Value::Int(s.handlers.len()))),
         )?;
         family(
             e,
@@ -130,7 +135,7 @@ impl Collector for InformerCollector {
             MetricType::Gauge,
             samples.iter().map(|s| {
                 let pending = s.handlers.iter().map(|h| h.pending).sum();
-                (s.name.as_str(), Value::Int(pending))
+                (labels(s), Value::Int(pending))
             }),
         )?;
         family(
@@ -140,7 +145,7 @@ impl Collector for InformerCollector {
             MetricType::Gauge,
             samples.iter().map(|s| {
                 let peak = s.handlers.iter().map(|h| h.peak_pending).max();
-                (s.name.as_str(), Value::Int(peak.unwrap_or(0)))
+                (labels(s), Value::Int(peak.unwrap_or(0)))
             }),
         )?;
         family(
@@ -150,7 +155,7 @@ impl Collector for InformerCollector {
             MetricType::Counter,
             samples
                 .iter()
-                .map(|s| (s.name.as_str(), Value::Count(s.handler_panics))),
+                .map(|s| (labels(s), Value::Count(s.handler_panics))),
         )?;
         for (name, help, value) in REFLECTOR_COUNTERS {
             family(
@@ -158,7 +163,9 @@ impl Collector for InformerCollector {
                 name,
                 help,
                 MetricType::Counter,
-                reflected.iter().map(|(n, s)| (*n, Value::Count(value(s)))),
+                reflected
+                    .iter()
+                    .map(|(n, s)| (n.clone(), Value::Count(value(s)))),
             )?;
         }
         family(
@@ -168,7 +175,7 @@ impl Collector for InformerCollector {
             MetricType::Gauge,
             reflected.iter().map(|(n, s)| {
                 let failures = usize::try_from(s.sync_failures).unwrap_or(usize::MAX);
-                (*n, Value::Int(failures))
+                (n.clone(), Value::Int(failures))
             }),
         )?;
         family(
@@ -177,7 +184,10 @@ impl Collector for InformerCollector {
             "Seconds since the cache last reached a new resourceVersion (by a list, an event or a bookmark)",
             MetricType::Gauge,
             reflected.iter().filter_map(|(n, s)| {
-                Some((*n, Value::Seconds(s.resource_version_age?.as_secs_f64())))
+                Some((
+                    n.clone(),
+                    Value::Seconds(s.resource_version_age?.as_secs_f64()),
+                ))
             }),
         )
     }
@@ -232,13 +242,26 @@ const REFLECTOR_COUNTERS: [ReflectorCounter; 9] = [
     ),
 ];
 
-/// Writes one family whose series are labelled by `informer`.
+/// A series' labels: `informer`, and `cluster` for a fleet member's.
+type Labels<'s> = Vec<(&'static str, &'s str)>;
+
+/// The labels of `sample`'s series.
+fn labels(sample: &InformerSample) -> Labels<'_> {
+    let mut labels = Vec::with_capacity(2);
+    if let Some(cluster) = &sample.cluster {
+        labels.push(("cluster", &**cluster));
+    }
+    labels.push(("informer", sample.name.as_str()));
+    labels
+}
+
+/// Writes one family whose series are labelled by `informer` (and `cluster`).
 fn family<'s>(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
     metric_type: MetricType,
-    series: impl Iterator<Item = (&'s str, Value)>,
+    series: impl Iterator<Item = (Labels<'s>, Value)>,
 ) -> fmt::Result {
-    labelled_family(encoder, name, help, metric_type, "informer", series)
+    family_of(encoder, name, help, metric_type, series)
 }

@@ -58,6 +58,10 @@
 //! [`Metrics::observe_leader_election`] or [`Metrics::observe_shard`]. They too are
 //! read at scrape time, and forgotten once the elector or member has stopped.
 //!
+//! **Fleets**: a handle from [`Metrics::for_cluster`] adds `cluster="<name>"` to every
+//! workqueue, controller and informer series reported through it; a
+//! [`ClusterSet`](crate::fleet::ClusterSet) gives one to each member's factory.
+//!
 //! ```no_run
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use informer::factory::{FactoryOptions, SharedInformerFactory};
@@ -112,6 +116,8 @@ pub struct Metrics {
     controller: ControllerFamilies,
     informers: Sources,
     coordination: Coordination,
+    /// The fleet cluster this handle's series are labelled with (`cluster`).
+    cluster: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -140,7 +146,26 @@ impl Metrics {
             controller: ControllerFamilies::register(registry),
             informers,
             coordination,
+            cluster: None,
         }
+    }
+
+    /// The same families, with every workqueue, controller and informer series
+    /// reported through the returned handle labelled `cluster="{cluster}"`: what a
+    /// [`ClusterSet`](crate::fleet::ClusterSet) gives each member's factory when its
+    /// options carry metrics, so that members' series stay apart and an unreachable
+    /// cluster shows by name (its reflector's errors, its `informer_synced`). Leader
+    /// election and shard series carry no cluster label: a fleet's replicas share them.
+    pub fn for_cluster(&self, cluster: &str) -> Metrics {
+        Metrics {
+            cluster: Some(Arc::from(cluster)),
+            ..self.clone()
+        }
+    }
+
+    /// The fleet cluster this handle labels its series with, if any.
+    pub fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
     }
 
     /// The workqueue series of the queue called `name`, for
@@ -159,7 +184,7 @@ impl Metrics {
     /// queue.add("default/web".to_owned());
     /// ```
     pub fn workqueue(&self, name: &str) -> WorkqueueMetrics {
-        self.workqueue.queue(name)
+        self.workqueue.queue(name, self.cluster.as_deref())
     }
 
     /// Reports `informer` (one not made by an observed factory) under the label
@@ -195,13 +220,24 @@ impl Metrics {
 
     /// Reports every informer `source` holds, on each scrape, until it is gone.
     pub(crate) fn observe(&self, source: Box<dyn InformerSource>) {
-        self.informers.locked().push(source);
+        self.informers.locked().push((self.cluster.clone(), source));
     }
 
     /// The reconcile series of the controller called `name`.
     pub(crate) fn controller(&self, name: &str) -> ControllerMetrics {
-        self.controller.controller(name)
+        self.controller.controller(name, self.cluster.as_deref())
     }
+}
+
+/// `labels` with `cluster` first, when given.
+fn with_cluster(
+    cluster: Option<&str>,
+    mut labels: Vec<(&'static str, String)>,
+) -> Vec<(&'static str, String)> {
+    if let Some(cluster) = cluster {
+        labels.insert(0, ("cluster", cluster.to_owned()));
+    }
+    labels
 }
 
 #[cfg(test)]

@@ -265,3 +265,67 @@ async fn an_observed_informer_reports_its_cache_handlers_and_reflector_until_dro
         "a dropped informer is forgotten"
     );
 }
+
+/// A fleet member's handle labels its series with the cluster, beside the same
+/// series of another member and of no member: three series, not one.
+#[tokio::test]
+async fn a_clusters_handle_labels_its_series_with_the_cluster() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let alpha = metrics.for_cluster("alpha");
+    assert_eq!(alpha.cluster(), Some("alpha"));
+    let queues: Vec<WorkQueue<&str>> = [&metrics, &alpha, &metrics.for_cluster("beta")]
+        .iter()
+        .map(|m| {
+            WorkQueue::with_config(
+                QueueConfig::default()
+                    .name("pods")
+                    .metrics(m.workqueue("pods")),
+                default_controller_rate_limiter(),
+            )
+        })
+        .collect();
+    queues[1].add("a");
+    queues[1].add("b");
+    queues[2].add("a");
+    let controller = alpha.controller("pods-controller");
+    controller.start().finish(Outcome::Success);
+
+    let source = FakeSource::new();
+    source.add(config_map("default/web", &[], 1));
+    let informer =
+        SharedIndexInformer::with_options(source, InformerOptions::default()).expect("no indexes");
+    alpha.observe_informer("ConfigMap", &informer);
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+
+    let text = scrape(&registry);
+    assert_eq!(must(&text, r#"workqueue_adds_total{name="pods"}"#), 0.0);
+    assert_eq!(
+        must(
+            &text,
+            r#"workqueue_adds_total{cluster="alpha",name="pods"}"#
+        ),
+        2.0
+    );
+    assert_eq!(
+        must(&text, r#"workqueue_adds_total{cluster="beta",name="pods"}"#),
+        1.0
+    );
+    assert_eq!(
+        must(
+            &text,
+            r#"controller_runtime_reconcile_total{cluster="alpha",controller="pods-controller",result="success"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        must(
+            &text,
+            r#"informer_cached_objects{cluster="alpha",informer="ConfigMap"}"#
+        ),
+        1.0
+    );
+    stop.send(()).ok();
+    running.await.unwrap().unwrap();
+}

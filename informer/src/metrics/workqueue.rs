@@ -11,8 +11,8 @@ use prometheus_client::registry::Registry;
 
 use crate::workqueue::{QueueMetrics, UnfinishedWork};
 
-/// The `name` label of every workqueue series.
-type QueueLabel = [(&'static str, String); 1];
+/// The labels of every workqueue series: `name`, and `cluster` for a fleet member's.
+type QueueLabel = Vec<(&'static str, String)>;
 type Seconds = Gauge<f64, AtomicU64>;
 type Durations = Family<QueueLabel, Histogram, fn() -> Histogram>;
 
@@ -85,9 +85,9 @@ impl WorkqueueFamilies {
         families
     }
 
-    /// The series of the queue called `name`.
-    pub(super) fn queue(&self, name: &str) -> WorkqueueMetrics {
-        let label = [("name", name.to_owned())];
+    /// The series of the queue called `name`, in fleet cluster `cluster` if given.
+    pub(super) fn queue(&self, name: &str, cluster: Option<&str>) -> WorkqueueMetrics {
+        let label = super::with_cluster(cluster, vec![("name", name.to_owned())]);
         WorkqueueMetrics {
             depth: self.depth.get_or_create(&label).clone(),
             adds: self.adds.get_or_create(&label).clone(),
