@@ -77,7 +77,7 @@ impl ControllerFamilies {
     }
 
     pub(super) fn controller(&self, name: &str, cluster: Option<&str>) -> ControllerMetrics {
-        let label = super::with_cluster(cluster, vec![("controller", name.to_owned())]);
+        let label = super::encode::with_cluster(cluster, vec![("controller", name.to_owned())]);
         let result = |result: &str| {
             let mut labels = label.clone();
             labels.push(("result", result.to_owned()));

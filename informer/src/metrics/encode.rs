@@ -57,3 +57,14 @@ pub(super) fn family_of<L: EncodeLabelSet>(
     }
     Ok(())
 }
+
+/// `labels` with `cluster` first, when given: a fleet member's series.
+pub(super) fn with_cluster(
+    cluster: Option<&str>,
+    mut labels: Vec<(&'static str, String)>,
+) -> Vec<(&'static str, String)> {
+    if let Some(cluster) = cluster {
+        labels.insert(0, ("cluster", cluster.to_owned()));
+    }
+    labels
+}

@@ -229,16 +229,5 @@ impl Metrics {
     }
 }
 
-/// `labels` with `cluster` first, when given.
-fn with_cluster(
-    cluster: Option<&str>,
-    mut labels: Vec<(&'static str, String)>,
-) -> Vec<(&'static str, String)> {
-    if let Some(cluster) = cluster {
-        labels.insert(0, ("cluster", cluster.to_owned()));
-    }
-    labels
-}
-
 #[cfg(test)]
 mod tests;

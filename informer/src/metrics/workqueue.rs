@@ -87,7 +87,7 @@ impl WorkqueueFamilies {
 
     /// The series of the queue called `name`, in fleet cluster `cluster` if given.
     pub(super) fn queue(&self, name: &str, cluster: Option<&str>) -> WorkqueueMetrics {
-        let label = super::with_cluster(cluster, vec![("name", name.to_owned())]);
+        let label = super::encode::with_cluster(cluster, vec![("name", name.to_owned())]);
         WorkqueueMetrics {
             depth: self.depth.get_or_create(&label).clone(),
             adds: self.adds.get_or_create(&label).clone(),
