@@ -678,3 +678,158 @@ async fn a_fleet_sharded_over_replicas_hands_a_killed_members_clusters_over_and_
         env.delete_namespace(&cluster_namespace).await.unwrap();
     }
 }
+
+/// With leader election, one replica works the whole fleet: two replicas in this
+/// process run a leader-elected controller in every cluster; only the leader
+/// reconciles, in every cluster, and the other takes the whole fleet over once the
+/// leader steps down.
+#[tokio::test]
+async fn with_leader_election_the_leader_works_the_whole_fleet() {
+    use informer::leader::{LeaderElectionConfig, LeaderElector};
+    use replicas::{LEASE, RENEW, RETRY};
+
+    let alpha = TestEnv::shared().await.unwrap();
+    let gamma = TestEnv::shared_1_36().await.unwrap();
+    for env in [alpha, gamma] {
+        env.install_crd(&Widget::crd()).await.unwrap();
+    }
+    let namespace = unique("fleet-leader");
+    namespace_everywhere(&[alpha, gamma], &namespace).await;
+    // (replica, cluster, widget, value) for every reconcile.
+    let log: Arc<Mutex<Vec<(String, String, String, String)>>> = Arc::default();
+
+    let start_replica = |identity: &'static str| {
+        let elector = LeaderElector::new(
+            alpha.client().unwrap(),
+            LeaderElectionConfig::default()
+                .lease(namespace.clone(), "fleet")
+                .identity(identity)
+                .lease_duration(LEASE)
+                .renew_deadline(RENEW)
+                .retry_period(RETRY),
+        )
+        .unwrap();
+        let leadership = elector.handle();
+        let (stop_elector, elector_stopped) = tokio::sync::oneshot::channel::<()>();
+        let electing = tokio::spawn(elector.run(async {
+            elector_stopped.await.ok();
+        }));
+        let ns = namespace.clone();
+        let set = ClusterSet::with_options(
+            Kubeconfigs::new()
+                .config("alpha", alpha.config().clone())
+                .config("gamma", gamma.config().clone()),
+            move |_| FactoryOptions::default().namespace(ns.clone()),
+        );
+        let (stop_set, set_running) = run_set(&set);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let log = Arc::clone(&log);
+        let controller = set.controller(move |cluster| {
+            Controller::<Widget>::new(cluster.factory())
+                .predicate(informer::controller::Predicate::generation_changed())
+                .leader_election(leadership.clone())
+        });
+        let controlling = tokio::spawn(controller.run(
+            move |widget: Arc<Widget>, ctx: Context<Widget>| {
+                let log = Arc::clone(&log);
+                async move {
+                    let cluster = ctx.cluster().unwrap_or_default().to_owned();
+                    log.lock().unwrap().push((
+                        identity.to_owned(),
+                        cluster.clone(),
+                        widget.name_any(),
+                        widget.spec.value.clone(),
+                    ));
+                    let observed = format!("{cluster}:{}", widget.spec.value);
+                    ctx.api::<Widget>()
+                        .patch_status(
+                            &widget.name_any(),
+                            &PatchParams::default(),
+                            &Patch::Merge(
+                                serde_json::json!({ "status": { "observed": observed } }),
+                            ),
+                        )
+                        .await?;
+                    Ok::<_, kube::Error>(Action::Done)
+                }
+            },
+            backoff,
+            async {
+                stopped.await.ok();
+            },
+        ));
+        (
+            stop_elector,
+            electing,
+            stop,
+            controlling,
+            stop_set,
+            set_running,
+        )
+    };
+
+    let first = start_replica("first");
+    for env in [alpha, gamma] {
+        create_widget(env, &namespace, "w", "1").await;
+    }
+    for (name, env) in [("alpha", alpha), ("gamma", gamma)] {
+        wait_for_status(env, &namespace, "w", &format!("{name}:1")).await;
+    }
+    let second = start_replica("second");
+    for env in [alpha, gamma] {
+        set_value(env, &namespace, "w", "2").await;
+    }
+    for (name, env) in [("alpha", alpha), ("gamma", gamma)] {
+        wait_for_status(env, &namespace, "w", &format!("{name}:2")).await;
+    }
+    let by = |replica: &str| {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|entry| entry.0 == replica)
+            .map(|entry| entry.1.clone())
+            .collect::<BTreeSet<String>>()
+    };
+    assert_eq!(
+        by("first"),
+        BTreeSet::from(["alpha".to_owned(), "gamma".to_owned()])
+    );
+    assert!(
+        by("second").is_empty(),
+        "the follower reconciled: {:?}",
+        log.lock().unwrap()
+    );
+
+    // The leader steps down: the other replica works the whole fleet.
+    let (stop_elector, electing, stop, controlling, stop_set, set_running) = first;
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, controlling)
+        .await
+        .unwrap()
+        .unwrap();
+    stop_elector.send(()).unwrap();
+    tokio::time::timeout(WAIT, electing).await.unwrap().unwrap();
+    stop_set.send(()).unwrap();
+    set_running.await.unwrap().unwrap();
+    for env in [alpha, gamma] {
+        set_value(env, &namespace, "w", "3").await;
+    }
+    for (name, env) in [("alpha", alpha), ("gamma", gamma)] {
+        wait_for_status(env, &namespace, "w", &format!("{name}:3")).await;
+    }
+    assert_eq!(
+        by("second"),
+        BTreeSet::from(["alpha".to_owned(), "gamma".to_owned()])
+    );
+
+    let (stop_elector, electing, stop, controlling, stop_set, set_running) = second;
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, controlling)
+        .await
+        .unwrap()
+        .unwrap();
+    stop_elector.send(()).unwrap();
+    tokio::time::timeout(WAIT, electing).await.unwrap().unwrap();
+    stop_set.send(()).unwrap();
+    set_running.await.unwrap().unwrap();
+}
