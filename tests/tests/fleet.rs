@@ -679,6 +679,9 @@ async fn a_fleet_sharded_over_replicas_hands_a_killed_members_clusters_over_and_
     }
 }
 
+/// (replica, cluster, widget, value) of every reconcile of several replicas.
+type ReplicaLog = Arc<Mutex<Vec<(String, String, String, String)>>>;
+
 /// With leader election, one replica works the whole fleet: two replicas in this
 /// process run a leader-elected controller in every cluster; only the leader
 /// reconciles, in every cluster, and the other takes the whole fleet over once the
@@ -695,8 +698,7 @@ async fn with_leader_election_the_leader_works_the_whole_fleet() {
     }
     let namespace = unique("fleet-leader");
     namespace_everywhere(&[alpha, gamma], &namespace).await;
-    // (replica, cluster, widget, value) for every reconcile.
-    let log: Arc<Mutex<Vec<(String, String, String, String)>>> = Arc::default();
+    let log = ReplicaLog::default();
 
     let start_replica = |identity: &'static str| {
         let elector = LeaderElector::new(
