@@ -58,6 +58,7 @@ mod pipeline;
 mod process;
 mod queries;
 mod relist;
+mod replicas;
 mod setup;
 mod sharded;
 mod sync;
