@@ -104,6 +104,19 @@
 //!     multi-threaded tokio runtime: idle RSS (`VmRSS` after converging and 3 s idle),
 //!     peak RSS (`VmHWM`) and threads (`Threads:` in `/proc/self/status`) then
 //!     ([`footprint`]).
+//! 14. **A fleet of clusters** (ours only: kube-runtime has no fleet): 10 clusters
+//!     (`--fleet-clusters`), each a namespace of the one bench control plane reached
+//!     with the same kubeconfig and confined to its namespace (a client, factory,
+//!     informer, queue and workers per cluster), with 5,000 ConfigMaps each
+//!     (`--fleet-objects`, scenario 2's objects), and a `FleetController::<ConfigMap>`
+//!     with a trivial reconcile that records the key. Measured: time, CPU, peak RSS
+//!     and RSS until every object was reconciled, in total and per cluster, beside one
+//!     cluster of as many objects in one namespace (scenario 2's); the time from a
+//!     cluster joining the running fleet (a `ClusterProvider` fed through a channel)
+//!     until it synced and its objects were reconciled; and the fleet sharded by
+//!     cluster (`ClusterSet::sharded`) over 1, 2 and 3 replica processes: peak RSS
+//!     and CPU per replica, the clusters each engaged, and the time until every
+//!     object was reconciled ([`fleet_worker`]).
 //!
 //! In every pair the side that runs first alternates.
 //!
@@ -114,6 +127,7 @@
 pub mod backlog;
 pub mod controller;
 pub mod driver;
+pub mod fleet_worker;
 pub mod footprint;
 mod handshake;
 pub mod measure;

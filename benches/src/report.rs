@@ -305,6 +305,55 @@ pub struct ShardSample {
     pub rss_kib: u64,
 }
 
+/// One run of scenario 14's fleet worker in one process: a fleet of clusters until
+/// every object was reconciled, and (`join`) one more cluster joining it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FleetSample {
+    /// Clusters at start.
+    pub clusters: usize,
+    /// Objects in them, every one reconciled.
+    pub objects: usize,
+    /// Seconds from before the set started until every object was reconciled.
+    pub reconciled_seconds: f64,
+    /// CPU seconds (user + system) in that time.
+    pub cpu_seconds: f64,
+    /// User CPU seconds.
+    pub user_seconds: f64,
+    /// System CPU seconds.
+    pub sys_seconds: f64,
+    /// Reconciles run in that time.
+    pub reconciles: usize,
+    /// RSS before starting (client configuration read, runtime built), KiB.
+    pub baseline_rss_kib: u64,
+    /// Peak RSS (`VmHWM`) once every object was reconciled, KiB.
+    pub peak_rss_kib: u64,
+    /// RSS (`VmRSS`) then, KiB.
+    pub rss_kib: u64,
+    /// The cluster that joined afterwards, in `join` runs.
+    pub join: Option<JoinSample>,
+}
+
+/// A cluster joining a running fleet whose other clusters were all reconciled
+/// (scenario 14).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JoinSample {
+    /// Objects in the joining cluster.
+    pub objects: usize,
+    /// Seconds from the membership naming it until its informer had synced.
+    pub synced_seconds: f64,
+    /// Seconds from the membership naming it until every one of its objects was
+    /// reconciled.
+    pub reconciled_seconds: f64,
+    /// CPU seconds (user + system) in that time.
+    pub cpu_seconds: f64,
+    /// RSS (`VmRSS`) just before it joined, KiB.
+    pub rss_before_kib: u64,
+    /// RSS once its objects were reconciled, KiB.
+    pub rss_after_kib: u64,
+    /// Peak RSS (`VmHWM`, reset just before it joined) from then, KiB.
+    pub peak_rss_kib: u64,
+}
+
 /// What a worker prints as its last stdout line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -327,6 +376,8 @@ pub enum WorkerReport {
     Backlog(BacklogSample),
     /// See [`FootprintSample`].
     Footprint(FootprintSample),
+    /// See [`FleetSample`].
+    Fleet(FleetSample),
 }
 
 /// The median (the mean of the two middle values for an even count); NaN when empty.

@@ -115,22 +115,7 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
     let client = kube::Client::try_default().await?;
     let baseline = memory();
     let mark = Mark::now();
-    let (stop, stopped) = watch::channel(false);
-    let shutdown = move || {
-        let mut stopped = stopped.clone();
-        async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        }
-    };
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            sigterm.recv().await;
-            stop.send_replace(true);
-        }
-    });
+    let stop = Stop::on_sigterm()?;
 
     let member = ShardMember::new(
         client.clone(),
@@ -161,10 +146,16 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
         }
     };
     let forgetting = tokio::spawn(forget_lost_keys(Arc::clone(&coverage)));
-    let states = tokio::spawn(say_states(Arc::clone(&coverage)));
+    let states = tokio::spawn(say_states({
+        let coverage = Arc::clone(&coverage);
+        move || {
+            let (covered, members) = coverage.state();
+            format!("state {covered} {}", members.join(","))
+        }
+    }));
     let commands = tokio::spawn(obey_driver(stop.clone(), sample.clone()));
 
-    let membership = tokio::spawn(member.run(shutdown()));
+    let membership = tokio::spawn(member.run(stop.stopped()));
     let factory =
         SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
     let reconcile = {
@@ -176,10 +167,10 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
     };
     let controller = Controller::<ConfigMap>::sharded(&factory, &shard)
         .workers(WORKERS)
-        .run(reconcile, backoff, shutdown())
+        .run(reconcile, backoff, stop.stopped())
         .await;
     // Should the controller have failed, the member leaves too.
-    stop.send_replace(true);
+    stop.stop();
     membership.await?;
     factory.shutdown().await;
     for task in [forgetting, states, commands] {
@@ -198,28 +189,64 @@ async fn forget_lost_keys(coverage: Arc<Coverage>) {
     }
 }
 
-/// Prints a `state` line whenever the covered count or the members change.
-async fn say_states(coverage: Arc<Coverage>) {
+/// Prints `state()` (a `state` line) whenever it changes, looked at every
+/// [`STATE_EVERY`].
+pub(crate) async fn say_states(state: impl Fn() -> String) {
     let mut said = None;
     let mut tick = tokio::time::interval(STATE_EVERY);
     loop {
         tick.tick().await;
-        let state = coverage.state();
-        if said.as_ref() != Some(&state) {
-            say(&format!("state {} {}", state.0, state.1.join(",")));
-            said = Some(state);
+        let line = state();
+        if said.as_ref() != Some(&line) {
+            say(&line);
+            said = Some(line);
         }
     }
 }
 
-/// Answers the driver's lines on stdin: `report` prints a report, `stop` (or the end
-/// of stdin) stops the worker.
-async fn obey_driver(stop: watch::Sender<bool>, sample: impl Fn() -> ShardSample) {
+/// A replica's stop: asked for by the driver (`stop`, or the end of stdin), by
+/// SIGTERM, or by the replica itself. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Stop(watch::Sender<bool>);
+
+impl Stop {
+    /// A stop that SIGTERM also asks for.
+    pub(crate) fn on_sigterm() -> anyhow::Result<Self> {
+        let stop = Self(watch::Sender::new(false));
+        let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        tokio::spawn({
+            let stop = stop.clone();
+            async move {
+                sigterm.recv().await;
+                stop.stop();
+            }
+        });
+        Ok(stop)
+    }
+
+    /// Asks for the stop.
+    pub(crate) fn stop(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Completes once the stop was asked for: the shutdown future of whatever runs.
+    pub(crate) fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut stopped = self.0.subscribe();
+        async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        }
+    }
+}
+
+/// Answers the driver's lines on stdin: `report` prints a [`WorkerReport::Shard`] of
+/// `sample()`, `stop` (or the end of stdin) stops the worker.
+pub(crate) async fn obey_driver(stop: Stop, sample: impl Fn() -> ShardSample) {
     loop {
         // Empty only at the end of stdin (a line keeps its newline).
         let line = read_driver_line().await.unwrap_or_default();
         if line.is_empty() {
-            stop.send_replace(true);
+            stop.stop();
             return;
         }
         match line.trim() {
@@ -228,7 +255,7 @@ async fn obey_driver(stop: watch::Sender<bool>, sample: impl Fn() -> ShardSample
                 Err(error) => eprintln!("shard worker: cannot encode its report: {error}"),
             },
             "stop" => {
-                stop.send_replace(true);
+                stop.stop();
                 return;
             }
             "" => {}
@@ -238,7 +265,7 @@ async fn obey_driver(stop: watch::Sender<bool>, sample: impl Fn() -> ShardSample
 }
 
 /// One line on stdout, flushed (the driver reads it at once).
-fn say(line: &str) {
+pub(crate) fn say(line: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();

@@ -12,6 +12,8 @@
 //! bench-worker shard    <namespace> <group> <identity>
 //! bench-worker backlog  <ours|ours-fifo|kube-runtime> <namespace> <objects> <edits> <tag>
 //! bench-worker footprint <ours|kube-runtime> <namespace> <objects> <tag>
+//! bench-worker fleet    <objects> <start|join> <namespace>...
+//! bench-worker fleet-shard <lease-namespace> <group> <identity> <namespace>...
 //! ```
 //!
 //! `sync-metadata` syncs the ConfigMaps of `namespace` metadata-only, as
@@ -133,6 +135,19 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
             let (implementation, namespace, objects, tag) = crate::footprint::parse_args(args)?;
             Ok(WorkerReport::Footprint(
                 crate::footprint::run(implementation, namespace, objects, tag).await?,
+            ))
+        }
+        "fleet" => {
+            let (objects, join, namespaces) = crate::fleet_worker::parse_args(args)?;
+            Ok(WorkerReport::Fleet(
+                crate::fleet_worker::run(objects, join, namespaces).await?,
+            ))
+        }
+        "fleet-shard" => {
+            let (lease_namespace, group, identity, namespaces) =
+                crate::fleet_worker::parse_replica_args(args)?;
+            Ok(WorkerReport::Shard(
+                crate::fleet_worker::replica(lease_namespace, group, identity, namespaces).await?,
             ))
         }
         other => bail!("unknown mode {other:?}"),

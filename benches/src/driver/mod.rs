@@ -1,10 +1,11 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,...,13] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,...,14] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
 //!       [--controller-updates N] [--backlog-edits N] [--footprint-objects N]
+//!       [--fleet-clusters N] [--fleet-objects N]
 //!       [--scale-objects N] [--pods N] [--json PATH] [--serve]
 //! ```
 //!
@@ -14,16 +15,21 @@
 //! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
 //! stdout holds medians and ratios; the progress and every single run go to stderr,
 //! and every sample to the `--json` file (default `target/bench-results.json`).
-//! `--only` picks scenarios by number (default all, 1 to 13; see the crate docs), e.g.
+//! `--only` picks scenarios by number (default all, 1 to 14; see the crate docs), e.g.
 //! `--only 12,13` for the controller's startup backlog and the small operator's
 //! footprint. `--large-objects` sizes the collection of scenarios 2 and 10 (which
 //! share it); `--controller-objects` the parents of scenarios 7 and 12 (which share
 //! them), `--backlog-edits` the children scenario 12 changes while the backlog drains,
-//! `--footprint-objects` the parents of scenario 13 (a namespace of their own).
+//! `--footprint-objects` the parents of scenario 13 (a namespace of their own),
+//! `--fleet-clusters` and `--fleet-objects` scenario 14's clusters (namespaces
+//! `bench-fleet-0` and on) and the ConfigMaps in each.
 //!
 //! Scenario 11 has no peer (kube-runtime has no sharding): it runs our sharded
 //! controller in 1, 2 and 3 replica processes on `bench-large` (`--large-objects`),
-//! `--pairs` rounds, and a takeover after a SIGKILL; see `sharded.rs`.
+//! `--pairs` rounds, and a takeover after a SIGKILL; see `sharded.rs`. Scenario 14 has
+//! none either (kube-runtime has no fleet): our fleet of clusters, each a namespace of
+//! the one server, in one process, with a cluster joining, and sharded by cluster over
+//! 1, 2 and 3 replica processes; see `fleet.rs`.
 //!
 //! `--serve` only starts the control plane and creates the objects of the chosen
 //! scenarios, prints `KUBECONFIG=<path>` and waits until killed, for running and
@@ -51,6 +57,7 @@ use setup::create_objects;
 
 mod backlog;
 mod controller;
+mod fleet;
 mod footprint;
 mod machine;
 mod metadata;
@@ -58,6 +65,7 @@ mod pipeline;
 mod process;
 mod queries;
 mod relist;
+mod replicas;
 mod setup;
 mod sharded;
 mod sync;
@@ -78,7 +86,7 @@ const SCALE_NAMESPACE: &str = "bench-scale";
 const MIB: f64 = 1024.0;
 
 /// The scenarios, numbered 1 to this.
-pub const SCENARIOS: u8 = 13;
+pub const SCENARIOS: u8 = 14;
 
 /// The driver's settings.
 #[derive(Debug, Clone)]
@@ -113,6 +121,10 @@ pub struct Options {
     pub backlog_edits: usize,
     /// Parents (each owning one child) of scenario 13's small operator.
     pub footprint_objects: usize,
+    /// Clusters of scenario 14's fleet (namespaces of the one server).
+    pub fleet_clusters: usize,
+    /// ConfigMaps in each cluster of scenario 14's fleet.
+    pub fleet_objects: usize,
     /// Where to write every sample as JSON.
     pub json: PathBuf,
     /// Create the objects, print the kubeconfig's path and wait (until killed)
@@ -138,6 +150,8 @@ impl Default for Options {
             controller_updates: 5_000,
             backlog_edits: 200,
             footprint_objects: 20,
+            fleet_clusters: 10,
+            fleet_objects: 5_000,
             json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
             serve: false,
         }
@@ -172,6 +186,8 @@ impl Options {
                 "--controller-updates" => options.controller_updates = value()?.parse()?,
                 "--backlog-edits" => options.backlog_edits = value()?.parse()?,
                 "--footprint-objects" => options.footprint_objects = value()?.parse()?,
+                "--fleet-clusters" => options.fleet_clusters = value()?.parse()?,
+                "--fleet-objects" => options.fleet_objects = value()?.parse()?,
                 "--json" => options.json = value()?.into(),
                 "--serve" => options.serve = true,
                 "-h" | "--help" => {
@@ -206,6 +222,9 @@ impl Options {
         }
         if options.footprint_objects == 0 {
             bail!("--footprint-objects must be at least 1");
+        }
+        if options.runs(14) && (options.fleet_clusters < 2 || options.fleet_objects == 0) {
+            bail!("--fleet-clusters must be at least 2 (one joins the others), --fleet-objects 1");
         }
         Ok(options)
     }
@@ -262,6 +281,8 @@ struct Samples {
     backlog: Vec<BacklogSample>,
     /// Scenario 13's runs.
     footprint: Vec<FootprintSample>,
+    /// Scenario 14's runs.
+    fleet: fleet::FleetRuns,
 }
 
 /// The sides of a comparison with defaults: ours, kube-runtime, and client-go (JSON,
@@ -325,7 +346,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12, 13]
+    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -340,7 +361,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
         if options.runs(1) || options.runs(3) {
             create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
         }
-        if options.runs(2) || options.runs(10) || options.runs(11) {
+        // Scenario 14 compares its fleet with one cluster of these.
+        if [2, 10, 11, 14]
+            .iter()
+            .any(|&scenario| options.runs(scenario))
+        {
             create_objects(
                 client,
                 LARGE_NAMESPACE,
@@ -351,6 +376,15 @@ async fn run(options: Options) -> anyhow::Result<()> {
         }
         if options.runs(9) {
             setup::create_pods(client, POD_NAMESPACE, options.pods).await?;
+        }
+        if options.runs(14) {
+            fleet::create(
+                client,
+                options.fleet_clusters,
+                options.fleet_objects,
+                options.large_payload,
+            )
+            .await?;
         }
         if options.runs(8) {
             create_objects(
@@ -448,6 +482,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(13) {
         footprint::run(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(14) {
+        fleet::run(&bench, &mut rows, &mut samples).await?;
+    }
     drop(env);
 
     let load_after = load_average();
@@ -480,6 +517,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     if options.runs(11) {
         println!("{}", sharded::NOTE);
+    }
+    if options.runs(14) {
+        println!("{}", fleet::NOTE);
+        if let Some(note) = fleet::splits_note(&samples) {
+            println!("{note}");
+        }
     }
     println!();
     print!("{}", markdown(&rows));
@@ -526,8 +569,9 @@ mod tests {
         assert!(options.runs(10) && options.runs(2) && !options.runs(1));
         let options = parse(&["--only", "12,13"]).unwrap();
         assert!(options.runs(12) && options.runs(13) && !options.runs(7));
-        let error = parse(&["--only", "1,14"]).unwrap_err().to_string();
-        assert!(error.contains("no scenario 14"), "{error}");
+        assert!(parse(&["--only", "14"]).unwrap().runs(14));
+        let error = parse(&["--only", "1,15"]).unwrap_err().to_string();
+        assert!(error.contains("no scenario 15"), "{error}");
         assert!(parse(&["--only", "0"]).is_err());
     }
 

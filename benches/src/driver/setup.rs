@@ -47,7 +47,8 @@ pub(super) async fn create_pods(
     Ok(())
 }
 
-async fn create_namespace(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
+/// Creates `namespace`.
+pub(super) async fn create_namespace(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
     let namespaces = Api::<Namespace>::all(client.clone());
     let ns = Namespace {
         metadata: ObjectMeta {
