@@ -2,15 +2,17 @@
 //! a management cluster (Cluster API's `<cluster>-kubeconfig` Secrets).
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use educe::Educe;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::config::Kubeconfig;
 use kube::{Api, Client, ResourceExt};
-use tokio::sync::oneshot;
 
 use super::error::KubeconfigError;
 use super::kubeconfigs::config_from;
@@ -133,12 +135,12 @@ fn cluster_name(secret: &Secret) -> String {
     }
 }
 
-/// The provider's running informer: stopped when the stream is dropped.
+/// The provider's informer and its run, dropped with the stream.
 struct Following {
     provider: KubeconfigSecrets,
     informer: SharedIndexInformer<Secret>,
     changes: Subscription<Secret>,
-    _stop: oneshot::Sender<()>,
+    run: BoxFuture<'static, ()>,
 }
 
 impl ClusterProvider for KubeconfigSecrets {
@@ -152,31 +154,47 @@ impl ClusterProvider for KubeconfigSecrets {
             SharedIndexInformer::with_options(lister_watcher, InformerOptions::default())
                 .expect("no indexes to clash");
         let changes = informer.subscribe().expect("not started");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn({
+        // Driven by the stream itself, not a task of its own: when the set drops the
+        // stream, the informer goes with it and nothing is left running.
+        let run: BoxFuture<'static, ()> = Box::pin({
             let informer = informer.clone();
             async move {
-                let _ = informer.run(stopped.map(|_| ())).await;
+                let _ = informer.run(std::future::pending()).await;
             }
         });
         let following = Following {
             provider: *self,
             informer,
             changes,
-            _stop: stop,
+            run,
         };
         futures::stream::unfold(following, |mut following| async move {
+            let Following {
+                provider,
+                informer,
+                changes,
+                run,
+            } = &mut following;
             // Wait for a change; take every other one already waiting with it.
-            following.changes.next().await?;
-            while let Some(Some(_)) = following.changes.next().now_or_never() {}
-            if !following.informer.has_synced() {
-                crate::synced::HasSynced::synced(&following.informer).await;
-                while let Some(Some(_)) = following.changes.next().now_or_never() {}
+            running(run, changes.next()).await??;
+            while let Some(Some(_)) = changes.next().now_or_never() {}
+            if !informer.has_synced() {
+                running(run, crate::synced::HasSynced::synced(&*informer)).await?;
+                while let Some(Some(_)) = changes.next().now_or_never() {}
             }
-            let secrets = following.informer.lister().list_all();
-            let membership = following.provider.membership(secrets).await;
+            let secrets = informer.lister().list_all();
+            let membership = running(run, provider.membership(secrets)).await?;
             Some((membership, following))
         })
         .boxed()
+    }
+}
+
+/// Waits for `wait` while driving the informer's `run`; `None` if the informer
+/// stopped (it runs until dropped, so only if it could not start).
+async fn running<T>(run: &mut BoxFuture<'static, ()>, wait: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        value = wait => Some(value),
+        () = run => None,
     }
 }
