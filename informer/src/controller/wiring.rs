@@ -217,9 +217,25 @@ mod tests {
         source: &FakeSource<ConfigMap>,
         relation: Relation,
     ) -> (Wiring, Unwires, SharedIndexInformer<ConfigMap>) {
+        wired_with(
+            source,
+            relation,
+            Some(Predicate::labels_changed()),
+            InformerOptions::default(),
+        )
+        .await
+    }
+
+    /// An informer on `source` made with `options`, with a wire (as `relation`) that
+    /// accepts the updates `predicate` does (all without one).
+    async fn wired_with(
+        source: &FakeSource<ConfigMap>,
+        relation: Relation,
+        predicate: Option<Predicate<ConfigMap>>,
+        options: InformerOptions<ConfigMap>,
+    ) -> (Wiring, Unwires, SharedIndexInformer<ConfigMap>) {
         let informer =
-            SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
-                .expect("no indexes");
+            SharedIndexInformer::with_options(source.clone(), options).expect("no indexes");
         let wiring = Wiring {
             queue: WorkQueue::new(),
             cache_changed: Arc::new(Notify::new()),
@@ -233,13 +249,7 @@ mod tests {
         };
         unwires
             .connect(
-                mapping_wire(
-                    &informer,
-                    relation,
-                    Some(Predicate::labels_changed()),
-                    map,
-                    |_| {},
-                ),
+                mapping_wire(&informer, relation, predicate, map, |_| {}),
                 &wiring,
             )
             .expect("connected");
@@ -320,23 +330,8 @@ mod tests {
         for name in ["a", "b", "c"] {
             source.add(config_map(&format!("default/{name}"), &[], 1));
         }
-        let informer =
-            SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
-                .expect("no indexes");
-        let wiring = Wiring {
-            queue: WorkQueue::new(),
-            cache_changed: Arc::new(Notify::new()),
-            reasons: Arc::default(),
-        };
-        let mut unwires = Unwires::default();
-        let wire = mapping_wire(
-            &informer,
-            Relation::Primary,
-            None,
-            |cm: &ConfigMap| Some(ObjectKey::of(cm)),
-            |_| {},
-        );
-        unwires.connect(wire, &wiring).expect("connected");
+        let (wiring, unwires, informer) =
+            wired_with(&source, Relation::Primary, None, InformerOptions::default()).await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         settle().await;
@@ -368,25 +363,13 @@ mod tests {
     async fn resynced_keys_are_backlog() {
         let source = FakeSource::new();
         source.add(config_map("default/a", &[], 1));
-        let informer = SharedIndexInformer::with_options(
-            source.clone(),
-            InformerOptions::default().resync(Duration::from_secs(1)),
-        )
-        .expect("no indexes");
-        let wiring = Wiring {
-            queue: WorkQueue::new(),
-            cache_changed: Arc::new(Notify::new()),
-            reasons: Arc::default(),
-        };
-        let mut unwires = Unwires::default();
-        let wire = mapping_wire(
-            &informer,
+        let (wiring, unwires, informer) = wired_with(
+            &source,
             Relation::Primary,
             None,
-            |cm: &ConfigMap| Some(ObjectKey::of(cm)),
-            |_| {},
-        );
-        unwires.connect(wire, &wiring).expect("connected");
+            InformerOptions::default().resync(Duration::from_secs(1)),
+        )
+        .await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         let (key, priority) = wiring.queue.get_with_priority().await.expect("listed");

@@ -170,11 +170,11 @@ where
         &self,
         handler: impl ResourceEventHandler<K>,
     ) -> Result<Registration<K>, InformerError> {
-        let resync = self
-            .inner
-            .default_resync
-            .and_then(|period| self.inner.adjust_resync(period));
-        self.add_boxed(Box::new(handler), RunsOn::Thread, resync)
+        self.add_boxed(
+            Box::new(handler),
+            RunsOn::Thread,
+            self.default_handler_resync(),
+        )
     }
 
     /// Registers a cheap handler that never blocks: it runs on a task of the runtime
@@ -192,11 +192,11 @@ where
         &self,
         handler: impl ResourceEventHandler<K>,
     ) -> Result<Registration<K>, InformerError> {
-        let resync = self
-            .inner
-            .default_resync
-            .and_then(|period| self.inner.adjust_resync(period));
-        self.add_boxed(Box::new(handler), RunsOn::Runtime, resync)
+        self.add_boxed(
+            Box::new(handler),
+            RunsOn::Runtime,
+            self.default_handler_resync(),
+        )
     }
 
     /// Registers a handler with its own resync period (client-go's
@@ -212,6 +212,13 @@ where
             RunsOn::Thread,
             self.inner.adjust_resync(resync),
         )
+    }
+
+    /// The informer's default resync period, settled as a handler's would be.
+    fn default_handler_resync(&self) -> Option<Duration> {
+        self.inner
+            .default_resync
+            .and_then(|period| self.inner.adjust_resync(period))
     }
 
     fn add_boxed(

@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio::time::Instant;
 
+use super::processor::RunsOn;
 use super::*;
 use crate::reflector::{ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream};
 use crate::test_support::{config_map, spawn_run};
@@ -205,37 +206,32 @@ async fn a_handler_resync_below_one_second_is_raised_to_one_second() {
 /// that panics on every notification does not spin: three panics take two pauses.
 #[tokio::test]
 async fn a_handler_that_panics_waits_a_second_before_its_next_notification() {
-    let informer = informer_over(3);
-    let registration = informer
-        .add_event_handler(
-            ResourceEventHandlerFns::new().on_add(|_: &Arc<ConfigMap>, _| panic!("always")),
-        )
-        .expect("added");
-    let started = std::time::Instant::now();
-    let (stop, running) = spawn_run(&informer);
-    wait_for_cache_sync(&[&registration]).await;
-    assert_eq!(registration.stats().panics, 3);
-    assert!(started.elapsed() >= std::time::Duration::from_secs(2));
-    // Stopping does not wait out a pause.
-    stop.send(()).ok();
-    running.await.expect("joined").expect("ran");
+    panics_wait_a_second(RunsOn::Thread).await;
 }
 
 /// A handler on the runtime is contained like one on a thread: a panic is counted,
 /// and the next notification comes a second later.
 #[tokio::test]
 async fn a_handler_on_the_runtime_that_panics_waits_a_second_before_its_next_notification() {
+    panics_wait_a_second(RunsOn::Runtime).await;
+}
+
+/// A handler that panics on each of three notifications, registered to run where
+/// `runs_on` says: three panics counted, two pauses of a second between them.
+async fn panics_wait_a_second(runs_on: RunsOn) {
     let informer = informer_over(3);
-    let registration = informer
-        .add_event_handler_on_runtime(
-            ResourceEventHandlerFns::new().on_add(|_: &Arc<ConfigMap>, _| panic!("always")),
-        )
-        .expect("added");
+    let handler = ResourceEventHandlerFns::new().on_add(|_: &Arc<ConfigMap>, _| panic!("always"));
+    let registration = match runs_on {
+        RunsOn::Thread => informer.add_event_handler(handler),
+        RunsOn::Runtime => informer.add_event_handler_on_runtime(handler),
+    }
+    .expect("added");
     let started = std::time::Instant::now();
     let (stop, running) = spawn_run(&informer);
     wait_for_cache_sync(&[&registration]).await;
     assert_eq!(registration.stats().panics, 3);
     assert!(started.elapsed() >= std::time::Duration::from_secs(2));
+    // Stopping does not wait out a pause.
     stop.send(()).ok();
     running.await.expect("joined").expect("ran");
 }
