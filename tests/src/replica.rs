@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use informer::controller::{Context, Fenced};
+use informer::shard::{ShardConfig, ShardHandle, ShardMember};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use tokio::sync::watch;
@@ -81,6 +82,34 @@ impl Args {
             config.cluster_url = server.parse()?;
         }
         Ok(kube::Client::try_from(config)?)
+    }
+}
+
+/// The shard member the arguments describe: its Lease in `namespace`, of group
+/// `group`, as `identity`, with the timings `lease-ms`, `renew-ms`, `retry-ms` and
+/// `handoff-ms`.
+pub fn shard_member(args: &Args, client: kube::Client) -> anyhow::Result<ShardMember> {
+    Ok(ShardMember::new(
+        client,
+        ShardConfig::new(args.get("namespace")?, args.get("group")?)
+            .identity(args.get("identity")?)
+            .lease_duration(args.millis("lease-ms")?)
+            .renew_deadline(args.millis("renew-ms")?)
+            .retry_period(args.millis("retry-ms")?)
+            .handoff_timeout(args.millis("handoff-ms")?),
+    )?)
+}
+
+/// Prints `members <a,b,...>` whenever the members `shard` reads change, until the
+/// member is gone.
+pub async fn say_members(identity: Arc<str>, mut shard: ShardHandle) {
+    let mut said = Vec::new();
+    while shard.changed().await {
+        let members = shard.members();
+        if members != said {
+            say(&identity, &format!("members {}", members.join(",")));
+            said = members;
+        }
     }
 }
 

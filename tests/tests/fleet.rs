@@ -682,6 +682,35 @@ async fn a_fleet_sharded_over_replicas_hands_a_killed_members_clusters_over_and_
 /// (replica, cluster, widget, value) of every reconcile of several replicas.
 type ReplicaLog = Arc<Mutex<Vec<(String, String, String, String)>>>;
 
+/// One replica of the leader-elected fleet test: its elector, set and controller.
+struct LeaderElectedReplica {
+    stop_elector: tokio::sync::oneshot::Sender<()>,
+    electing: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    controlling: tokio::task::JoinHandle<()>,
+    stop_set: tokio::sync::oneshot::Sender<()>,
+    set_running: tokio::task::JoinHandle<Result<(), informer::fleet::FleetError>>,
+}
+
+impl LeaderElectedReplica {
+    /// Stops the controller, then the elector (releasing the Lease), then the set,
+    /// each within the test's wait.
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(WAIT, self.controlling)
+            .await
+            .unwrap()
+            .unwrap();
+        self.stop_elector.send(()).unwrap();
+        tokio::time::timeout(WAIT, self.electing)
+            .await
+            .unwrap()
+            .unwrap();
+        self.stop_set.send(()).unwrap();
+        self.set_running.await.unwrap().unwrap();
+    }
+}
+
 /// With leader election, one replica works the whole fleet: two replicas in this
 /// process run a leader-elected controller in every cluster; only the leader
 /// reconciles, in every cluster, and the other takes the whole fleet over once the
@@ -760,14 +789,14 @@ async fn with_leader_election_the_leader_works_the_whole_fleet() {
                 stopped.await.ok();
             },
         ));
-        (
+        LeaderElectedReplica {
             stop_elector,
             electing,
             stop,
             controlling,
             stop_set,
             set_running,
-        )
+        }
     };
 
     let first = start_replica("first");
@@ -803,16 +832,7 @@ async fn with_leader_election_the_leader_works_the_whole_fleet() {
     );
 
     // The leader steps down: the other replica works the whole fleet.
-    let (stop_elector, electing, stop, controlling, stop_set, set_running) = first;
-    stop.send(()).unwrap();
-    tokio::time::timeout(WAIT, controlling)
-        .await
-        .unwrap()
-        .unwrap();
-    stop_elector.send(()).unwrap();
-    tokio::time::timeout(WAIT, electing).await.unwrap().unwrap();
-    stop_set.send(()).unwrap();
-    set_running.await.unwrap().unwrap();
+    first.stop().await;
     for env in [alpha, gamma] {
         set_value(env, &namespace, "w", "3").await;
     }
@@ -824,14 +844,5 @@ async fn with_leader_election_the_leader_works_the_whole_fleet() {
         BTreeSet::from(["alpha".to_owned(), "gamma".to_owned()])
     );
 
-    let (stop_elector, electing, stop, controlling, stop_set, set_running) = second;
-    stop.send(()).unwrap();
-    tokio::time::timeout(WAIT, controlling)
-        .await
-        .unwrap()
-        .unwrap();
-    stop_elector.send(()).unwrap();
-    tokio::time::timeout(WAIT, electing).await.unwrap().unwrap();
-    stop_set.send(()).unwrap();
-    set_running.await.unwrap().unwrap();
+    second.stop().await;
 }

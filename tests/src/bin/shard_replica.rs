@@ -26,9 +26,10 @@ use std::time::Duration;
 
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
-use informer::shard::{ShardConfig, ShardMember};
 use informer::workqueue::Action;
-use informer_tests::replica::{Args, EndLine, init_logging, on_sigterm, say, write_through};
+use informer_tests::replica::{
+    Args, EndLine, init_logging, on_sigterm, say, say_members, shard_member, write_through,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 
@@ -43,30 +44,9 @@ async fn main() -> anyhow::Result<()> {
     let workers: usize = args.get("workers")?.parse()?;
     let client = args.client().await?;
 
-    let member = ShardMember::new(
-        client.clone(),
-        ShardConfig::new(namespace.clone(), args.get("group")?)
-            .identity(identity.to_string())
-            .lease_duration(args.millis("lease-ms")?)
-            .renew_deadline(args.millis("renew-ms")?)
-            .retry_period(args.millis("retry-ms")?)
-            .handoff_timeout(args.millis("handoff-ms")?),
-    )?;
+    let member = shard_member(&args, client.clone())?;
     let shard = member.handle();
-    let report = tokio::spawn({
-        let identity = Arc::clone(&identity);
-        let mut shard = member.handle();
-        async move {
-            let mut said = Vec::new();
-            while shard.changed().await {
-                let members = shard.members();
-                if members != said {
-                    say(&identity, &format!("members {}", members.join(",")));
-                    said = members;
-                }
-            }
-        }
-    });
+    let report = tokio::spawn(say_members(Arc::clone(&identity), member.handle()));
 
     let shutdown = on_sigterm();
     say(&identity, "started");
