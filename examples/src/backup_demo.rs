@@ -3,7 +3,6 @@
 //! compare only operator code.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -14,11 +13,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::Cluster;
+use crate::script::Outcome;
 
 /// The demo's outcome, read after the operator stopped.
 #[derive(Clone, Default)]
 pub struct Demo {
-    outcome: Arc<Mutex<Option<anyhow::Result<()>>>>,
+    outcome: Outcome,
 }
 
 impl Demo {
@@ -44,21 +44,13 @@ impl Demo {
         B: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
         B: Clone + Serialize + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     {
-        let driving = tokio::spawn(async move {
-            let outcome = tokio::select! {
-                outcome = drive(client, &namespace, backup) => outcome,
-                () = informer::shutdown_signal() => Ok(()),
-            };
-            *self.outcome.lock().expect("lock") = Some(outcome);
-        });
-        async move {
-            let _ = driving.await;
-        }
+        self.outcome
+            .drive(async move { drive(client, &namespace, backup).await })
     }
 
     /// The demo's result, once the operator has stopped.
     pub fn result(&self) -> anyhow::Result<()> {
-        self.outcome.lock().expect("lock").take().unwrap_or(Ok(()))
+        self.outcome.result()
     }
 }
 

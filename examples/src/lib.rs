@@ -14,6 +14,7 @@ use kube::Client;
 
 pub mod backup_demo;
 pub mod sample_demo;
+pub mod script;
 
 /// Shows the informers' logs on stderr: `RUST_LOG` if set, else warnings and errors
 /// (a list that keeps failing, say for a CRD that is not installed, is logged at warn

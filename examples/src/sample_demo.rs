@@ -6,7 +6,6 @@
 //! type, and it plays kube-controller-manager's part itself (the embedded control
 //! plane runs none): it sets the Deployment's status by hand.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -18,6 +17,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::Cluster;
+use crate::script::Outcome;
 
 /// How long the controller has for each step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,7 +25,7 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 /// The demo's outcome, read after the controller stopped.
 #[derive(Clone, Default)]
 pub struct Demo {
-    outcome: Arc<Mutex<Option<anyhow::Result<()>>>>,
+    outcome: Outcome,
 }
 
 impl Demo {
@@ -46,21 +46,13 @@ impl Demo {
         client: Client,
         namespace: String,
     ) -> impl Future<Output = ()> + Send + Sync + 'static {
-        let driving = tokio::spawn(async move {
-            let outcome = tokio::select! {
-                outcome = drive(client, &namespace) => outcome,
-                () = informer::shutdown_signal() => Ok(()),
-            };
-            *self.outcome.lock().expect("lock") = Some(outcome);
-        });
-        async move {
-            let _ = driving.await;
-        }
+        self.outcome
+            .drive(async move { drive(client, &namespace).await })
     }
 
     /// The demo's result, once the controller has stopped.
     pub fn result(&self) -> anyhow::Result<()> {
-        self.outcome.lock().expect("lock").take().unwrap_or(Ok(()))
+        self.outcome.result()
     }
 }
 
