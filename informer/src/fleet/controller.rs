@@ -107,14 +107,7 @@ where
         let mut stopping: Vec<(String, JoinHandle<()>)> = Vec::new();
         let mut shutdown = pin!(shutdown);
         let shard = self.set.shard().cloned();
-        let mut shard_changes = match shard.clone() {
-            Some(shard) => futures::stream::unfold(shard, |mut shard| async move {
-                shard.changed().await.then_some(((), shard))
-            })
-            .fuse()
-            .boxed(),
-            None => futures::stream::pending().boxed(),
-        };
+        let mut shard_changes = self.set.shard_changes();
         let mut before = shard.as_ref().map(ShardHandle::assignment);
         loop {
             let mut members = self.set.clusters();

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -129,15 +130,7 @@ impl ClusterSet {
         let mut memberships = provider.memberships();
         let mut shutdown = pin!(shutdown);
         let mut following = true;
-        // Every change of the shard member's view, for as long as it runs.
-        let mut shard_changes = match self.inner.shard.clone() {
-            Some(shard) => futures::stream::unfold(shard, |mut shard| async move {
-                shard.changed().await.then_some(((), shard))
-            })
-            .fuse()
-            .boxed(),
-            None => futures::stream::pending().boxed(),
-        };
+        let mut shard_changes = self.shard_changes();
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
@@ -340,6 +333,19 @@ impl ClusterSet {
     /// The shard member the set is spread by, if it is sharded.
     pub(super) fn shard(&self) -> Option<&ShardHandle> {
         self.inner.shard.as_ref()
+    }
+
+    /// Every change of the shard member's view, for as long as it runs; nothing for a
+    /// set that is not sharded.
+    pub(super) fn shard_changes(&self) -> BoxStream<'static, ()> {
+        match self.inner.shard.clone() {
+            Some(shard) => futures::stream::unfold(shard, |mut shard| async move {
+                shard.changed().await.then_some(((), shard))
+            })
+            .fuse()
+            .boxed(),
+            None => futures::stream::pending().boxed(),
+        }
     }
 }
 
