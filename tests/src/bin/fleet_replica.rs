@@ -1,7 +1,7 @@
 //! One replica of a fleet controller sharded by cluster, for the multi-process test
 //! in `tests/fleet.rs`.
 //!
-//! It runs a [`ShardMember`], a [`ClusterSet::sharded`] over the clusters named by
+//! It runs a [`ShardMember`](informer::shard::ShardMember), a [`ClusterSet::sharded`] over the clusters named by
 //! `clusters` (each reached with the kubeconfig of `KUBECONFIG`; cluster `<c>`'s
 //! ConfigMaps are those of namespace `<namespace>-<c>`), and a fleet controller of
 //! those ConfigMaps. It prints one line per event to stdout: `<unix µs> <identity>

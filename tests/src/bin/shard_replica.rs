@@ -1,7 +1,7 @@
 //! One replica of a sharded controller, for the multi-process tests in
 //! `tests/sharding.rs`.
 //!
-//! It runs a [`ShardMember`] and a [`Controller::sharded`] of the ConfigMaps in one
+//! It runs a [`ShardMember`](informer::shard::ShardMember) and a [`Controller::sharded`] of the ConfigMaps in one
 //! namespace, and prints one line per event to stdout: `<unix µs> <identity> <event>
 //! [detail]`, where the event is `started`, `members <a,b,...>` (whenever the members
 //! it reads change), `reconcile-start <key> <data.key>`, `reconcile-end <key>` (also
