@@ -19,6 +19,7 @@ mod ctxt;
 mod expand;
 mod parse;
 mod path;
+mod projection;
 mod suggest;
 mod validate;
 
@@ -73,4 +74,31 @@ mod tests;
 #[proc_macro_derive(Informable, attributes(informable))]
 pub fn derive_informable(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::derive(input.into()).into()
+}
+
+/// Makes a struct of the fields a controller reads a projection of a resource type:
+/// `kube::Resource` of the original's group, version, kind, plural and scope (the
+/// struct with `metadata`), or a part of one (`#[projection(of = PodSpec)]`), with a
+/// `Deserialize` impl that skips every field it does not name without building it,
+/// and a compile-time check of every field's name and type against the original.
+///
+/// ```text
+/// #[projection(
+///     of = Pod,               // the type projected (required)
+///     metadata = "slim",      // or "full": the resource's metadata (default slim)
+///     annotations,            // slim metadata keeps annotations too
+///     nested,                 // a part, though it has a `metadata` field
+///     crate = path::to::informer,
+/// )]
+/// // on a field, its JSON name when it is not the Rust name in camelCase:
+/// #[projection(rename = "nodeName")]
+/// ```
+///
+/// The generated code names `::kube` and `::k8s_openapi`: the crate using the derive
+/// depends on both (it names a k8s-openapi type or a kube `CustomResource` anyway).
+///
+/// See the `informer::projection` module documentation for the full story.
+#[proc_macro_derive(Projection, attributes(projection))]
+pub fn derive_projection(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    projection::derive(input.into()).into()
 }

@@ -269,7 +269,7 @@ fn parse_type_or_str(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Type> {
 }
 
 /// The key of a nested meta item as a string (keywords such as `fn` and `crate` too).
-fn meta_key(meta: &ParseNestedMeta<'_>) -> String {
+pub(crate) fn meta_key(meta: &ParseNestedMeta<'_>) -> String {
     let path = &meta.path;
     path.segments
         .iter()
@@ -278,7 +278,13 @@ fn meta_key(meta: &ParseNestedMeta<'_>) -> String {
         .join("::")
 }
 
-fn unknown_key(cx: &Ctxt, meta: &ParseNestedMeta<'_>, key: &str, what: &str, known: &[&str]) {
+pub(crate) fn unknown_key(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    key: &str,
+    what: &str,
+    known: &[&str],
+) {
     let hint = suggest::hint(key, known.iter().copied());
     let expected = if hint.is_empty() {
         format!(
@@ -299,7 +305,7 @@ fn unknown_key(cx: &Ctxt, meta: &ParseNestedMeta<'_>, key: &str, what: &str, kno
 }
 
 /// Stores a setting, reporting a repeated one.
-fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
+pub(crate) fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
     if slot.is_some() {
         cx.error_spanned(&meta.path, format!("`{}` is given twice", meta_key(meta)));
     } else {
@@ -319,7 +325,7 @@ fn parse_path_or_str(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
 }
 
 /// Consumes `= value` or `(...)` of an item we do not understand.
-fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+pub(crate) fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     if meta.input.peek(Token![=]) {
         meta.value()?.parse::<syn::Expr>()?;
     } else if meta.input.peek(syn::token::Paren) {

@@ -511,13 +511,24 @@ fn a_query_trait_named_like_the_struct_is_reported() {
             "`lister_trait` names the generated query trait, and `Thing` is already this struct's name: pick another"
         ]
     );
-    // By default only when the struct is named `{Kind}Indexes`: for a `kind` of
-    // another crate, what is missing is `foreign`.
+    // A unit struct with a `kind` and no `foreign`: what is missing is `foreign`,
+    // whatever the struct's name (rustc's orphan-rule error never comes).
     let forgot_foreign = errors(&config_map_indexes(quote! {
         kind = ConfigMap, index(name = "by_app", path = "metadata.labels['app']"),
     }));
     assert_eq!(
         forgot_foreign,
+        [
+            "`ConfigMapIndexes` has no fields, so it is not the spec of `ConfigMap`: if `ConfigMap` is a type of another crate (a k8s-openapi type), add `foreign` to declare its indexes on this struct (`#[informable(kind = ConfigMap, foreign, ...)]`)"
+        ]
+    );
+    // With fields, named `{Kind}Indexes`: the trait's name is what is said.
+    let with_fields: DeriveInput = parse_quote! {
+        #[informable(kind = ConfigMap, index(name = "by_app", path = "metadata.labels['app']"))]
+        struct ConfigMapIndexes { x: String }
+    };
+    assert_eq!(
+        errors(&with_fields),
         [
             "the query trait would be named `ConfigMapIndexes`, like this struct; if `ConfigMap` is a type of another crate (a k8s-openapi type), add `foreign` to declare its indexes on this struct, else name the trait with `lister_trait = ...`"
         ]

@@ -324,6 +324,27 @@ fn kind(cx: &Ctxt, container: &Container<'_>) -> Option<(Path, Mode)> {
         if kind.is_ident(container.ident) {
             return Some((kind.clone(), Mode::Resource));
         }
+        // A struct without fields and without kube's attributes is no resource's spec:
+        // most likely indexes of another crate's type declared without `foreign`,
+        // which would end in rustc's orphan-rule error. Said here instead, and the
+        // indexes checked as `foreign` ones.
+        if container.kube.is_none() && container.fields.is_empty() {
+            let kind_name = kind
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            cx.error_spanned(
+                kind,
+                format!(
+                    "`{}` has no fields, so it is not the spec of `{kind_name}`: if `{kind_name}` \
+                     is a type of another crate (a k8s-openapi type), add `foreign` to declare \
+                     its indexes on this struct (`#[informable(kind = {kind_name}, foreign, ...)]`)",
+                    container.ident
+                ),
+            );
+            return Some((kind.clone(), Mode::Foreign));
+        }
         let status = container.kube.as_ref().map(|kube| kube.status);
         return Some((kind.clone(), Mode::Spec(status)));
     }

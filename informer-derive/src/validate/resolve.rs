@@ -440,6 +440,10 @@ struct ResolvedPath {
 /// Spanned at the path literal, so that rustc reports a field the type lacks there,
 /// with the fields it has.
 fn rust_ident(name: &str, span: Span) -> Ident {
+    // Located at the literal but made in the macro: rustc still reports the field
+    // there, without its "a field with a similar name exists" fix, which would put
+    // a bare identifier in place of the quoted path and break the attribute.
+    let span = Span::mixed_site().located_at(span);
     if let Some(raw) = name.strip_prefix("r#") {
         return Ident::new_raw(raw, span);
     }

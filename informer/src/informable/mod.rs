@@ -35,8 +35,9 @@
 //! On a CRD spec struct, beside kube's `#[derive(CustomResource)]`, it implements the
 //! traits for the generated resource type (`Widget` for `WidgetSpec`, found from
 //! `#[kube(kind = ...)]`). On any other struct implementing [`kube::Resource`] (a
-//! hand-written resource, or a slim projection of a built-in type that decodes only
-//! what a controller reads) it implements them for the struct itself.
+//! hand-written resource, or a [projection](crate::projection) of a built-in type that
+//! decodes only what a controller reads, `#[derive(Projection, Informable)]`) it
+//! implements them for the struct itself.
 //!
 //! ```
 //! use informer::informable::Informable;
@@ -358,6 +359,15 @@ pub use informer_derive::Informable;
 ///
 /// The derive implements it for the resource type: for a CRD spec struct, the type
 /// kube generates from it (`Widget` for `WidgetSpec`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no derived key function and indexes: it is not `Informable`",
+    label = "`{Self}` does not derive `Informable`",
+    note = "a type of another crate (a k8s-openapi type) cannot derive it: ask the factory for \
+            `informer::<{Self}>()` and declare its indexes on a struct of your own, \
+            `#[derive(Informable)] #[informable(kind = {Self}, foreign, index(...))] struct Indexes;`, \
+            then `Indexes::add_to(&informer.indexer())` (see `informer::informable`, \"Built-in types\"); \
+            or cache a projection of it (`#[derive(Projection, Informable)]`, see `informer::projection`)"
+)]
 pub trait Informable: IsResource + Sized + Send + Sync + 'static {
     /// The names of [`indexers`](Self::indexers), in declaration order.
     const INDEX_NAMES: &'static [&'static str];

@@ -117,6 +117,7 @@
 mod index;
 mod indexer;
 mod selector;
+mod size;
 mod state;
 mod typed_index;
 mod writer;
@@ -127,6 +128,7 @@ mod tests;
 pub use index::{IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, label_index_name};
 pub use indexer::Indexer;
 pub use selector::{Operator, Requirement, Selector, SelectorError};
+pub(crate) use size::per_object_overhead;
 pub(crate) use typed_index::typed_query;
 pub use typed_index::{AsIndexKey, Index, IndexKey, IndexQuery, TypedIndex};
 pub(crate) use writer::WriteBatch;

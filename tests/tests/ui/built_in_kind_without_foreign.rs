@@ -1,7 +1,7 @@
 // Indexes of a type of another crate without `foreign`: the derive would implement
-// `Informable` for `ConfigMap`, which the orphan rule forbids. Named for the type's
-// indexes, the struct gets a hint from the derive; otherwise rustc's error points at
-// the type.
+// `Informable` for `ConfigMap`, which the orphan rule forbids. A struct without
+// fields cannot be the type's spec, so the derive says to add `foreign`, whatever the
+// struct's name, and rustc's orphan-rule error never comes.
 use informer::informable::Informable;
 use k8s_openapi::api::core::v1::ConfigMap;
 

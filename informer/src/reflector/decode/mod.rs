@@ -8,14 +8,20 @@
 //!   `metadata.managedFields` ([`ManagedFields`]) and sizes vectors exactly;
 //! - [`object`]: one object, or the [`DecodeError`](super::DecodeError) naming it;
 //! - [`list`]: a list response, decoded as it streams in;
-//! - [`event`]: one event of a watch stream.
+//! - [`event`]: one event of a watch stream;
+//! - [`size`]: what a decoded object holds in memory, estimated as it is decoded.
 
 mod event;
 mod list;
 mod managed_fields;
 mod object;
+mod size;
 
 pub use managed_fields::ManagedFields;
+pub use object::decode_measured;
 
 pub(super) use event::decode_event;
 pub(super) use list::{ListDecoder, decode_list_stream};
+pub(crate) use managed_fields::KeyText;
+pub(crate) use size::allocation;
+pub(super) use size::last as last_decoded_size;

@@ -15,8 +15,10 @@ use serde_json::value::RawValue;
 
 use super::managed_fields::{Decoded, ManagedFields};
 use super::object::{RawHeader, decode_error};
+use super::size;
 use crate::cached::CachedObjects;
 use crate::key::ObjectKeyRef;
+use crate::reflector::decoded_sizes::DecodedSizes;
 use crate::reflector::error::DecodeError;
 use crate::reflector::key_filter::SharedKeyFilter;
 use crate::reflector::lister_watcher::ListPage;
@@ -28,6 +30,9 @@ struct RawListMeta {
     resource_version: Option<String>,
     #[serde(default, rename = "continue")]
     continue_token: Option<String>,
+    /// Present when the server filtered the list by a shard selector.
+    #[serde(default)]
+    shard_info: Option<serde::de::IgnoredAny>,
 }
 
 /// Decodes a list response from `body` with `decoder` as it arrives; see
@@ -182,6 +187,8 @@ pub(in crate::reflector) struct ListDecoder<'k, K> {
     managed_fields: ManagedFields,
     cache: Option<&'k dyn CachedObjects<K>>,
     key_filter: Option<&'k SharedKeyFilter>,
+    /// Where each decoded item's estimated size goes.
+    sizes: Option<&'k DecodedSizes>,
     filtered_out: usize,
     state: ListState,
     /// The current item did not decode, with this error: only its end is sought.
@@ -207,6 +214,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             managed_fields,
             cache,
             key_filter: None,
+            sizes: None,
             filtered_out: 0,
             state: ListState::Start,
             skipping: None,
@@ -223,6 +231,20 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
     pub(in crate::reflector) fn key_filter(mut self, filter: Option<&'k SharedKeyFilter>) -> Self {
         self.key_filter = filter;
         self
+    }
+
+    /// Records each decoded item's estimated size in `sizes`.
+    pub(in crate::reflector) fn sizes(mut self, sizes: Option<&'k DecodedSizes>) -> Self {
+        self.sizes = sizes;
+        self
+    }
+
+    /// A decoded item, measured as it was decoded.
+    fn push(&mut self, object: K) {
+        if let Some(sizes) = self.sizes {
+            sizes.record(size::last());
+        }
+        self.items.push(object);
     }
 
     /// Consumes what it can of `input` (everything received and not yet consumed);
@@ -343,7 +365,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
         if self.skipping.is_none() {
             match parse_object::<K>(input, eof, self.managed_fields) {
                 Ok(Parsed::Value(object, used)) => {
-                    self.items.push(object);
+                    self.push(object);
                     self.retry_len = 0;
                     return Ok(Some(used));
                 }
@@ -425,7 +447,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             return Ok(());
         }
         match parse_object::<K>(item, true, self.managed_fields) {
-            Ok(Parsed::Value(object, _)) => self.items.push(object),
+            Ok(Parsed::Value(object, _)) => self.push(object),
             Ok(Parsed::More) => return Err(malformed("an item ended early")),
             Err(e) => self.undecodable.push(header.decode_error(self.kind, e)),
         }
@@ -445,6 +467,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             filtered_out: self.filtered_out,
             resource_version: self.metadata.resource_version.unwrap_or_default(),
             continue_token: self.metadata.continue_token.filter(|t| !t.is_empty()),
+            served_shard: self.metadata.shard_info.is_some(),
         })
     }
 }

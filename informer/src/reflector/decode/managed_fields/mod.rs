@@ -18,6 +18,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+
+use super::size;
 use serde::de::{
     self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess,
     SeqAccess, VariantAccess, Visitor,
@@ -58,7 +60,7 @@ pub(super) struct Decoded<T, const DROP: bool>(pub(super) T);
 
 impl<'de, T: de::Deserialize<'de>, const DROP: bool> de::Deserialize<'de> for Decoded<T, DROP> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(Wrap::<_, DROP>(deserializer)).map(Decoded)
+        size::measure(|| T::deserialize(Wrap::<_, DROP>(deserializer))).map(Decoded)
     }
 }
 
@@ -88,12 +90,37 @@ impl<'de, D: Deserializer<'de>, const DROP: bool> Deserializer<'de> for Wrap<D, 
     type Error = D::Error;
 
     forward_deserialize! {
-        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
         deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
         deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
-        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq deserialize_map
+        deserialize_str deserialize_bytes deserialize_byte_buf
+        deserialize_option deserialize_unit deserialize_seq
         deserialize_identifier deserialize_ignored_any
+    }
+
+    // The values that allocate are counted on their way ([`size`]).
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        let visitor = size::Counted {
+            visitor,
+            strings: true,
+        };
+        self.0.deserialize_string(Wrap::<_, DROP>(visitor))
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        let visitor = size::Counted {
+            visitor,
+            strings: false,
+        };
+        self.0.deserialize_map(Wrap::<_, DROP>(visitor))
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        let visitor = size::Counted {
+            visitor,
+            strings: true,
+        };
+        self.0.deserialize_any(Wrap::<_, DROP>(visitor))
     }
 
     fn deserialize_unit_struct<V: Visitor<'de>>(
@@ -201,7 +228,7 @@ impl<'de, V: Visitor<'de>, const DROP: bool> Visitor<'de> for Wrap<V, DROP> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_seq(Wrap::<_, DROP>(seq))
+        self.0.visit_seq(size::Elements::new(Wrap::<_, DROP>(seq)))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
@@ -361,8 +388,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutManagedFields<A> {
 }
 
 /// Reads a map key as text: borrowed from the input where it can be (JSON keys
-/// without escapes), owned otherwise.
-struct KeyText;
+/// without escapes), owned otherwise. (A projection's slim metadata reads its keys
+/// with it too.)
+pub(crate) struct KeyText;
 
 impl<'de> DeserializeSeed<'de> for KeyText {
     type Value = Cow<'de, str>;

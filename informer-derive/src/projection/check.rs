@@ -1,0 +1,86 @@
+//! The compile-time check: a function that is never called, reading each projected
+//! field's path on the original type and asking that the projected type can hold
+//! what it finds there.
+//!
+//! The field access is spanned at the projection's field, so rustc reports a field the
+//! original lacks there (`no field `nod_name` on type `&PodSpec``, with its "a field
+//! with a similar name exists" suggestion), for k8s-openapi types and CRDs' Rust types
+//! alike. The type check walks the projection's `Option`, `Vec` and map layers into
+//! the original's (an `Option` of the projection steps into the original's only where
+//! the original has one) and ends in `leaf(value).holds::<Projected>()`, whose
+//! `ProjectionOf` bound is spanned at the field's type.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::Ident;
+use syn::spanned::Spanned;
+
+use super::parse::{Projection, Shape};
+
+/// The never-called check function.
+pub(super) fn check_fn(projection: &Projection<'_>) -> TokenStream {
+    let Projection {
+        krate,
+        original,
+        fields,
+        ..
+    } = projection;
+    let runtime = quote!(#krate::projection::__private);
+    let from = Ident::new("original", Span::mixed_site());
+    let counter = std::cell::Cell::new(0);
+    let fresh = || {
+        let n = counter.get();
+        counter.set(n + 1);
+        Ident::new(&format!("v{n}"), Span::mixed_site())
+    };
+    let checks = fields.iter().map(|field| {
+        let name = field.ident;
+        let value = fresh();
+        let access = quote_spanned!(name.span()=> &#from.#name);
+        let walk = walk(&runtime, &field.shape, &value, &fresh, field.ty.span());
+        quote! {
+            let #value = #access;
+            #walk
+        }
+    });
+    quote! {
+        #[allow(dead_code, unused_variables, clippy::all)]
+        fn __informer_projection_check(#from: &#original) {
+            use #runtime::{OptInto as _, OptStay as _};
+            #(#checks)*
+        }
+    }
+}
+
+/// The check of `value` (a reference into the original) against `shape`.
+/// Every step is spanned at the field's type (`span`), so that rustc reports a
+/// mismatch there.
+fn walk(
+    runtime: &TokenStream,
+    shape: &Shape<'_>,
+    value: &Ident,
+    fresh: &dyn Fn() -> Ident,
+    span: Span,
+) -> TokenStream {
+    // The same variable, located at the field's type: an error about it (not a list,
+    // not a map) points there.
+    let value = &Ident::new(&value.to_string(), Span::mixed_site().located_at(span));
+    match shape {
+        Shape::Option(inner) => {
+            let next = fresh();
+            let body = walk(runtime, inner, &next, fresh, span);
+            quote_spanned!(span=> (&#runtime::Opt(#value)).each(&mut |#next| { #body });)
+        }
+        Shape::Vec(inner) => {
+            let next = fresh();
+            let body = walk(runtime, inner, &next, fresh, span);
+            quote_spanned!(span=> #runtime::each(#value, |#next| { #body });)
+        }
+        Shape::Map(inner) => {
+            let next = fresh();
+            let body = walk(runtime, inner, &next, fresh, span);
+            quote_spanned!(span=> #runtime::values(#value, |#next| { #body });)
+        }
+        Shape::Leaf(ty) => quote_spanned!(ty.span()=> #runtime::leaf(#value).holds::<#ty>();),
+    }
+}

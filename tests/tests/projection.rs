@@ -1,0 +1,482 @@
+//! Projections against a real 1.20 API server: a projection informer and a full
+//! informer of Pods agree on every projected field through creates, updates,
+//! deletes, a relist after 410 Gone and a restart; a controller whose primary and
+//! owned types are projections converges; the cache-size gauges move with the
+//! objects. (A CRD projection on 1.36: `kubernetes_1_36.rs`.)
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::scrape::{scrape, value};
+use common::{eventually, spawn_run, spawn_until_stopped as spawn};
+use informer::controller::{Context, Controller, backoff};
+use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::metrics::Metrics;
+use informer::metrics::prometheus_client::registry::Registry;
+use informer::projection::Projection;
+use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
+use informer::testenv::TestEnv;
+use informer::workqueue::Action;
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, PodStatus, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use tokio::sync::OnceCell;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// What a controller of Pods reads: slim metadata, node, containers' images, phase.
+#[derive(Projection, Clone, Debug)]
+#[projection(of = Pod)]
+struct PodView {
+    metadata: ObjectMeta,
+    spec: Option<PodViewSpec>,
+    status: Option<PodViewStatus>,
+}
+
+#[derive(Projection, Clone, Debug, Default, PartialEq)]
+#[projection(of = PodSpec)]
+struct PodViewSpec {
+    node_name: Option<String>,
+    containers: Vec<ContainerImage>,
+}
+
+#[derive(Projection, Clone, Debug, Default, PartialEq)]
+#[projection(of = Container)]
+struct ContainerImage {
+    name: String,
+    image: Option<String>,
+}
+
+#[derive(Projection, Clone, Debug, Default, PartialEq)]
+#[projection(of = PodStatus)]
+struct PodViewStatus {
+    phase: Option<String>,
+    pod_ip: Option<String>,
+}
+
+/// The projected fields of a full Pod, as a projection holds them.
+fn projected(pod: &Pod) -> (ObjectMeta, Option<PodViewSpec>, Option<PodViewStatus>) {
+    let meta = &pod.metadata;
+    let metadata = ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        generation: meta.generation,
+        labels: meta.labels.clone(),
+        owner_references: meta.owner_references.clone(),
+        deletion_timestamp: meta.deletion_timestamp.clone(),
+        finalizers: meta.finalizers.clone(),
+        ..ObjectMeta::default()
+    };
+    let spec = pod.spec.as_ref().map(|spec| PodViewSpec {
+        node_name: spec.node_name.clone(),
+        containers: spec
+            .containers
+            .iter()
+            .map(|c| ContainerImage {
+                name: c.name.clone(),
+                image: c.image.clone(),
+            })
+            .collect(),
+    });
+    let status = pod.status.as_ref().map(|status| PodViewStatus {
+        phase: status.phase.clone(),
+        pod_ip: status.pod_ip.clone(),
+    });
+    (metadata, spec, status)
+}
+
+/// Whether the two caches hold the same Pods with the same projected fields.
+fn agree(full: &SharedIndexInformer<Pod>, view: &SharedIndexInformer<PodView>) -> bool {
+    let full: BTreeMap<String, _> = full
+        .indexer()
+        .list()
+        .iter()
+        .map(|pod| (pod.name_any(), projected(pod)))
+        .collect();
+    let view: BTreeMap<String, _> = view
+        .indexer()
+        .list()
+        .iter()
+        .map(|pod| {
+            (
+                pod.name_any(),
+                (pod.metadata.clone(), pod.spec.clone(), pod.status.clone()),
+            )
+        })
+        .collect();
+    full == view
+}
+
+fn pod(name: &str, image: &str, node: usize) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": name,
+            "labels": {"app": "web"},
+            "annotations": {"note": "not projected"},
+            "finalizers": ["example.com/hold"],
+        },
+        "spec": {
+            "nodeName": format!("node-{node}"),
+            "containers": [
+                {"name": "app", "image": image, "args": ["--port", "8080"],
+                 "env": [{"name": "A", "value": "1"}], "resources": {"limits": {"cpu": "1"}}},
+                {"name": "sidecar", "image": "registry.example.com/sidecar:1"},
+            ],
+            "volumes": [{"name": "cache", "emptyDir": {}}],
+        },
+    }))
+    .expect("a valid Pod")
+}
+
+/// A 1.20 control plane without the watch cache: compacting etcd gives a 410 at once.
+async fn uncached_env() -> &'static TestEnv {
+    static ENV: OnceCell<TestEnv> = OnceCell::const_new();
+    ENV.get_or_init(|| async { TestEnv::builder().watch_cache(false).start().await.unwrap() })
+        .await
+}
+
+fn informers(
+    client: kube::Client,
+    ns: &str,
+) -> (SharedIndexInformer<Pod>, SharedIndexInformer<PodView>) {
+    (
+        SharedIndexInformer::new(Api::<Pod>::namespaced(client.clone(), ns)),
+        SharedIndexInformer::new(Api::<PodView>::namespaced(client, ns)),
+    )
+}
+
+async fn set_phase(api: &Api<Pod>, name: &str, phase: &str, ip: &str) {
+    let status = serde_json::json!({"status": {"phase": phase, "podIP": ip}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projection_and_the_full_type_agree_through_changes_a_relist_and_a_restart() {
+    let env = uncached_env().await;
+    let proxy = env.fault_proxy().await.unwrap();
+    let ns = env.create_namespace("projection").await.unwrap();
+    let api = Api::<Pod>::namespaced(env.client().unwrap(), &ns);
+    for i in 0..6 {
+        let pod = pod(&format!("web-{i}"), &format!("nginx:1.{i}"), i);
+        api.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    set_phase(&api, "web-0", "Running", "10.1.0.1").await;
+
+    let (full, view) = informers(proxy.client().unwrap(), &ns);
+    let running = (spawn_run(&full), spawn_run(&view));
+    wait_for_cache_sync(&[&full, &view]).await;
+    assert_eq!(view.indexer().len(), 6);
+    assert!(agree(&full, &view));
+    let cached = view.lister().namespaced(&ns).get("web-0").unwrap();
+    assert_eq!(
+        cached.status.as_ref().unwrap().phase.as_deref(),
+        Some("Running")
+    );
+    assert_eq!(cached.metadata.annotations, None, "slim metadata");
+
+    // Updates of projected fields (an image, a label, the phase), of fields the
+    // projection skips (an annotation), a delete held by a finalizer, a delete.
+    let image =
+        serde_json::json!({"spec": {"containers": [{"name": "app", "image": "nginx:2.0"}]}});
+    api.patch("web-1", &PatchParams::default(), &Patch::Strategic(&image))
+        .await
+        .unwrap();
+    let label = serde_json::json!({"metadata": {"labels": {"tier": "front"}, "annotations": {"note": "changed"}}});
+    api.patch("web-2", &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    set_phase(&api, "web-3", "Succeeded", "10.1.0.3").await;
+    api.delete("web-4", &DeleteParams::default()).await.unwrap();
+    let release = serde_json::json!({"metadata": {"finalizers": null}});
+    api.patch("web-5", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
+    // Without a kubelet, only a deletion without grace period removes a Pod at once.
+    let now = DeleteParams::default().grace_period(0);
+    api.delete("web-5", &now).await.unwrap();
+    eventually("the changes in both caches", WAIT, || {
+        view.indexer().len() == 5 && agree(&full, &view)
+    })
+    .await;
+    let web_1 = view.lister().namespaced(&ns).get("web-1").unwrap();
+    assert_eq!(
+        web_1.spec.as_ref().unwrap().containers[0].image.as_deref(),
+        Some("nginx:2.0")
+    );
+    let web_4 = view.lister().namespaced(&ns).get("web-4").unwrap();
+    assert!(
+        web_4.metadata.deletion_timestamp.is_some(),
+        "held by its finalizer"
+    );
+
+    // Cut off while things change, etcd compacted: both relist after 410 Gone.
+    proxy.disconnect().await;
+    api.patch("web-0", &PatchParams::default(), &Patch::Strategic(&image))
+        .await
+        .unwrap();
+    api.delete("web-2", &now).await.unwrap();
+    api.patch("web-2", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &pod("web-6", "nginx:3.0", 6))
+        .await
+        .unwrap();
+    env.compact_etcd().await.unwrap();
+    proxy.reconnect().await.unwrap();
+    eventually("the relists after 410", WAIT, || {
+        full.reflector_stats().is_some_and(|s| s.expired >= 1)
+            && view.reflector_stats().is_some_and(|s| s.expired >= 1)
+            && view.lister().namespaced(&ns).get("web-6").is_ok()
+            && view.lister().namespaced(&ns).get("web-2").is_err()
+            && agree(&full, &view)
+    })
+    .await;
+    running.0.stop().await;
+    running.1.stop().await;
+
+    // A restart: new informers list afresh, and agree with each other.
+    let (full, view) = informers(env.client().unwrap(), &ns);
+    let running = (spawn_run(&full), spawn_run(&view));
+    wait_for_cache_sync(&[&full, &view]).await;
+    assert_eq!(view.indexer().len(), 5);
+    assert!(agree(&full, &view));
+    // The projection holds a fraction of the full Pods' bytes.
+    let (full_size, view_size) = (full.cache_size(), view.cache_size());
+    assert_eq!((full_size.objects, view_size.objects), (5, 5));
+    assert!(
+        view_size.bytes.unwrap() * 3 < full_size.bytes.unwrap(),
+        "{view_size:?} against {full_size:?}"
+    );
+    running.0.stop().await;
+    running.1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_size_gauges_move_with_the_objects_and_name_the_projection() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("projection-gauges").await.unwrap();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default()
+            .namespace(ns.clone())
+            .metrics(&metrics),
+    );
+    let full = factory.informer::<Pod>();
+    let view = factory.informer::<PodView>();
+    assert_eq!(factory.len(), 2, "two informers of Pods, one per type");
+    factory.start();
+    factory.wait_for_cache_sync().await.unwrap();
+    let objects = |projection: bool| {
+        let series = if projection {
+            format!("informer_cache_objects{{informer=\"Pod in {ns}\",projection=\"PodView\"}}")
+        } else {
+            format!("informer_cache_objects{{informer=\"Pod in {ns}\"}}")
+        };
+        value(&scrape(&registry), &series)
+    };
+    let bytes = |projection: bool| {
+        let series = if projection {
+            format!("informer_cache_bytes{{informer=\"Pod in {ns}\",projection=\"PodView\"}}")
+        } else {
+            format!("informer_cache_bytes{{informer=\"Pod in {ns}\"}}")
+        };
+        value(&scrape(&registry), &series)
+    };
+    assert_eq!(objects(true), Some(0.0));
+    assert_eq!(bytes(true), None, "nothing decoded yet: no estimate");
+
+    let api = Api::<Pod>::namespaced(env.client().unwrap(), &ns);
+    for i in 0..8 {
+        let mut pod = pod(&format!("web-{i}"), "nginx:1", i);
+        pod.metadata.finalizers = None;
+        api.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    eventually("eight Pods in the gauges", WAIT, || {
+        objects(true) == Some(8.0) && objects(false) == Some(8.0)
+    })
+    .await;
+    let (view_bytes, full_bytes) = (bytes(true).unwrap(), bytes(false).unwrap());
+    assert!(
+        view_bytes > 0.0 && view_bytes * 3.0 < full_bytes,
+        "{view_bytes} {full_bytes}"
+    );
+    assert_eq!(view.cache_size().bytes, Some(view_bytes as u64));
+    assert_eq!(full.cache_size().bytes, Some(full_bytes as u64));
+    for i in 0..4 {
+        api.delete(
+            &format!("web-{i}"),
+            &DeleteParams::default().grace_period(0),
+        )
+        .await
+        .unwrap();
+    }
+    eventually("four Pods left in the gauges", WAIT, || {
+        objects(true) == Some(4.0) && bytes(true).is_some_and(|b| b < view_bytes)
+    })
+    .await;
+    factory.shutdown().await;
+}
+
+/// The primary: what the controller reads of a ConfigMap (slim metadata with its
+/// annotations).
+#[derive(Projection, Clone, Debug)]
+#[projection(of = ConfigMap, annotations)]
+struct Source {
+    metadata: ObjectMeta,
+    data: Option<BTreeMap<String, String>>,
+}
+
+/// The owned type: what it reads of the Secrets it keeps (their owners and keys).
+#[derive(Projection, Clone, Debug)]
+#[projection(of = Secret)]
+struct Copy {
+    metadata: ObjectMeta,
+    type_: Option<String>,
+}
+
+/// Keeps a Secret `{name}-copy` with the ConfigMap's data, and marks the source once
+/// with the resourceVersion it first copied (a write conditional on the projection's).
+async fn copy(source: Arc<Source>, ctx: Context<Source>) -> Result<Action, kube::Error> {
+    let name = format!("{}-copy", source.name_any());
+    let secret = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "ownerReferences": [ctx.controller_reference(&source)]},
+        "stringData": source.data.clone().unwrap_or_default(),
+    });
+    let apply = PatchParams::apply("projection-test").force();
+    ctx.api::<Secret>()
+        .patch(&name, &apply, &Patch::Apply(&secret))
+        .await?;
+    if source.annotations().contains_key("example.com/copied") {
+        return Ok(Action::Done);
+    }
+    let mark = serde_json::json!({"metadata": {"annotations": {
+        "example.com/copied": source.metadata.resource_version,
+    }}});
+    match ctx
+        .api::<ConfigMap>()
+        .if_unchanged_from(&source)
+        .patch(&PatchParams::default(), &Patch::Merge(&mark))
+        .await
+    {
+        // A newer version is on its way to the cache: its reconcile marks it.
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Action::Done),
+        other => other.map(|_| Action::Done),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_of_projections_converges() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("projection-ctl").await.unwrap();
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    let config_maps = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let secrets = Api::<Secret>::namespaced(env.client().unwrap(), &ns);
+    for i in 0..3 {
+        config_maps
+            .create(
+                &PostParams::default(),
+                &common::config_map(&format!("src-{i}"), &format!("v{i}"), &[]),
+            )
+            .await
+            .unwrap();
+    }
+    let controller = Controller::<Source>::new(&factory)
+        .owns::<Copy>()
+        .name("projection-copy");
+    let running = spawn(|stop| controller.run(copy, backoff, stop));
+    let copies = factory.informer::<Copy>();
+    let sources = factory.informer::<Source>();
+    let converged = |expected: &[(&str, &str)]| {
+        expected.iter().all(|(source, value)| {
+            let Ok(copy) = copies
+                .lister()
+                .namespaced(&ns)
+                .get(&format!("{source}-copy"))
+            else {
+                return false;
+            };
+            let Ok(cm) = sources.lister().namespaced(&ns).get(source) else {
+                return false;
+            };
+            // Owned by the ConfigMap, by group (core) and kind, as for a full Secret.
+            let owner = &copy.metadata.owner_references.as_ref().unwrap()[0];
+            owner.kind == "ConfigMap"
+                && owner.uid == cm.meta().uid.clone().unwrap()
+                && copy.type_.as_deref() == Some("Opaque")
+                && cm.data.as_ref().is_some_and(|d| d["key"] == *value)
+        })
+    };
+    eventually("a copy of each source", WAIT, || {
+        converged(&[("src-0", "v0"), ("src-1", "v1"), ("src-2", "v2")])
+    })
+    .await;
+
+    // A copy deleted: its owner is reconciled again (the owned projection's owner
+    // reference maps to the primary), and the copy comes back with the source's data.
+    secrets
+        .delete("src-1-copy", &DeleteParams::default())
+        .await
+        .unwrap();
+    let change = serde_json::json!({"data": {"key": "changed"}});
+    config_maps
+        .patch("src-2", &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    let api = secrets.clone();
+    common::eventually_async("the copies back and current", WAIT, || {
+        let api = api.clone();
+        async move {
+            let (Ok(one), Ok(two)) = (api.get("src-1-copy").await, api.get("src-2-copy").await)
+            else {
+                return false;
+            };
+            let value = |s: &Secret, v: &str| {
+                s.data
+                    .as_ref()
+                    .is_some_and(|d| d.get("key").map(|b| b.0.as_slice()) == Some(v.as_bytes()))
+            };
+            value(&one, "v1") && value(&two, "changed")
+        }
+    })
+    .await;
+    // Every source is marked with the version it was copied at (the conditional
+    // write from the projection's resourceVersion went through).
+    eventually("every source marked", WAIT, || {
+        sources
+            .lister()
+            .namespaced(&ns)
+            .list(&Default::default())
+            .len()
+            == 3
+    })
+    .await;
+    common::eventually_async("the marks", WAIT, || {
+        let config_maps = config_maps.clone();
+        async move {
+            let Ok(list) = config_maps.list(&Default::default()).await else {
+                return false;
+            };
+            list.items
+                .iter()
+                .filter(|cm| cm.name_any().starts_with("src-"))
+                .all(|cm| cm.annotations().contains_key("example.com/copied"))
+        }
+    })
+    .await;
+    running.stop().await;
+    factory.shutdown().await;
+}
