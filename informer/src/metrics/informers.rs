@@ -10,6 +10,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
 use super::encode::{Value, family_of};
+use crate::consistency::ConsistencyStats;
 use crate::lock::MutexExt;
 use crate::reflector::StatsSnapshot;
 use crate::shared_informer::{ListenerStats, SharedIndexInformer, WeakInformer};
@@ -20,12 +21,17 @@ pub(crate) struct InformerSample {
     pub(crate) name: String,
     /// The `cluster` label, for an informer of a fleet member's factory.
     pub(crate) cluster: Option<Arc<str>>,
+    /// The `projection` label: the Rust type of a projection of the resource.
+    pub(crate) projection: Option<&'static str>,
     pub(crate) cached: usize,
+    /// The cache's estimated bytes, when its source measures them.
+    pub(crate) cache_bytes: Option<u64>,
     pub(crate) synced: bool,
     pub(crate) handlers: Vec<ListenerStats>,
     pub(crate) handler_panics: u64,
     /// `None` until the informer runs.
     pub(crate) reflector: Option<StatsSnapshot>,
+    pub(crate) consistency: ConsistencyStats,
 }
 
 impl InformerSample {
@@ -33,14 +39,18 @@ impl InformerSample {
     where
         K: kube::Resource + Send + Sync + 'static,
     {
+        let size = informer.cache_size();
         Self {
             name,
             cluster: None,
-            cached: informer.indexer().len(),
+            projection: None,
+            cached: size.objects,
+            cache_bytes: size.bytes,
             synced: informer.has_synced(),
             handlers: informer.handler_stats(),
             handler_panics: informer.handler_panics(),
             reflector: informer.reflector_stats(),
+            consistency: informer.consistency_stats(),
         }
     }
 }
@@ -99,7 +109,9 @@ impl Collector for InformerCollector {
             }
             live
         });
-        samples.sort_by(|a, b| (&a.cluster, &a.name).cmp(&(&b.cluster, &b.name)));
+        samples.sort_by(|a, b| {
+            (&a.cluster, &a.name, a.projection).cmp(&(&b.cluster, &b.name, b.projection))
+        });
         let reflected: Vec<(Labels<'_>, &StatsSnapshot)> = samples
             .iter()
             .filter_map(|s| Some((labels(s), s.reflector.as_ref()?)))
@@ -111,6 +123,23 @@ impl Collector for InformerCollector {
             "Objects in the informer's cache",
             MetricType::Gauge,
             samples.iter().map(|s| (labels(s), Value::Int(s.cached))),
+        )?;
+        family(
+            e,
+            "informer_cache_objects",
+            "Objects in the informer's cache (the count behind informer_cache_bytes)",
+            MetricType::Gauge,
+            samples.iter().map(|s| (labels(s), Value::Int(s.cached))),
+        )?;
+        family(
+            e,
+            "informer_cache_bytes",
+            "Estimated bytes the informer's cache holds: its objects times the mean size of the objects it decoded lately, plus the store's cost per object",
+            MetricType::Gauge,
+            samples.iter().filter_map(|s| {
+                let bytes = usize::try_from(s.cache_bytes?).unwrap_or(usize::MAX);
+                Some((labels(s), Value::Int(bytes)))
+            }),
         )?;
         family(
             e,
@@ -189,7 +218,13 @@ impl Collector for InformerCollector {
                     Value::Seconds(s.resource_version_age?.as_secs_f64()),
                 ))
             }),
-        )
+        )?;
+        let checked: Vec<(Labels<'_>, &ConsistencyStats)> = samples
+            .iter()
+            .filter(|s| s.consistency.periodic)
+            .map(|s| (labels(s), &s.consistency))
+            .collect();
+        super::consistency::encode(e, &checked)
     }
 }
 
@@ -242,16 +277,20 @@ const REFLECTOR_COUNTERS: [ReflectorCounter; 9] = [
     ),
 ];
 
-/// A series' labels: `informer`, and `cluster` for a fleet member's.
+/// A series' labels: `informer`, `cluster` for a fleet member's, and `projection`
+/// for a projection's (two informers of one resource).
 type Labels<'s> = Vec<(&'static str, &'s str)>;
 
 /// The labels of `sample`'s series.
 fn labels(sample: &InformerSample) -> Labels<'_> {
-    let mut labels = Vec::with_capacity(2);
+    let mut labels = Vec::with_capacity(3);
     if let Some(cluster) = &sample.cluster {
         labels.push(("cluster", &**cluster));
     }
     labels.push(("informer", sample.name.as_str()));
+    if let Some(projection) = sample.projection {
+        labels.push(("projection", projection));
+    }
     labels
 }
 

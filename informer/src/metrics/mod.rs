@@ -27,7 +27,12 @@
 //! policy answers with a delay still counts as an `error`.
 //!
 //! **Informers and their reflectors**, labelled `informer` (the factory's name for it:
-//! `ConfigMap in default`): `informer_cached_objects`, `informer_synced`,
+//! `ConfigMap in default`, named by the resource; an informer of a
+//! [projection](crate::projection) has a `projection` label too, its Rust type, so
+//! that two informers of Pods stay apart): `informer_cached_objects`,
+//! `informer_cache_objects` and `informer_cache_bytes` (the objects, and the bytes
+//! they are estimated to hold: see
+//! [`SharedIndexInformer::cache_size`](crate::shared_informer::SharedIndexInformer::cache_size)), `informer_synced`,
 //! `informer_handlers`, `informer_handler_pending` (notifications buffered, summed over
 //! handlers), `informer_handler_pending_peak`, `informer_handler_panics_total`;
 //! `informer_reflector_lists_total`, `informer_reflector_list_items_total`,
@@ -38,7 +43,11 @@
 //! `informer_reflector_relists_after_filter_change_total` (a
 //! [`KeyFilter`](crate::reflector::KeyFilter) skipped objects, or changed),
 //! `informer_reflector_sync_failures` (failed lists in a row) and
-//! `informer_reflector_last_resource_version_age_seconds`. These are read from the
+//! `informer_reflector_last_resource_version_age_seconds`; for an informer with
+//! [consistency checks](crate::consistency), `informer_consistency_checks_total` (by
+//! `result`: `consistent`, `inconsistent`, `skipped`, `error`),
+//! `informer_consistency_differences_total` (each difference counted once),
+//! `informer_consistency_heals_total` and `informer_staleness_seconds`. These are read from the
 //! counters every informer keeps anyway, at scrape time: observing an informer costs
 //! nothing between scrapes, and does not keep a dropped informer alive.
 //!
@@ -88,6 +97,7 @@ use std::sync::Arc;
 pub use prometheus_client;
 use prometheus_client::registry::Registry;
 
+mod consistency;
 mod controller;
 mod coordination;
 mod encode;

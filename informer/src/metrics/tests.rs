@@ -329,3 +329,68 @@ async fn a_clusters_handle_labels_its_series_with_the_cluster() {
     stop.send(()).ok();
     running.await.unwrap().unwrap();
 }
+
+/// An informer with consistency checks reports them: checks by result, differences,
+/// heals and the staleness gauge; one without reports none of them.
+#[tokio::test(start_paused = true)]
+async fn consistency_series_count_the_checks() {
+    use crate::consistency::ConsistencyConfig;
+
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let source = FakeSource::new();
+    source.add(config_map("ns/a", &[], 0));
+    let config = ConsistencyConfig::default()
+        .interval(Duration::from_secs(60))
+        .staleness_interval(Some(Duration::from_secs(10)));
+    let checked = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default().consistency(config),
+    )
+    .expect("no indexes");
+    let unchecked = SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
+        .expect("no indexes");
+    metrics.observe_informer("checked", &checked);
+    metrics.observe_informer("unchecked", &unchecked);
+    let (stop, running) = spawn_run(&checked);
+    wait_for_cache_sync(&[&checked]).await;
+    while checked.consistency_stats().consistent < 2 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let text = scrape(&registry);
+    let checks = |result: &str| {
+        must(
+            &text,
+            &format!(
+                r#"informer_consistency_checks_total{{informer="checked",result="{result}"}}"#
+            ),
+        )
+    };
+    assert_eq!(checks("consistent"), 2.0);
+    assert_eq!(
+        checks("inconsistent") + checks("skipped") + checks("error"),
+        0.0
+    );
+    assert_eq!(
+        must(
+            &text,
+            r#"informer_consistency_differences_total{informer="checked"}"#
+        ),
+        0.0
+    );
+    assert_eq!(
+        must(
+            &text,
+            r#"informer_consistency_heals_total{informer="checked"}"#
+        ),
+        0.0
+    );
+    assert_eq!(
+        must(&text, r#"informer_staleness_seconds{informer="checked"}"#),
+        0.0,
+        "a cache that follows the source lags by nothing"
+    );
+    assert!(!text.contains(r#"informer_consistency_checks_total{informer="unchecked""#));
+    stop.send(()).ok();
+    running.await.unwrap().unwrap();
+}

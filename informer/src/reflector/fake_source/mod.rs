@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::lister_watcher::{
     ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
+use super::versions::VersionSource;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 
@@ -44,6 +45,11 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>>;
 /// [`refuse_streaming_lists`](Self::refuse_streaming_lists) it answers them as a
 /// server that predates them does (422 Invalid), and the reflector falls back to list
 /// and watch.
+///
+/// For consistency checks ([`ListerWatcher::versions`]) it lists the versions of the
+/// collection exactly as it was at any resourceVersion since the last compaction
+/// (older ones are 410 Gone, newer ones "too large"), and a watch of versions sends a
+/// bookmark at the current version right after the changes it replays.
 ///
 /// What it leaves out: paging (one page, no continue token), label and field
 /// selectors, key filters (a reflector with a
@@ -114,6 +120,9 @@ struct State<K> {
     objects: BTreeMap<ObjectKey, K>,
     /// Every change after `compacted`, oldest first.
     log: Vec<Change<K>>,
+    /// The collection as it was at `compacted`: with `log`, what it was at any
+    /// version since (see [`versions`](versions)).
+    base: BTreeMap<ObjectKey, K>,
     /// The resourceVersion of the last change (0 before any).
     resource_version: u64,
     /// Changes up to this resourceVersion are forgotten: a watch from before it is
@@ -158,6 +167,7 @@ impl<K> Default for FakeSource<K> {
             state: Arc::new(Mutex::new(State {
                 objects: BTreeMap::new(),
                 log: Vec::new(),
+                base: BTreeMap::new(),
                 resource_version: 0,
                 compacted: 0,
                 watchers: Vec::new(),
@@ -306,10 +316,11 @@ where
     }
 }
 
-impl<K> State<K> {
+impl<K: Clone> State<K> {
     fn compact(&mut self) {
         self.log.clear();
         self.compacted = self.resource_version;
+        self.base.clone_from(&self.objects);
     }
 }
 
@@ -340,11 +351,17 @@ where
     /// A streaming list sends the initial events and the bookmark that ends them first
     /// (see [`FakeSource`]).
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
-        Box::pin(std::future::ready(self.start_watch(&request)))
+        Box::pin(std::future::ready(self.start_watch(&request, false)))
     }
 
     fn supports_streaming_list(&self) -> bool {
         true
+    }
+
+    /// The collection's versions at any resourceVersion since the last compaction
+    /// (see [`FakeSource`]).
+    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
+        Some(Arc::new(self.clone()))
     }
 }
 
@@ -352,7 +369,14 @@ impl<K> FakeSource<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    fn start_watch(&self, request: &WatchRequest) -> Result<WatchStream<K>, kube::Error> {
+    /// Starts a watch; `bookmark_after_backlog` sends a bookmark at the current
+    /// version right after the replayed changes (a version watch's proof that it has
+    /// seen everything up to there).
+    fn start_watch(
+        &self,
+        request: &WatchRequest,
+        bookmark_after_backlog: bool,
+    ) -> Result<WatchStream<K>, kube::Error> {
         let mut state = self.state.locked();
         if state.shut_down {
             return Err(unavailable());
@@ -365,6 +389,10 @@ where
             state.send_initial_events(request, &sender)?;
         } else {
             state.send_backlog(request, &sender)?;
+        }
+        if bookmark_after_backlog {
+            let current = state.resource_version.to_string();
+            sender.send(Ok(WatchEvent::bookmark(current))).ok();
         }
         state.watchers.push(sender);
         drop(state);
@@ -513,6 +541,8 @@ fn unavailable() -> kube::Error {
         "the fake source has shut down".into(),
     )
 }
+
+mod versions;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,294 @@
+//! One consistency check: the cache's digest at a point against the server's list at
+//! exactly that version, and, when they differ, which keys differ.
+//!
+//! 1. A staleness probe first when the newest point is older than a minute: on a
+//!    quiet collection it may vouch for a fresh point (the server compacts what is
+//!    older than a few minutes).
+//! 2. The newest point; its version listed (metadata only, in pages) and summed into
+//!    a digest. 410 Gone (compacted): wait for the cache to pass a newer point and
+//!    list that (three times at most); none in time: list the latest version instead, and count the cache
+//!    consistent only if its point equals it (a cache that holds the server's present
+//!    collection held it at its point too); otherwise the check is skipped. A version
+//!    the server has not reached (a lagging server behind a load balancer): an older
+//!    point.
+//! 3. Digests equal: consistent. Otherwise the cache is read into a map of keys at its
+//!    point then (waiting for the queue to be empty), and the server's list at that
+//!    version compared key by key: every difference named (missing, extra, older,
+//!    newer).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Resource;
+
+use super::VerifyError;
+use super::compare::{KeyedComparison, snapshot};
+use super::digest::{Digest, hash_version};
+use super::points::Point;
+use super::probe::probe;
+use super::report::ConsistencyReport;
+use super::tracker::Tracker;
+use crate::reflector::{
+    SharedKeyFilter, VersionSource, VersionsPage, VersionsRequest, is_expired,
+    is_too_large_resource_version,
+};
+use crate::store::Indexer;
+
+/// A point younger than this is checked without a probe first: the server keeps its
+/// version (API servers compact every five minutes by default).
+const FRESH: Duration = Duration::from_secs(60);
+
+/// How many newer points a check tries after 410 Gone before it compares with the
+/// latest version.
+const COMPACTED_RETRIES: usize = 3;
+
+/// Checks one informer's cache; see the [module docs](self).
+pub(crate) struct Checker<K> {
+    pub(crate) resource: String,
+    pub(crate) tracker: Arc<Tracker>,
+    pub(crate) source: Option<Arc<dyn VersionSource>>,
+    pub(crate) indexer: Indexer<K>,
+    pub(crate) key_filter: Option<SharedKeyFilter>,
+    pub(crate) page_size: u32,
+    pub(crate) timeout: Duration,
+}
+
+/// What listing one version summed to.
+struct Listed {
+    resource_version: String,
+    digest: Digest,
+    objects: usize,
+}
+
+/// Why listing one version failed.
+enum ListFailure {
+    /// The server no longer keeps it.
+    Gone,
+    /// The server has not reached it.
+    TooNew,
+    Failed(kube::Error),
+    TimedOut,
+}
+
+impl<K: Resource + 'static> Checker<K> {
+    /// Checks once; `synced` is whether the informer's first list is in its cache.
+    pub(crate) async fn check(&self, synced: bool) -> Result<ConsistencyReport, VerifyError> {
+        if !synced {
+            return Err(VerifyError::NotSynced {
+                resource: self.resource.clone(),
+            });
+        }
+        let source = self
+            .source
+            .as_deref()
+            .ok_or_else(|| VerifyError::Unsupported {
+                resource: self.resource.clone(),
+            })?;
+        let fresh = self
+            .tracker
+            .newest_point()
+            .is_some_and(|point| point.at.elapsed() < FRESH);
+        if !fresh {
+            probe(&self.tracker, source, self.timeout).await;
+        }
+        let mut point = self.newest_point()?;
+        let mut requests = 0;
+        let mut compacted = 0;
+        let listed = loop {
+            let listed = self
+                .list(source, &point.resource_version, &mut requests, |_| ())
+                .await;
+            match listed {
+                Ok(listed) => break listed,
+                Err(ListFailure::Gone) => {
+                    compacted += 1;
+                    let newer = match compacted {
+                        ..=COMPACTED_RETRIES => {
+                            self.tracker.point_after(&point, self.timeout).await
+                        }
+                        _ => None,
+                    };
+                    match newer {
+                        Some(newer) => point = newer,
+                        None => return self.against_latest(source, &point, requests).await,
+                    }
+                }
+                Err(ListFailure::TooNew) => match self.tracker.older_point(&point) {
+                    Some(older) => point = older,
+                    None => return Err(self.failed(&point, ListFailure::TooNew)),
+                },
+                Err(failure) => return Err(self.failed(&point, failure)),
+            }
+        };
+        let mut report = ConsistencyReport {
+            resource: self.resource.clone(),
+            resource_version: point.resource_version.clone(),
+            consistent: listed.digest == point.digest,
+            cached: point.objects,
+            listed: listed.objects,
+            differences: Vec::new(),
+            keyed_at: None,
+            requests,
+        };
+        if !report.consistent {
+            self.name_differences(source, &mut report).await?;
+        }
+        Ok(report)
+    }
+
+    fn newest_point(&self) -> Result<Point, VerifyError> {
+        self.tracker
+            .newest_point()
+            .ok_or_else(|| VerifyError::NoPoint {
+                resource: self.resource.clone(),
+            })
+    }
+
+    /// The server no longer keeps `point`'s version and the cache passed no newer
+    /// one: the cache is consistent if its point equals the server's collection now.
+    async fn against_latest(
+        &self,
+        source: &dyn VersionSource,
+        point: &Point,
+        mut requests: usize,
+    ) -> Result<ConsistencyReport, VerifyError> {
+        let compacted = || VerifyError::Compacted {
+            resource: self.resource.clone(),
+            resource_version: point.resource_version.clone(),
+        };
+        let latest = match self.list(source, "", &mut requests, |_| ()).await {
+            Ok(latest) => latest,
+            Err(ListFailure::Gone | ListFailure::TooNew) => return Err(compacted()),
+            Err(failure) => return Err(self.failed(point, failure)),
+        };
+        if latest.digest != point.digest {
+            return Err(compacted());
+        }
+        Ok(ConsistencyReport {
+            resource: self.resource.clone(),
+            resource_version: latest.resource_version,
+            consistent: true,
+            cached: point.objects,
+            listed: latest.objects,
+            differences: Vec::new(),
+            keyed_at: None,
+            requests,
+        })
+    }
+
+    /// Compares again key by key, at the cache's point now.
+    async fn name_differences(
+        &self,
+        source: &dyn VersionSource,
+        report: &mut ConsistencyReport,
+    ) -> Result<(), VerifyError> {
+        let at_point = self
+            .tracker
+            .at_a_point(self.timeout, || snapshot(&self.indexer))
+            .await;
+        let Some((point, cached)) = at_point else {
+            // The cache never settled: the digests' word stands, unnamed.
+            return Ok(());
+        };
+        let mut comparison = KeyedComparison::new(cached);
+        let listed = self
+            .list(
+                source,
+                &point.resource_version,
+                &mut report.requests,
+                |page| {
+                    comparison.page(std::mem::take(&mut page.versions));
+                },
+            )
+            .await;
+        match listed {
+            Ok(_) => {
+                let (differences, _, _) = comparison.finish();
+                report.differences = differences;
+                report.keyed_at = Some(point.resource_version);
+                Ok(())
+            }
+            // Compacted at once: the digests' word stands, unnamed.
+            Err(ListFailure::Gone) => Ok(()),
+            Err(failure) => Err(self.failed(&point, failure)),
+        }
+    }
+
+    /// Lists the versions at exactly `resource_version` ("": the latest, read
+    /// consistently), page by page, summing them; `page` sees each page first.
+    async fn list(
+        &self,
+        source: &dyn VersionSource,
+        resource_version: &str,
+        requests: &mut usize,
+        mut page: impl FnMut(&mut VersionsPage),
+    ) -> Result<Listed, ListFailure> {
+        let mut request = VersionsRequest::at(resource_version)
+            .limit(self.page_size)
+            .key_filter(self.key_filter.clone());
+        let mut listed = Listed {
+            resource_version: String::new(),
+            digest: Digest::default(),
+            objects: 0,
+        };
+        loop {
+            *requests += 1;
+            let answer = tokio::time::timeout(self.timeout, source.list_versions(request.clone()))
+                .await
+                .map_err(|_| ListFailure::TimedOut)?;
+            let mut versions = answer.map_err(|error| {
+                if is_expired(&error) {
+                    ListFailure::Gone
+                } else if is_too_new(&error) {
+                    ListFailure::TooNew
+                } else {
+                    ListFailure::Failed(error)
+                }
+            })?;
+            for version in &versions.versions {
+                listed.digest.add(hash_version(version));
+            }
+            listed.objects += versions.versions.len();
+            page(&mut versions);
+            match versions.continue_token {
+                Some(token) => request.continue_token = Some(token),
+                None => {
+                    listed.resource_version = versions.resource_version;
+                    return Ok(listed);
+                }
+            }
+        }
+    }
+
+    fn failed(&self, point: &Point, failure: ListFailure) -> VerifyError {
+        let resource = self.resource.clone();
+        let resource_version = point.resource_version.clone();
+        match failure {
+            ListFailure::Gone => VerifyError::Compacted {
+                resource,
+                resource_version,
+            },
+            ListFailure::TimedOut => VerifyError::TimedOut {
+                resource,
+                timeout: self.timeout,
+            },
+            ListFailure::TooNew => VerifyError::NotReached {
+                resource,
+                resource_version,
+            },
+            ListFailure::Failed(source) => VerifyError::List {
+                resource,
+                resource_version,
+                source,
+            },
+        }
+    }
+}
+
+/// A version the server has not reached: "too large resource version" from the watch
+/// cache, or, from etcd itself (servers that list exact versions from etcd, 1.20), a
+/// 500 "required revision is a future revision".
+fn is_too_new(error: &kube::Error) -> bool {
+    is_too_large_resource_version(error)
+        || matches!(error, kube::Error::Api(status) if status.message.contains("future revision"))
+}

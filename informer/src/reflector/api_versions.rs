@@ -1,0 +1,316 @@
+//! [`ApiVersions`]: the [`VersionSource`] of an [`ApiListerWatcher`](super::ApiListerWatcher),
+//! which asks the API server for metadata only and reads of it only names, uids and
+//! resourceVersions.
+//!
+//! Every request sends `Accept: ...;as=PartialObjectMetadataList` (or
+//! `PartialObjectMetadata` for the watch), so the server leaves out everything but
+//! `metadata`; the response is read into a few strings per object, everything else in
+//! it skipped unread (labels, annotations, managed fields).
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{AsyncBufReadExt, StreamExt};
+use serde::Deserialize;
+
+use super::key_filter::{ObjectHead, OwnerHead};
+use super::lister_watcher::ListOptions;
+use super::versions::{
+    ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
+};
+use crate::key::ObjectKey;
+
+/// The `Accept` of a list of metadata only.
+const METADATA_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+/// The `Accept` of a watch of metadata only.
+const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// Lists and watches the versions of one collection through the API server, with the
+/// namespace (in its URL) and selectors its lister-watcher lists with.
+#[derive(Clone)]
+pub(super) struct ApiVersions {
+    pub(super) client: kube::Client,
+    /// The collection's URL path (namespaced or not).
+    pub(super) url: String,
+    pub(super) options: ListOptions,
+}
+
+impl ApiVersions {
+    fn url(&self, params: &[(&str, &str)], selectors: bool) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in params {
+            query.append_pair(key, value);
+        }
+        if selectors {
+            if let Some(labels) = &self.options.label_selector {
+                query.append_pair("labelSelector", labels);
+            }
+            if let Some(fields) = &self.options.field_selector {
+                query.append_pair("fieldSelector", fields);
+            }
+        }
+        format!("{}?{}", self.url, query.finish())
+    }
+
+    fn get(url: String, accept: &str) -> Result<http::Request<Vec<u8>>, kube::Error> {
+        http::Request::get(url)
+            .header(http::header::ACCEPT, accept)
+            .body(Vec::new())
+            .map_err(kube::Error::HttpError)
+    }
+
+    async fn page(&self, request: VersionsRequest) -> Result<VersionsPage, kube::Error> {
+        let limit = request.limit.map(|l| l.to_string());
+        let mut params = Vec::with_capacity(3);
+        match &request.continue_token {
+            // A continue token carries the list's resourceVersion (and the server
+            // refuses either beside it).
+            Some(token) => params.push(("continue", token.as_str())),
+            // The latest: a consistent read.
+            None if request.resource_version.is_empty() => {}
+            None => {
+                params.push(("resourceVersion", request.resource_version.as_str()));
+                params.push(("resourceVersionMatch", "Exact"));
+            }
+        }
+        if let Some(limit) = &limit {
+            params.push(("limit", limit));
+        }
+        let http = Self::get(self.url(&params, true), METADATA_LIST_ACCEPT)?;
+        let list: MetadataList = self.client.request(http).await?;
+        let filter = request.key_filter.as_ref();
+        let versions = list
+            .items
+            .into_iter()
+            .filter(|item| {
+                filter.is_none_or(|filter| {
+                    let meta = &item.metadata;
+                    let controller = meta.owner_references.iter().find(|o| o.controller);
+                    filter.keeps_object(&ObjectHead {
+                        namespace: meta.namespace.as_deref(),
+                        name: &meta.name,
+                        uid: meta.uid.as_deref(),
+                        controller: controller.map(|owner| OwnerHead {
+                            api_version: &owner.api_version,
+                            kind: &owner.kind,
+                            name: &owner.name,
+                            uid: owner.uid.as_deref(),
+                        }),
+                    })
+                })
+            })
+            .map(|item| {
+                let meta = item.metadata;
+                ObjectVersion {
+                    key: ObjectKey::new(meta.namespace, meta.name),
+                    uid: meta.uid,
+                    resource_version: meta.resource_version,
+                }
+            })
+            .collect();
+        Ok(VersionsPage {
+            versions,
+            resource_version: list.metadata.resource_version.unwrap_or_default(),
+            continue_token: list.metadata.continue_token.filter(|t| !t.is_empty()),
+        })
+    }
+
+    async fn current(&self) -> Result<String, kube::Error> {
+        // No selectors: the version is the collection's, and a selector that matches
+        // few objects would make the server read many to fill a page of one.
+        let http = Self::get(self.url(&[("limit", "1")], false), METADATA_LIST_ACCEPT)?;
+        let list: MetadataList = self.client.request(http).await?;
+        Ok(list.metadata.resource_version.unwrap_or_default())
+    }
+
+    async fn watch(
+        &self,
+        resource_version: String,
+        timeout: Duration,
+    ) -> Result<VersionStream, kube::Error> {
+        let timeout = timeout.as_secs().max(1).to_string();
+        let params = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version.as_str()),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", timeout.as_str()),
+        ];
+        let http = http::Request::get(self.url(&params, true))
+            .header(http::header::ACCEPT, METADATA_ACCEPT)
+            .header(http::header::ACCEPT_ENCODING, "identity")
+            .body(Vec::new())
+            .map_err(kube::Error::HttpError)?;
+        let body = self.client.request_stream(http).await?;
+        let events = futures::stream::unfold(body.lines(), |mut lines| async move {
+            loop {
+                let line = match lines.next().await? {
+                    Ok(line) => line,
+                    // A cut connection ends the watch as a close by the server would.
+                    Err(_) => return None,
+                };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                return Some((version_event(&line), lines));
+            }
+        });
+        Ok(events.boxed())
+    }
+}
+
+impl VersionSource for ApiVersions {
+    fn list_versions(
+        &self,
+        request: VersionsRequest,
+    ) -> BoxFuture<'_, Result<VersionsPage, kube::Error>> {
+        Box::pin(self.page(request))
+    }
+
+    fn current_resource_version(&self) -> BoxFuture<'_, Result<String, kube::Error>> {
+        Box::pin(self.current())
+    }
+
+    fn watch_versions(
+        &self,
+        resource_version: String,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<VersionStream, kube::Error>> {
+        Box::pin(self.watch(resource_version, timeout))
+    }
+}
+
+/// One watch event's line, read for its type and version; an ERROR event is the
+/// server's status.
+fn version_event(line: &str) -> Result<VersionEvent, kube::Error> {
+    let event: MetadataEvent = serde_json::from_str(line).map_err(kube::Error::SerdeError)?;
+    match event.kind.as_str() {
+        "ERROR" => {
+            let status: kube::core::Status =
+                serde_json::from_value(event.object).map_err(kube::Error::SerdeError)?;
+            Err(kube::Error::Api(status.boxed()))
+        }
+        kind => {
+            let version = event.object["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            Ok(match kind {
+                "BOOKMARK" => VersionEvent::Bookmark(version),
+                _ => VersionEvent::Changed(version),
+            })
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct MetadataEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    object: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct MetadataList {
+    metadata: ListMeta,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    items: Vec<MetadataItem>,
+}
+
+#[derive(Deserialize)]
+struct ListMeta {
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<String>,
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MetadataItem {
+    metadata: ItemMeta,
+}
+
+#[derive(Deserialize)]
+struct ItemMeta {
+    name: String,
+    namespace: Option<String>,
+    uid: Option<String>,
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<String>,
+    #[serde(rename = "ownerReferences", default)]
+    owner_references: Vec<Owner>,
+    // Everything else (labels, annotations, managed fields) is skipped unread.
+}
+
+#[derive(Deserialize)]
+struct Owner {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    name: String,
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    controller: bool,
+}
+
+/// An empty list is sent as `"items": null` by some servers (1.20 for metadata lists).
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<MetadataItem>, D::Error> {
+    Ok(Option::<Vec<MetadataItem>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metadata_list_is_read_for_names_uids_and_versions_only() {
+        let json = r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",
+            "metadata":{"resourceVersion":"196","continue":"abc"},
+            "items":[{"kind":"PartialObjectMetadata","metadata":{"name":"a0","namespace":"ns",
+              "uid":"u-1","resourceVersion":"194","labels":{"x":"y"},
+              "managedFields":[{"manager":"m","time":"2026-11-28T01:40:54Z"}],
+              "ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u","controller":true}]}}]}"#;
+        let list: MetadataList = serde_json::from_str(json).unwrap();
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("196"));
+        assert_eq!(list.metadata.continue_token.as_deref(), Some("abc"));
+        let meta = &list.items[0].metadata;
+        assert_eq!(
+            (meta.name.as_str(), meta.namespace.as_deref()),
+            ("a0", Some("ns"))
+        );
+        assert_eq!(meta.uid.as_deref(), Some("u-1"));
+        assert_eq!(meta.resource_version.as_deref(), Some("194"));
+        assert!(meta.owner_references[0].controller);
+    }
+
+    #[test]
+    fn an_empty_list_may_say_null() {
+        let json = r#"{"metadata":{"resourceVersion":"191"},"items":null}"#;
+        let list: MetadataList = serde_json::from_str(json).unwrap();
+        assert!(list.items.is_empty());
+    }
+
+    #[test]
+    fn watch_lines_give_versions_bookmarks_and_errors() {
+        let changed =
+            r#"{"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"12"}}}"#;
+        let bookmark = r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"15"}}}"#;
+        let error = r#"{"type":"ERROR","object":{"kind":"Status","status":"Failure","code":410,"reason":"Expired","message":"too old"}}"#;
+        assert_eq!(
+            version_event(changed).unwrap(),
+            VersionEvent::Changed("12".into())
+        );
+        assert_eq!(
+            version_event(bookmark).unwrap(),
+            VersionEvent::Bookmark("15".into())
+        );
+        let Err(kube::Error::Api(status)) = version_event(error) else {
+            panic!("an error status")
+        };
+        assert_eq!(status.code, 410);
+    }
+}
