@@ -25,6 +25,10 @@
 //! every other test on the shared one).
 
 mod common;
+#[path = "kubernetes_1_36/server_shards.rs"]
+mod server_shards;
+#[path = "kubernetes_1_36/shard_handoffs.rs"]
+mod shard_handoffs;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,21 +44,22 @@ use informer::events::EventSpec;
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::fifo::DeletedObject;
 use informer::informable::Informable;
-use informer::key::ObjectKey;
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use informer::lister::Lister;
+use informer::projection::Projection;
 use informer::reflector::{
     ApiListerWatcher, CachedObjects, Config, ListPage, ListRequest, ListerWatcher, WatchEvent,
     WatchRequest, WatchStream,
 };
-use informer::shard::{ShardConfig, ShardMember};
+use informer::shard::{ShardBy, ShardConfig, ShardMember};
 use informer::shared_informer::{
     InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
-use informer::testenv::{Kubernetes, TestEnv, TestEnvError};
+use informer::testenv::{Kubernetes, TestEnv, TestEnvBuilder, TestEnvError};
 use informer::workqueue::Action;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind, PartialObjectMeta};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
@@ -103,6 +108,40 @@ struct PaletteSpec {
     color: String,
 }
 
+/// What a controller reads of a Widget: its palette (the spec is required in the
+/// Rust type; the projection may still make it an `Option`).
+#[derive(Projection, Clone, Debug)]
+#[projection(of = Widget)]
+struct WidgetView {
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    spec: Option<WidgetViewSpec>,
+}
+
+#[derive(Projection, Clone, Debug, Default, PartialEq)]
+#[projection(of = WidgetSpec)]
+struct WidgetViewSpec {
+    palette: String,
+}
+
+/// A CRD this control plane never installs.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "modern.informer.example.com",
+    version = "v1",
+    kind = "Sprocket",
+    namespaced
+)]
+struct SprocketSpec {
+    teeth: u32,
+}
+
+/// A projection of it.
+#[derive(Projection, Clone, Debug)]
+#[projection(of = Sprocket)]
+struct SprocketView {
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+}
+
 fn widget(name: &str, palette: &str, size: u32) -> Widget {
     Widget::new(
         name,
@@ -131,13 +170,14 @@ async fn install_crds(env: &TestEnv) {
 /// serves resourceVersion "0" lists whole).
 async fn uncached_env() -> &'static TestEnv {
     static ENV: OnceCell<TestEnv> = OnceCell::const_new();
-    ENV.get_or_init(|| async {
-        let env = TestEnv::builder()
-            .kubernetes(Kubernetes::V1_36)
-            .watch_cache(false)
-            .start()
-            .await
-            .unwrap();
+    own_env(&ENV, TestEnv::builder().watch_cache(false)).await
+}
+
+/// A 1.36 control plane of this binary's own in `cell`, started once with `builder`'s
+/// options, the CRDs installed.
+async fn own_env(cell: &'static OnceCell<TestEnv>, builder: TestEnvBuilder) -> &'static TestEnv {
+    cell.get_or_init(|| async {
+        let env = builder.kubernetes(Kubernetes::V1_36).start().await.unwrap();
         install_crds(&env).await;
         env
     })
@@ -891,6 +931,17 @@ async fn two_electors_elect_one_leader_and_hand_over_on_shutdown() {
 /// created after they settled on exactly one member, the one that owns its key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shard_members_split_the_keys_and_each_widget_is_reconciled_on_one() {
+    two_shard_members_reconcile_each_widget_on_one(ShardBy::Key).await;
+}
+
+/// The same by uid: the server sends each member only its share (the gate is on), and
+/// each Widget is reconciled by the member its uid belongs to, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_shard_members_by_uid_reconcile_each_widget_on_the_member_of_its_uid() {
+    two_shard_members_reconcile_each_widget_on_one(ShardBy::Uid).await;
+}
+
+async fn two_shard_members_reconcile_each_widget_on_one(by: ShardBy) {
     let (env, ns) = setup("modern-shard").await;
     let client = env.client().unwrap();
     let config = |identity: &str| {
@@ -899,6 +950,7 @@ async fn two_shard_members_split_the_keys_and_each_widget_is_reconciled_on_one()
             .lease_duration(Duration::from_secs(8))
             .renew_deadline(Duration::from_secs(6))
             .retry_period(Duration::from_millis(500))
+            .shard_by(by)
     };
     let reconciled: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let mut handles = Vec::new();
@@ -932,21 +984,44 @@ async fn two_shard_members_split_the_keys_and_each_widget_is_reconciled_on_one()
         factories.push(factory);
         handles.push(handle);
     }
-    let keys: Vec<ObjectKey> = (0..40)
-        .map(|i| ObjectKey::new(Some(ns.clone()), format!("s{i}")))
+    // Settled once every one of 40 would-be objects is a's or b's, not both: both
+    // published the view of two.
+    let probes: Vec<ObjectMeta> = (0..40)
+        .map(|i| ObjectMeta {
+            namespace: Some(ns.clone()),
+            name: Some(format!("s{i}")),
+            uid: Some(format!("00000000-0000-4000-8000-{i:012}")),
+            ..ObjectMeta::default()
+        })
         .collect();
     eventually("both members to settle", Duration::from_secs(60), || {
         handles.iter().all(|h| h.members() == ["a", "b"])
-            && keys
-                .iter()
-                .all(|key| handles[0].may_reconcile(key) != handles[1].may_reconcile(key))
+            && probes.iter().all(|meta| {
+                handles[0].may_reconcile_object(meta) != handles[1].may_reconcile_object(meta)
+            })
     })
     .await;
-    let owned_by_a = keys.iter().filter(|k| handles[0].may_reconcile(k)).count();
-    assert!((5..35).contains(&owned_by_a), "a owns {owned_by_a} of 40");
 
     let widgets = Api::<Widget>::namespaced(client, &ns);
     create_widgets(&widgets, (0..40).map(|i| format!("s{i}"))).await;
+    // Whose each Widget is, decided from the server's objects.
+    let owners: BTreeMap<String, &str> = widgets
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|w| {
+            let owner = if handles[0].may_reconcile_object(w.meta()) {
+                "a"
+            } else {
+                "b"
+            };
+            (w.name_any(), owner)
+        })
+        .collect();
+    let owned_by_a = owners.values().filter(|owner| **owner == "a").count();
+    assert!((5..35).contains(&owned_by_a), "a owns {owned_by_a} of 40");
     eventually("every Widget reconciled", Duration::from_secs(60), || {
         let reconciled = reconciled.lock().unwrap();
         reconciled
@@ -967,16 +1042,11 @@ async fn two_shard_members_split_the_keys_and_each_widget_is_reconciled_on_one()
             .or_default()
             .insert(identity.clone());
     }
-    for key in &keys {
-        let owner = if handles[0].may_reconcile(key) {
-            "a"
-        } else {
-            "b"
-        };
+    for (name, owner) in &owners {
         assert_eq!(
-            by_key[&key.name],
-            BTreeSet::from([owner.to_owned()]),
-            "{key} reconciled by its owner only"
+            by_key[name],
+            BTreeSet::from([(*owner).to_owned()]),
+            "{name} reconciled by its owner only"
         );
     }
     for running in controllers {
@@ -1022,4 +1092,141 @@ async fn the_modern_control_plane_is_1_36_with_only_custom_resources() {
         env.delete_namespace(&namespace).await,
         Err(TestEnvError::Unsupported { .. })
     ));
+}
+
+/// The palettes of the Widgets a cache holds, by name, read through a projection or
+/// the full type.
+fn palettes<K: Resource>(
+    objects: &[Arc<K>],
+    palette: impl Fn(&K) -> String,
+) -> BTreeMap<String, (String, Option<String>)> {
+    objects
+        .iter()
+        .map(|o| {
+            (
+                o.name_any(),
+                (palette(o), o.meta().resource_version.clone()),
+            )
+        })
+        .collect()
+}
+
+fn agree(full: &SharedIndexInformer<Widget>, view: &SharedIndexInformer<WidgetView>) -> bool {
+    palettes(&full.indexer().list(), |w| w.spec.palette.clone())
+        == palettes(&view.indexer().list(), |w| {
+            w.spec
+                .as_ref()
+                .map(|s| s.palette.clone())
+                .unwrap_or_default()
+        })
+}
+
+/// A projection of a CRD and the full type agree on 1.36, through a streaming list,
+/// changes, a relist after 410 Gone (streamed too) and a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_projection_and_the_full_type_agree_through_streaming_lists_and_a_relist() {
+    let env = uncached_env().await;
+    let proxy = env.fault_proxy().await.unwrap();
+    let ns = env.create_namespace("modern-projection").await.unwrap();
+    let api = Api::<Widget>::namespaced(env.client().unwrap(), &ns);
+    create_widgets(&api, (0..5).map(|i| format!("w-{i}"))).await;
+    let informers = |client: kube::Client| {
+        (
+            SharedIndexInformer::new(Api::<Widget>::namespaced(client.clone(), &ns)),
+            SharedIndexInformer::new(Api::<WidgetView>::namespaced(client, &ns)),
+        )
+    };
+    let (full, view) = informers(proxy.client().unwrap());
+    let running = (common::spawn_run(&full), common::spawn_run(&view));
+    wait_for_cache_sync(&[&full, &view]).await;
+    assert!(agree(&full, &view));
+    assert_eq!(view.indexer().len(), 5);
+    assert!(view.reflector_stats().unwrap().streaming_list_requests >= 1);
+
+    let repaint = serde_json::json!({ "spec": { "palette": "red" } });
+    api.patch("w-1", &PatchParams::default(), &Patch::Merge(&repaint))
+        .await
+        .unwrap();
+    let resize = serde_json::json!({ "spec": { "size": 9 } });
+    api.patch("w-2", &PatchParams::default(), &Patch::Merge(&resize))
+        .await
+        .unwrap();
+    api.delete("w-3", &DeleteParams::default()).await.unwrap();
+    eventually("the changes in both caches", WAIT, || {
+        view.indexer().len() == 4 && agree(&full, &view)
+    })
+    .await;
+
+    proxy.disconnect().await;
+    api.patch("w-0", &PatchParams::default(), &Patch::Merge(&repaint))
+        .await
+        .unwrap();
+    api.delete("w-4", &DeleteParams::default()).await.unwrap();
+    create_widgets(&api, ["w-5".to_owned()]).await;
+    env.compact_etcd().await.unwrap();
+    proxy.reconnect().await.unwrap();
+    eventually("the relists after 410", WAIT, || {
+        full.reflector_stats().unwrap().expired >= 1
+            && view.reflector_stats().unwrap().expired >= 1
+            && sorted_names(&view.indexer().list()) == ["w-0", "w-1", "w-2", "w-5"]
+            && agree(&full, &view)
+    })
+    .await;
+    assert!(view.reflector_stats().unwrap().streaming_list_requests >= 2);
+    running.0.stop().await;
+    running.1.stop().await;
+
+    let (full, view) = informers(env.client().unwrap());
+    let running = (common::spawn_run(&full), common::spawn_run(&view));
+    wait_for_cache_sync(&[&full, &view]).await;
+    assert!(agree(&full, &view));
+    assert_eq!(
+        view.lister()
+            .namespaced(&ns)
+            .get("w-0")
+            .unwrap()
+            .spec
+            .as_ref()
+            .unwrap()
+            .palette,
+        "red"
+    );
+    running.0.stop().await;
+    running.1.stop().await;
+}
+
+/// A projection of a resource the server does not serve fails to sync as the full
+/// type does: the same error, naming the resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projection_of_an_unserved_resource_says_so_as_the_full_type_does() {
+    let (env, ns) = setup("modern-unserved").await;
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default().namespace(ns.clone()),
+    );
+    let full = factory.informer::<Sprocket>();
+    let view = factory.informer::<SprocketView>();
+    factory.start();
+    let error = factory
+        .wait_for_cache_sync_within(Duration::from_secs(3))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("sprockets.modern.informer.example.com is not served by the API server"),
+        "{error}"
+    );
+    eventually("both failed to list", WAIT, || {
+        full.last_sync_error().is_some() && view.last_sync_error().is_some()
+    })
+    .await;
+    assert_eq!(
+        view.last_sync_error().unwrap().to_string(),
+        full.last_sync_error().unwrap().to_string()
+    );
+    assert_eq!(
+        view.last_sync_error().unwrap().to_string(),
+        "sprockets.modern.informer.example.com is not served by the API server"
+    );
+    factory.shutdown().await;
 }

@@ -11,8 +11,9 @@ use super::{KeyFilter, ObjectHead};
 use crate::scope::FactoryScope;
 
 /// A [`KeyFilter`] keeping the objects whose controller (the owner reference with
-/// `controller: true`) is a `K` that `owners` keeps, by the owner's key: the owner's
-/// name, in the object's namespace when `K` is namespaced.
+/// `controller: true`) is a `K` that `owners` keeps: `owners` is asked about the owner
+/// as an [`ObjectHead`] of its name (in the object's namespace when `K` is namespaced)
+/// and its uid.
 ///
 /// A sharded controller's caches of the objects it [`owns`] use it, with the
 /// [shard](crate::shard::ShardHandle) as `owners`: each replica keeps the children of
@@ -23,6 +24,11 @@ use crate::scope::FactoryScope;
 ///
 /// An object known only by its key (one that did not decode, from a lister-watcher
 /// that does not filter) is kept, to be reported: its controller cannot be read.
+///
+/// The owners' [shard selector](KeyFilter::server_selector) is passed on when it
+/// decides by namespace alone and `K` is namespaced (an owner lives in its children's
+/// namespace, so the server may filter the children as it filters the owners); a
+/// selector on anything else cannot apply to the children.
 ///
 /// [`owns`]: crate::controller::Controller::owns
 ///
@@ -36,7 +42,13 @@ use crate::scope::FactoryScope;
 /// let replica_set = |owner: &'static str| ObjectHead {
 ///     namespace: Some("default"),
 ///     name: "web-5d4f",
-///     controller: Some(OwnerHead { api_version: "apps/v1", kind: "Deployment", name: owner }),
+///     uid: Some("8d3c6c1e-1f2a-4b7e-9d61-0c9e0f1a2b3c"),
+///     controller: Some(OwnerHead {
+///         api_version: "apps/v1",
+///         kind: "Deployment",
+///         name: owner,
+///         uid: Some("5f0e4b8a-2c1d-4e6f-8a9b-7c6d5e4f3a2b"),
+///     }),
 /// };
 /// assert!(filter.keeps_object(&replica_set("web")));
 /// assert!(!filter.keeps_object(&replica_set("api")));
@@ -68,8 +80,7 @@ impl<K> fmt::Debug for ControlledBy<K> {
 
 impl<K> KeyFilter for ControlledBy<K>
 where
-    K: Resource<DynamicType = ()> + 'static,
-    K::Scope: FactoryScope,
+    K: Resource<DynamicType = (), Scope: FactoryScope> + 'static,
 {
     /// An object known only by its key is kept: its controller is unknown.
     fn keeps(&self, _namespace: Option<&str>, _name: &str) -> bool {
@@ -80,6 +91,14 @@ where
         self.owners.generation()
     }
 
+    fn server_selector(&self) -> Option<String> {
+        let selector = self.owners.server_selector()?;
+        let by_namespace_only = selector
+            .split(" || ")
+            .all(|range| range.starts_with("shardRange(object.metadata.namespace,"));
+        (K::Scope::is_namespaced() && by_namespace_only).then_some(selector)
+    }
+
     fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
         let Some(owner) = head.controller else {
             return false;
@@ -87,13 +106,23 @@ where
         if owner.kind != K::kind(&()) || owner.group() != K::group(&()) {
             return false;
         }
-        if K::Scope::is_namespaced() {
-            // A namespaced owner lives in its child's namespace; a cluster-scoped
-            // child cannot have one.
-            head.namespace
-                .is_some_and(|namespace| self.owners.keeps(Some(namespace), owner.name))
+        // A namespaced owner lives in its child's namespace; a cluster-scoped child
+        // cannot have one.
+        let namespace = if K::Scope::is_namespaced() {
+            match head.namespace {
+                Some(namespace) => Some(namespace),
+                None => return false,
+            }
         } else {
-            self.owners.keeps(None, owner.name)
-        }
+            None
+        };
+        // The owner as the owners' filter would see it, its uid included (a shard
+        // deciding by uid decides the children by their owner's).
+        self.owners.keeps_object(&ObjectHead {
+            namespace,
+            name: owner.name,
+            uid: owner.uid,
+            controller: None,
+        })
     }
 }

@@ -100,6 +100,19 @@ pub trait KeyFilter: Send + Sync + 'static {
     fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
         self.keeps(head.namespace, head.name)
     }
+
+    /// A shard selector the API server may apply instead (the `shardSelector` of
+    /// Kubernetes 1.36's sharded list and watch, such as
+    /// `shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')`): every
+    /// object the filter keeps must match it. [`ApiListerWatcher`](super::ApiListerWatcher)
+    /// sends it with every list and watch; a server that filters sends only what it
+    /// matches, any other sends everything. Either way the filter still decides what is
+    /// kept, so the selector saves bytes, never correctness. `None` (the default):
+    /// nothing to ask of the server. It may change only with the
+    /// [generation](Self::generation).
+    fn server_selector(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An object as a [`KeyFilter`] sees it: what its metadata says, read before the
@@ -110,6 +123,8 @@ pub struct ObjectHead<'a> {
     pub namespace: Option<&'a str>,
     /// Its name.
     pub name: &'a str,
+    /// Its uid, when the metadata has one (every object the server sends does).
+    pub uid: Option<&'a str>,
     /// Its controller: the owner reference with `controller: true` (there is at most
     /// one), if any.
     pub controller: Option<OwnerHead<'a>>,
@@ -127,10 +142,12 @@ impl<'a> ObjectHead<'a> {
                 api_version: &owner.api_version,
                 kind: &owner.kind,
                 name: &owner.name,
+                uid: Some(&owner.uid),
             });
         Some(Self {
             namespace: meta.namespace.as_deref(),
             name: meta.name.as_deref()?,
+            uid: meta.uid.as_deref(),
             controller,
         })
     }
@@ -145,6 +162,8 @@ pub struct OwnerHead<'a> {
     pub kind: &'a str,
     /// The owner's name, in the object's namespace when the owner is namespaced.
     pub name: &'a str,
+    /// The owner's uid, when the reference has one (every valid one does).
+    pub uid: Option<&'a str>,
 }
 
 impl OwnerHead<'_> {

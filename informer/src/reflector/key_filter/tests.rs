@@ -556,3 +556,76 @@ async fn a_controlled_by_filter_follows_the_owners_filter() {
     stop.send(()).ok();
     running.await.expect("joined").expect("ran");
 }
+
+/// Owners chosen by uid (a shard deciding by uid): an object known only by its key is
+/// kept, and one with a uid is kept when the uid is.
+struct OwnersByUid {
+    uids: &'static [&'static str],
+    selector: Option<&'static str>,
+}
+
+impl KeyFilter for OwnersByUid {
+    fn keeps(&self, _namespace: Option<&str>, _name: &str) -> bool {
+        true
+    }
+
+    fn generation(&self) -> tokio::sync::watch::Receiver<u64> {
+        tokio::sync::watch::Sender::new(0).subscribe()
+    }
+
+    fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
+        head.uid.is_none_or(|uid| self.uids.contains(&uid))
+    }
+
+    fn server_selector(&self) -> Option<String> {
+        self.selector.map(str::to_owned)
+    }
+}
+
+/// `ControlledBy` asks the owners' filter about the owner with its uid, so children
+/// follow an owner chosen by uid; it passes a selector on to children only when the
+/// selector decides by namespace (an owner shares its children's namespace), never one
+/// by uid (the server would hash the child's own uid).
+#[test]
+fn a_controlled_by_filter_decides_by_the_owners_uid_and_passes_on_namespace_selectors_only() {
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    let head = |owner_uid: Option<&'static str>| ObjectHead {
+        namespace: Some("ns"),
+        name: "web-1",
+        uid: Some("child-uid"),
+        controller: Some(OwnerHead {
+            api_version: "apps/v1",
+            kind: "Deployment",
+            name: "web",
+            uid: owner_uid,
+        }),
+    };
+    let by_uid = ControlledBy::<Deployment>::new(Arc::new(OwnersByUid {
+        uids: &["mine"],
+        selector: Some(
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
+        ),
+    }));
+    assert!(by_uid.keeps_object(&head(Some("mine"))));
+    assert!(!by_uid.keeps_object(&head(Some("theirs"))));
+    assert!(by_uid.server_selector().is_none());
+
+    let namespace_selector = "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000') || \
+         shardRange(object.metadata.namespace, '0x9000000000000000', '0x10000000000000000')";
+    let by_namespace = ControlledBy::<Deployment>::new(Arc::new(OwnersByUid {
+        uids: &[],
+        selector: Some(namespace_selector),
+    }));
+    assert_eq!(
+        by_namespace.server_selector().as_deref(),
+        Some(namespace_selector)
+    );
+    // A cluster-scoped owner kind cannot pass a namespace selector on.
+    use k8s_openapi::api::core::v1::Node;
+    let cluster_owner = ControlledBy::<Node>::new(Arc::new(OwnersByUid {
+        uids: &[],
+        selector: Some(namespace_selector),
+    }));
+    assert!(cluster_owner.server_selector().is_none());
+}

@@ -1,0 +1,159 @@
+//! A member's share as the API server can serve it: hash ranges, and the shard
+//! selector that asks for them.
+//!
+//! Kubernetes 1.36 can filter a list or watch by a hash of one field of each object
+//! (KEP-5866, feature gate `ShardedListAndWatch`, alpha): the query parameter
+//! `shardSelector=shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')` keeps
+//! the objects whose field hashes (FNV-1a, 64 bits, over the field's bytes) into
+//! `[start, end)` (both written `0x` and 16 hex digits, and `0x10000000000000000` for
+//! the end of the space: the server refuses other forms), and ranges can be joined
+//! with ` || `. So ownership is decided in
+//! *buckets*: the top [`BUCKET_BITS`] bits of that hash. Rendezvous hashing gives
+//! each bucket an owner ([`View::owner`](super::ring::View::owner)); a member's
+//! buckets, merged where they touch, are its ranges, and the server sends it exactly
+//! the objects it would keep itself.
+
+use std::fmt::Write as _;
+
+/// How many top bits of a hash name its bucket: 2,048 buckets. Each bucket's owner is
+/// drawn independently, so a member's share of `1/N` varies by about
+/// `sqrt((N - 1) / 2048)` (3% for three members, 4% of the time more than 6%); few
+/// enough that a member's ranges make a selector the server takes (about 450 ranges,
+/// 35 KB, for a member of three).
+pub(crate) const BUCKET_BITS: u32 = 11;
+
+/// The number of buckets.
+pub(crate) const BUCKETS: u64 = 1 << BUCKET_BITS;
+
+/// The bucket of `hash`: its top [`BUCKET_BITS`] bits.
+pub(crate) fn bucket_of(hash: u64) -> u64 {
+    hash >> (64 - BUCKET_BITS)
+}
+
+/// FNV-1a, 64 bits, over `value`'s bytes: the hash the API server computes of the
+/// field a shard selector names.
+pub(crate) fn field_hash(value: &str) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    value.bytes().fold(OFFSET, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    })
+}
+
+/// A run of buckets `[first, end)`, as one hash range `[first << 53, end << 53)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BucketRun {
+    pub(crate) first: u64,
+    pub(crate) end: u64,
+}
+
+impl BucketRun {
+    /// The hash range's start, as the selector writes it: `0x` and 16 hex digits (the
+    /// server takes no other form).
+    fn start_hex(self) -> String {
+        format!("{:#018x}", u128::from(self.first) << (64 - BUCKET_BITS))
+    }
+
+    /// The hash range's end, exclusive, as the selector writes it: `0x` and 16 hex
+    /// digits, or `0x10000000000000000` for the end of the hash space.
+    fn end_hex(self) -> String {
+        format!("{:#018x}", u128::from(self.end) << (64 - BUCKET_BITS))
+    }
+}
+
+/// The runs of the buckets `owns` accepts, merged where they touch, in order.
+pub(crate) fn runs(owns: impl Fn(u64) -> bool) -> Vec<BucketRun> {
+    let mut runs: Vec<BucketRun> = Vec::new();
+    for bucket in 0..BUCKETS {
+        if !owns(bucket) {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if run.end == bucket => run.end = bucket + 1,
+            _ => runs.push(BucketRun {
+                first: bucket,
+                end: bucket + 1,
+            }),
+        }
+    }
+    runs
+}
+
+/// The shard selector for `runs` over `field` (`object.metadata.uid` or
+/// `object.metadata.namespace`). No runs asks for the first hash value only: the
+/// server cannot be asked for nothing, and what it sends is filtered here anyway.
+pub(crate) fn selector(field: &str, runs: &[BucketRun]) -> String {
+    if runs.is_empty() {
+        return format!("shardRange({field}, '0x0000000000000000', '0x0000000000000001')");
+    }
+    let mut selector = String::with_capacity(runs.len() * 70);
+    for (i, run) in runs.iter().enumerate() {
+        if i > 0 {
+            selector.push_str(" || ");
+        }
+        let _ = write!(
+            selector,
+            "shardRange({field}, '{}', '{}')",
+            run.start_hex(),
+            run.end_hex()
+        );
+    }
+    selector
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_field_hash_is_fnv1a_64() {
+        // FNV-1a's published test vectors: these values are the protocol.
+        assert_eq!(field_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(field_hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(field_hash("foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn buckets_are_the_top_bits() {
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+        assert_eq!(bucket_of(1 << 53), 1);
+        assert_eq!(bucket_of((1 << 53) - 1), 0);
+    }
+
+    #[test]
+    fn runs_merge_touching_buckets_and_write_exclusive_ends() {
+        let runs = runs(|bucket| bucket < 2 || bucket == 5 || bucket == BUCKETS - 1);
+        assert_eq!(
+            runs,
+            [
+                BucketRun { first: 0, end: 2 },
+                BucketRun { first: 5, end: 6 },
+                BucketRun {
+                    first: BUCKETS - 1,
+                    end: BUCKETS
+                },
+            ]
+        );
+        assert_eq!(
+            selector("object.metadata.uid", &runs),
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x0040000000000000') || \
+             shardRange(object.metadata.uid, '0x00a0000000000000', '0x00c0000000000000') || \
+             shardRange(object.metadata.uid, '0xffe0000000000000', '0x10000000000000000')"
+        );
+        assert_eq!(
+            selector("object.metadata.uid", &[]),
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
+        );
+    }
+
+    #[test]
+    fn a_range_holds_exactly_the_hashes_of_its_buckets() {
+        let run = BucketRun { first: 3, end: 4 };
+        let start = u64::from_str_radix(&run.start_hex()[2..], 16).unwrap();
+        let end = u64::from_str_radix(&run.end_hex()[2..], 16).unwrap();
+        assert_eq!(bucket_of(start), 3);
+        assert_eq!(bucket_of(end - 1), 3);
+        assert_eq!(bucket_of(end), 4);
+    }
+}
