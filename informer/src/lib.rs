@@ -44,8 +44,15 @@
 //!   so a controller runs as several replicas of which one works.
 //! - [`shard`]: a controller's keys split across replicas ([`ShardMember`](shard::ShardMember),
 //!   one Lease each, rendezvous hashing), so all of them work, never two on one key.
+//! - [`projection`]: `#[derive(Projection)]`, a struct of the fields a controller
+//!   reads, cached as a resource of the original's kind and decoded straight from the
+//!   wire, every other field skipped unread.
 //! - [`lister`]: [`Lister`](lister::Lister), typed reads of the cache, scope checked by
 //!   the compiler.
+//! - [`consistency`]: the cache proven right while it runs: periodic checks against the
+//!   server's list ([`ConsistencyConfig`](consistency::ConsistencyConfig),
+//!   [`verify`](shared_informer::SharedIndexInformer::verify)), a staleness gauge and a
+//!   [`Health`](consistency::Health) for readiness endpoints.
 //! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the
 //!   compiler, for CRDs and hand-written resource types alike.
 //! - [`key`]: [`ObjectKey`](key::ObjectKey) (`namespace/name`) and key functions.
@@ -103,6 +110,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "testenv")))]
 pub mod testenv;
 
+pub mod consistency;
 pub mod controller;
 pub mod dynamic;
 pub mod events;
@@ -116,6 +124,7 @@ pub mod lister;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+pub mod projection;
 pub mod reflector;
 pub mod scope;
 pub mod shard;
@@ -125,6 +134,8 @@ pub mod workqueue;
 
 mod cached;
 mod cause;
+mod claim;
+mod clock;
 mod lock;
 mod panic;
 mod shutdown;
@@ -140,6 +151,7 @@ pub mod prelude {
     pub use crate::events::{EventSpec, Recorder, Reporter};
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
     pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
+    pub use crate::fleet::ClusterContext;
     pub use crate::informable::Informable;
     pub use crate::key::ObjectKey;
     pub use crate::lister::{Lister, NamespaceLister};

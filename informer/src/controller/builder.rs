@@ -1,27 +1,27 @@
-//! [`Controller`]: the builder. It gathers what to watch and how (a
-//! [`Plan`](super::run::Plan)); [`run`](Controller::run) hands the plan to the run
-//! room; the replication mode is part of the type (see
-//! [`ReplicationMode`](super::replication::ReplicationMode)).
+//! [`Controller`]: the builder. It collects what to watch and how (its
+//! [`Inputs`](super::run::Inputs)) and the replication mode, a type (see
+//! [`ReplicationMode`](super::replication::ReplicationMode));
+//! [`run`](Controller::run) hands both to the run (`run.rs`).
 
 use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
+use futures::future::BoxFuture;
 use kube::Resource;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::context::Context;
+use super::handlers::{Relation, mapping_handler};
 use super::mapping::{IntoPrimaryKey, controller_key, controller_uid, owner_index_name};
 use super::predicate::Predicate;
+use super::primary::Primary;
+use super::reconciler::{ReconcileFn, erase_cleanup, erase_reconcile};
 use super::registry::Registry;
-use super::replication::{LeaderElected, Replication, ReplicationMode, Sharded, Single};
-use super::run::{Plan, run};
-use super::wiring::{Relation, mapping_wire};
+use super::replication::{LeaderElected, Replicate, ReplicationMode, Sharded, Single};
+use super::run::{Inputs, run};
 use super::{ControllerError, Retry};
 use crate::events::Recorder;
 use crate::factory::SharedInformerFactory;
@@ -31,7 +31,6 @@ use crate::lister::Lister;
 use crate::reflector::{ControlledBy, KeyFilter};
 use crate::scope::FactoryScope;
 use crate::shard::ShardHandle;
-use crate::shared_informer::SharedIndexInformer;
 use crate::store::Indexers;
 use crate::workqueue::{Action, RunnerConfig, WorkQueue};
 
@@ -42,28 +41,23 @@ use crate::workqueue::{Action, RunnerConfig, WorkQueue};
 /// `R` is how it runs as several replicas: [`Single`] (the default),
 /// [`LeaderElected`] or [`Sharded`], chosen by the builder.
 pub struct Controller<K, R = Single> {
-    plan: Plan<K>,
-    mode: PhantomData<fn() -> R>,
+    inputs: Inputs<K>,
+    mode: R,
 }
 
 impl<K, R> fmt::Debug for Controller<K, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.plan.fmt(f)
+        self.inputs.fmt(f)
     }
 }
 
-impl<K> Controller<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
-    K: Send + Sync + 'static,
-    K::Scope: FactoryScope,
-{
+impl<K: Primary> Controller<K> {
     /// A controller of `K`, on the factory's shared informer for `K` (made now if no
     /// one asked for it yet). For an [`Informable`](crate::informable::Informable) `K`,
     /// ask the factory for `informable::<K>()` first so its indexes exist from the
     /// start (they are otherwise added on the first typed query).
     pub fn new(factory: &SharedInformerFactory) -> Self {
-        Self::from_plan(with_primary(factory, factory.informer::<K>()))
+        Self::with_mode(factory, Single::new())
     }
 
     /// A controller of `K` that shares the keys of `K` with the other members of
@@ -89,16 +83,7 @@ where
     /// (tombstones) of objects that may still exist. Other controllers of `K` in the
     /// process are not affected.
     pub fn sharded(factory: &SharedInformerFactory, shard: &ShardHandle) -> Controller<K, Sharded> {
-        let filter: Arc<dyn KeyFilter> = Arc::new(shard.clone());
-        let scope = factory.default_scope().filtered(
-            format!("shard {}/{}", shard.group(), shard.identity()),
-            Arc::clone(&filter),
-        );
-        let primary = factory.informer_for::<K>(scope);
-        let mut plan = with_primary(factory, primary.clone());
-        plan.registry.register_filtered(&primary, filter);
-        plan.replication = Replication::Sharded(shard.clone());
-        Controller::from_plan(plan)
+        Controller::with_mode(factory, Sharded::new(shard))
     }
 
     /// Reconciles only while this replica leads the election `leadership` belongs to
@@ -117,23 +102,63 @@ where
     /// already decides which replica reconciles which key.
     #[must_use]
     pub fn leader_election(self, leadership: LeadershipHandle) -> Controller<K, LeaderElected> {
-        let mut plan = self.plan;
-        plan.replication = Replication::LeaderElected(leadership);
-        Controller::from_plan(plan)
+        self.replicated(LeaderElected::new(leadership))
+    }
+
+    /// The controller in `mode` instead, for a mode whose caches are whole (its
+    /// [`cache_filter`](Replicate::cache_filter) is `None`): the types registered so
+    /// far keep their informers.
+    pub(crate) fn replicated<M: Replicate>(self, mode: M) -> Controller<K, M> {
+        debug_assert!(
+            mode.cache_filter().is_none(),
+            "a mode with a cache filter is chosen when the controller is made"
+        );
+        Controller {
+            inputs: self.inputs,
+            mode,
+        }
     }
 }
 
-impl<K, R: ReplicationMode> Controller<K, R>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
-    K: Send + Sync + 'static,
-    K::Scope: FactoryScope,
-{
-    fn from_plan(plan: Plan<K>) -> Self {
-        Self {
-            plan,
-            mode: PhantomData,
+impl<K: Primary, R: ReplicationMode> Controller<K, R> {
+    /// A controller of `K` in `mode`, on the factory's informer for `K` (its entry
+    /// filtered by the mode's cache filter, if it has one).
+    fn with_mode(factory: &SharedInformerFactory, mode: R) -> Self {
+        let filter = mode.cache_filter();
+        let primary = match &filter {
+            Some(share) => factory.informer_for::<K>(
+                factory
+                    .default_scope()
+                    .filtered(share.name.clone(), Arc::clone(&share.filter)),
+            ),
+            None => factory.informer::<K>(),
+        };
+        let mut registry = Registry::default();
+        match &filter {
+            Some(share) => registry.register_filtered(&primary, Arc::clone(&share.filter)),
+            None => registry.register(&primary),
         }
+        let inputs = Inputs {
+            factory: factory.clone(),
+            primary,
+            primary_filter: filter.map(|share| share.filter),
+            queue: None,
+            registry,
+            handlers: Vec::new(),
+            finalizer: None,
+            cleanup: None,
+            name: format!("{}-controller", K::kind(&()).to_lowercase()),
+            runner: RunnerConfig::default(),
+            read_your_writes_timeout: Duration::from_secs(10),
+            recorder: None,
+            #[cfg(feature = "metrics")]
+            metrics: factory.metrics().cloned(),
+            primary_predicate: None,
+            priority_queue: true,
+            parent_span: None,
+            labels: Vec::new(),
+        };
+        Self { inputs, mode }
     }
 
     /// Reconciles a `K` when an object of type `C` it controls changes: `C`'s
@@ -148,8 +173,11 @@ where
     #[must_use]
     pub fn owns<C>(self) -> Self
     where
-        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        C::Scope: FactoryScope,
+        C: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
         self.owned(None::<Predicate<C>>)
     }
@@ -159,44 +187,45 @@ where
     #[must_use]
     pub fn owns_with<C>(self, predicate: Predicate<C>) -> Self
     where
-        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        C::Scope: FactoryScope,
+        C: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
         self.owned(Some(predicate))
     }
 
     fn owned<C>(mut self, predicate: Option<Predicate<C>>) -> Self
     where
-        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        C::Scope: FactoryScope,
+        C: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
-        let informer = match self.plan.replication.shard().cloned() {
-            Some(shard) => {
-                // The children of this member's primaries only (see `sharded`).
+        let informer = match self.mode.cache_filter() {
+            Some(share) => {
+                // The children of this replica's primaries only (see `sharded`).
                 let filter: Arc<dyn KeyFilter> =
-                    Arc::new(ControlledBy::<K>::new(Arc::new(shard.clone())));
-                let scope = self.plan.factory.default_scope().filtered(
-                    format!(
-                        "controlled by {} of shard {}/{}",
-                        K::kind(&()),
-                        shard.group(),
-                        shard.identity()
-                    ),
+                    Arc::new(ControlledBy::<K>::new(Arc::clone(&share.filter)));
+                let scope = self.inputs.factory.default_scope().filtered(
+                    format!("controlled by {} of {}", K::kind(&()), share.name),
                     Arc::clone(&filter),
                 );
-                let informer = self.plan.factory.informer_for::<C>(scope);
+                let informer = self.inputs.factory.informer_for::<C>(scope);
                 if TypeId::of::<C>() == TypeId::of::<K>() {
-                    // The primary's registration (its shard's cache) stays; the
+                    // The primary's registration (its share's cache) stays; the
                     // children's informer is still waited for.
-                    self.plan.registry.register(&informer);
+                    self.inputs.registry.register(&informer);
                 } else {
-                    self.plan.registry.register_filtered(&informer, filter);
+                    self.inputs.registry.register_filtered(&informer, filter);
                 }
                 informer
             }
             None => {
-                let informer = self.plan.factory.informer::<C>();
-                self.plan.registry.register(&informer);
+                let informer = self.inputs.factory.informer::<C>();
+                self.inputs.registry.register(&informer);
                 informer
             }
         };
@@ -207,8 +236,8 @@ where
             // Only fails if another controller of `K` added the same index meanwhile.
             let _ = indexer.add_indexers(by_owner);
         }
-        self.plan.registry.set_owned::<C>(indexer, index);
-        self.plan.wires.push(mapping_wire(
+        self.inputs.registry.set_owned::<C>(indexer, index);
+        self.inputs.handlers.push(mapping_handler(
             &informer,
             Relation::Owned,
             predicate,
@@ -231,8 +260,11 @@ where
     #[must_use]
     pub fn watches<W, F, I>(self, mapper: F) -> Self
     where
-        W: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        W::Scope: FactoryScope,
+        W: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
         F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
         I: IntoIterator,
         I::Item: IntoPrimaryKey<K>,
@@ -245,8 +277,11 @@ where
     #[must_use]
     pub fn watches_with<W, F, I>(self, predicate: Predicate<W>, mapper: F) -> Self
     where
-        W: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        W::Scope: FactoryScope,
+        W: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
         F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
         I: IntoIterator,
         I::Item: IntoPrimaryKey<K>,
@@ -256,16 +291,19 @@ where
 
     fn watched<W, F, I>(mut self, predicate: Option<Predicate<W>>, mapper: F) -> Self
     where
-        W: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        W::Scope: FactoryScope,
+        W: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
         F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
         I: IntoIterator,
         I::Item: IntoPrimaryKey<K>,
     {
-        let informer = self.plan.factory.informer::<W>();
-        self.plan.registry.register(&informer);
-        let primaries = self.plan.primary.lister();
-        self.plan.wires.push(mapping_wire(
+        let informer = self.inputs.factory.informer::<W>();
+        self.inputs.registry.register(&informer);
+        let primaries = self.inputs.primary.lister();
+        self.inputs.handlers.push(mapping_handler(
             &informer,
             Relation::Watched,
             predicate,
@@ -284,15 +322,18 @@ where
     #[must_use]
     pub fn reads<C>(mut self) -> Self
     where
-        C: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        C::Scope: FactoryScope,
+        C: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
-        let informer = self.plan.factory.informer::<C>();
-        self.plan.registry.register(&informer);
+        let informer = self.inputs.factory.informer::<C>();
+        self.inputs.registry.register(&informer);
         // Maps to no key, but wakes read-your-writes waiters on every change.
-        self.plan.wires.push(mapping_wire(
+        self.inputs.handlers.push(mapping_handler(
             &informer,
-            Relation::Watched,
+            Relation::Read,
             None,
             |_: &C| None::<ObjectKey>,
             |_| {},
@@ -307,7 +348,7 @@ where
     /// typically with [`Predicate::generation_changed`].
     #[must_use]
     pub fn predicate(mut self, predicate: Predicate<K>) -> Self {
-        self.plan.primary_predicate = Some(predicate);
+        self.inputs.primary_predicate = Some(predicate);
         self
     }
 
@@ -326,16 +367,7 @@ where
         Fut: Future<Output = Result<(), E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
     {
-        let cleanup = Arc::new(cleanup);
-        self.plan.cleanup = Some(Arc::new(move |object, context| {
-            let cleanup = Arc::clone(&cleanup);
-            async move {
-                cleanup(object, context)
-                    .await
-                    .map_err(|error| Box::new(error) as Box<dyn fmt::Display + Send>)
-            }
-            .boxed()
-        }));
+        self.inputs.cleanup = Some(erase_cleanup(cleanup));
         self
     }
 
@@ -344,14 +376,14 @@ where
     /// while the controller was down; see [finalizers](super#finalizers) for the protocol.
     #[must_use]
     pub fn finalizer(mut self, name: impl Into<String>) -> Self {
-        self.plan.finalizer = Some(name.into());
+        self.inputs.finalizer = Some(name.into());
         self
     }
 
     /// The controller's name, used for its queue and logs (default `{kind}-controller`).
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.plan.name = name.into();
+        self.inputs.name = name.into();
         self
     }
 
@@ -359,14 +391,14 @@ where
     /// by two workers at once.
     #[must_use]
     pub fn workers(mut self, workers: usize) -> Self {
-        self.plan.runner = self.plan.runner.workers(workers);
+        self.inputs.runner = self.inputs.runner.workers(workers);
         self
     }
 
     /// Gives up on a key after this many failed reconciles in a row (default: never).
     #[must_use]
     pub fn max_retries(mut self, retries: u32) -> Self {
-        self.plan.runner = self.plan.runner.max_retries(retries);
+        self.inputs.runner = self.inputs.runner.max_retries(retries);
         self
     }
 
@@ -375,7 +407,7 @@ where
     /// [read-your-writes](super#read-your-writes).
     #[must_use]
     pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
-        self.plan.read_your_writes_timeout = timeout;
+        self.inputs.read_your_writes_timeout = timeout;
         self
     }
 
@@ -384,26 +416,21 @@ where
     /// stopped when `run` returns. A recorder given here is left running.
     #[must_use]
     pub fn recorder(mut self, recorder: Recorder) -> Self {
-        self.plan.recorder = Some(recorder);
+        self.inputs.recorder = Some(recorder);
         self
     }
 
-    /// Marks the controller as working cluster `name` of a fleet: its context's
-    /// [`cluster`](Context::cluster) and its spans name it.
-    pub(crate) fn in_cluster(mut self, name: Arc<str>) -> Self {
-        self.plan.cluster = Some(name);
+    /// Makes every reconcile's span a child of `span` (a layer above names what the
+    /// controller works, e.g. a fleet's cluster).
+    pub(crate) fn within_span(mut self, span: tracing::Span) -> Self {
+        self.inputs.parent_span = Some(span);
         self
     }
 
-    /// Whether the controller runs alone (neither leader-elected nor sharded).
-    pub(crate) fn runs_alone(&self) -> bool {
-        matches!(self.plan.replication, Replication::Single)
-    }
-
-    /// Fences every reconcile of the controller by `shard`'s claim on `cluster` (a
-    /// fleet cluster's key): the cluster's keys go where the cluster goes.
-    pub(crate) fn fenced_by_cluster(mut self, shard: ShardHandle, cluster: ObjectKey) -> Self {
-        self.plan.replication = Replication::ClusterOfShard { shard, cluster };
+    /// Gives the controller's context the label `name` = `value` (a layer above
+    /// names what the controller works, e.g. a fleet's `cluster`).
+    pub(crate) fn labelled(mut self, name: &'static str, value: Arc<str>) -> Self {
+        self.inputs.labels.push((name, value));
         self
     }
 
@@ -427,7 +454,7 @@ where
     /// [`Action::RequeueAfterWithPriority`]: crate::workqueue::Action::RequeueAfterWithPriority
     #[must_use]
     pub fn priority_queue(mut self, enabled: bool) -> Self {
-        self.plan.priority_queue = enabled;
+        self.inputs.priority_queue = enabled;
         self
     }
 
@@ -436,7 +463,7 @@ where
     /// the controller's [`metrics`](Self::metrics)).
     #[must_use]
     pub fn queue(mut self, queue: WorkQueue<ObjectKey>) -> Self {
-        self.plan.queue = Some(queue);
+        self.inputs.queue = Some(queue);
         self
     }
 
@@ -450,7 +477,7 @@ where
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     #[must_use]
     pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
-        self.plan.metrics = Some(metrics.clone());
+        self.inputs.metrics = Some(metrics.clone());
         self
     }
 
@@ -486,34 +513,17 @@ where
         P: Fn(&K, &E, &Context<K>) -> Retry + Send + Sync + 'static,
         S: Future<Output = ()> + Send,
     {
-        run(self.plan, reconcile, error_policy, shutdown).await
+        self.run_erased(erase_reconcile(reconcile, error_policy), Box::pin(shutdown))
+            .await
     }
-}
 
-/// A controller of `K` on `primary`, one of `factory`'s informers.
-fn with_primary<K>(factory: &SharedInformerFactory, primary: SharedIndexInformer<K>) -> Plan<K>
-where
-    K: Resource<DynamicType = ()> + Send + Sync + 'static,
-{
-    let mut registry = Registry::default();
-    registry.register(&primary);
-    Plan {
-        factory: factory.clone(),
-        primary,
-        queue: None,
-        registry,
-        wires: Vec::new(),
-        finalizer: None,
-        cleanup: None,
-        name: format!("{}-controller", K::kind(&()).to_lowercase()),
-        runner: RunnerConfig::default(),
-        read_your_writes_timeout: Duration::from_secs(10),
-        recorder: None,
-        #[cfg(feature = "metrics")]
-        metrics: factory.metrics().cloned(),
-        replication: Replication::Single,
-        primary_predicate: None,
-        priority_queue: true,
-        cluster: None,
+    /// [`run`](Self::run), with the reconcile and its error policy erased (a fleet
+    /// erases them once for every member's controller).
+    pub(crate) async fn run_erased(
+        self,
+        reconcile: ReconcileFn<K>,
+        shutdown: BoxFuture<'_, ()>,
+    ) -> Result<(), ControllerError> {
+        run(self.inputs, self.mode, reconcile, shutdown).await
     }
 }

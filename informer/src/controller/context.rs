@@ -11,14 +11,16 @@ use super::reasons::Reasons;
 use super::registry::Registry;
 use super::replication::{Fence, fenced_client};
 use super::tracked_api::{TrackedApi, Tracking};
-use crate::events::{EventError, EventSpec, Published, Recorder, object_reference};
+use crate::events::{EventSpec, Published, Recorder, object_reference};
 use crate::key::{ObjectKey, short_type_name};
 use crate::lister::Lister;
 use crate::scope::FactoryScope;
 use crate::workqueue::WorkQueue;
 
-/// What every reconcile of one controller shares.
-pub(crate) struct Shared {
+/// What every reconcile of one controller shares: the client, the registered types,
+/// the read-your-writes record, the recorder, the queue and why keys were queued,
+/// and what a layer above added (a span, labels).
+pub(crate) struct ControllerState {
     pub(crate) client: Client,
     pub(crate) registry: Registry,
     pub(crate) read_your_writes: Arc<ReadYourWrites>,
@@ -30,13 +32,15 @@ pub(crate) struct Shared {
     pub(crate) reasons: Arc<Reasons>,
     /// The controller's name, for its spans.
     pub(crate) name: String,
-    /// The fleet cluster the controller works, if it is one of a fleet's.
-    pub(crate) cluster: Option<Arc<str>>,
+    /// The span every reconcile's span is a child of (a fleet's cluster), if any.
+    pub(crate) parent_span: Option<tracing::Span>,
+    /// Named values a layer above gave the controller (a fleet's `cluster`).
+    pub(crate) labels: Vec<(&'static str, Arc<str>)>,
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for ControllerState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("ControllerState")
             .field("primary", &self.primary)
             .field("registry", &self.registry)
             .finish_non_exhaustive()
@@ -49,22 +53,25 @@ impl std::fmt::Debug for Shared {
 ///
 /// Cheap to clone; one is made per reconcile, for the key being reconciled.
 pub struct Context<K> {
-    shared: Arc<Shared>,
+    state: Arc<ControllerState>,
     key: ObjectKey,
     /// Whether this replica may still act for the key: checked before each write.
     fence: Fence,
     /// [`Context::client`], fenced, made on first use.
     client: Arc<OnceLock<Client>>,
+    /// [`Context::recorder`], fenced, made on first use.
+    recorder: Arc<OnceLock<Recorder>>,
     _primary: PhantomData<fn() -> K>,
 }
 
 impl<K> Clone for Context<K> {
     fn clone(&self) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
+            state: Arc::clone(&self.state),
             key: self.key.clone(),
             fence: self.fence.clone(),
             client: Arc::clone(&self.client),
+            recorder: Arc::clone(&self.recorder),
             _primary: PhantomData,
         }
     }
@@ -73,19 +80,20 @@ impl<K> Clone for Context<K> {
 impl<K> std::fmt::Debug for Context<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
-            .field("controller", &self.shared.primary)
+            .field("controller", &self.state.primary)
             .field("key", &self.key)
             .finish_non_exhaustive()
     }
 }
 
 impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
-    pub(crate) fn new(shared: Arc<Shared>, key: ObjectKey, fence: Fence) -> Self {
+    pub(crate) fn new(state: Arc<ControllerState>, key: ObjectKey, fence: Fence) -> Self {
         Self {
-            shared,
+            state,
             key,
             fence,
             client: Arc::default(),
+            recorder: Arc::default(),
             _primary: PhantomData,
         }
     }
@@ -95,31 +103,34 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
         &self.key
     }
 
-    /// The name of the fleet cluster this reconcile works in, for a controller run
-    /// over a [`ClusterSet`](crate::fleet::ClusterSet); `None` for one cluster. The
-    /// context's client, listers, `api` and recorder are that cluster's.
-    pub fn cluster(&self) -> Option<&str> {
-        self.shared.cluster.as_deref()
+    /// The value of the label `name` a layer above gave the controller (a fleet's
+    /// `cluster`), if any.
+    pub(crate) fn label(&self, name: &str) -> Option<&str> {
+        self.state
+            .labels
+            .iter()
+            .find(|(label, _)| *label == name)
+            .map(|(_, value)| &**value)
     }
 
     /// How many reconciles of this key failed in a row before this one (client-go's
     /// `NumRequeues`): 0 on a first attempt.
     pub fn retries(&self) -> u32 {
-        self.shared.queue.num_requeues(&self.key)
+        self.state.queue.num_requeues(&self.key)
     }
 
     /// A client for reads and writes the cache cannot serve. Writes made through it
     /// are not tracked (prefer [`api`](Self::api)), but they are fenced like every
     /// write through the context: under leader election or sharding, a write is
     /// refused with [`Fenced`](super::Fenced) before it is sent once this replica may no longer act
-    /// for the key (see [replicas](super#replicas-and-fencing)). Reads always go
-    /// through.
+    /// for the key (see [replicas](super#replicas-and-fencing)). Reads go through;
+    /// GETs that act (`exec`, `attach`, `portforward`, `proxy`) are fenced as writes.
     pub fn client(&self) -> &Client {
         if self.fence.is_open() {
-            return &self.shared.client;
+            return &self.state.client;
         }
         self.client
-            .get_or_init(|| fenced_client(&self.shared.client, self.fence.clone()))
+            .get_or_init(|| fenced_client(&self.state.client, self.fence.clone()))
     }
 
     /// The lister of `C`: the primary type or any type registered with `owns`,
@@ -128,9 +139,9 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// # Panics
     /// If `C` is none of those; the message says how to register it.
     pub fn lister<C: Resource + Send + Sync + 'static>(&self) -> Lister<C> {
-        self.shared
+        self.state
             .registry
-            .expect_informer::<C>(self.shared.primary)
+            .expect_informer::<C>(self.state.primary)
             .lister()
     }
 
@@ -144,7 +155,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
         let Some(uid) = owner.meta().uid.as_deref() else {
             return Vec::new();
         };
-        let (indexer, index) = self.shared.registry.expect_owned::<C>(self.shared.primary);
+        let (indexer, index) = self.state.registry.expect_owned::<C>(self.state.primary);
         indexer
             .by_index(index, uid)
             .expect("the controller added the owner index when it registered the type")
@@ -154,8 +165,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// `C`; cluster-scoped types ignore it), whose writes are tracked.
     pub fn api<C>(&self) -> TrackedApi<C>
     where
-        C: Resource<DynamicType = ()> + 'static,
-        C::Scope: FactoryScope,
+        C: Resource<DynamicType = (), Scope: FactoryScope> + 'static,
     {
         self.api_in(self.key.namespace.as_deref())
     }
@@ -163,15 +173,14 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// [`api`](Self::api) in `namespace` (`None`: every namespace, for reads).
     pub fn api_in<C>(&self, namespace: Option<&str>) -> TrackedApi<C>
     where
-        C: Resource<DynamicType = ()> + 'static,
-        C::Scope: FactoryScope,
+        C: Resource<DynamicType = (), Scope: FactoryScope> + 'static,
     {
         TrackedApi::new(
             C::Scope::api(self.client().clone(), namespace),
-            self.shared.registry.cache::<C>().map(|cache| Tracking {
+            self.state.registry.cache::<C>().map(|cache| Tracking {
                 cache,
                 reconciled: self.key.clone(),
-                read_your_writes: Arc::clone(&self.shared.read_your_writes),
+                read_your_writes: Arc::clone(&self.state.read_your_writes),
             }),
         )
     }
@@ -190,25 +199,30 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
         Some(reference)
     }
 
-    /// The controller's event recorder (reporting as the controller's name).
+    /// The controller's event recorder (reporting as the controller's name), fenced
+    /// like every write through the context: under leader election or sharding, an
+    /// event is recorded only while this replica may act for the key
+    /// ([`EventError::Fenced`](crate::events::EventError::Fenced) otherwise), and its writer sends it, and the series
+    /// counts it adds to, only while that still holds: what is left when the term or
+    /// shard ends is dropped and counted
+    /// ([`RecorderStats::fenced`](crate::events::RecorderStats::fenced)).
     pub fn recorder(&self) -> &Recorder {
-        &self.shared.recorder
+        match self.fence.claim() {
+            None => &self.state.recorder,
+            Some(claim) => self
+                .recorder
+                .get_or_init(|| self.state.recorder.claimed(claim)),
+        }
     }
 
     /// Publishes an `events.k8s.io/v1` Event about `object` (usually the one being
-    /// reconciled). Never waits for the API server; identical events fold into a
-    /// series and a hot loop is held back by the spam filter (see [`crate::events`]).
-    /// Fenced like every write: once this replica may no longer act for the key, the
-    /// event is not recorded ([`EventError::Fenced`]).
+    /// reconciled) through the context's [`recorder`](Self::recorder). Never waits
+    /// for the API server; identical events fold into a series and a hot loop is
+    /// held back by the spam filter (see [`crate::events`]). Fenced like every
+    /// write: once this replica may no longer act for the key, the event is not
+    /// recorded ([`EventError::Fenced`](crate::events::EventError::Fenced)), and one recorded before is not sent after.
     pub fn publish(&self, object: &K, event: EventSpec) -> Published {
-        if let Err(fenced) = self.fence.check_write() {
-            return Published::Dropped(EventError::Fenced {
-                reason: fenced.reason,
-            });
-        }
-        self.shared
-            .recorder
-            .publish(&object_reference(object), event)
+        self.recorder().publish(&object_reference(object), event)
     }
 }
 

@@ -4,7 +4,6 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::tracked_api::TrackedApi;
@@ -29,7 +28,7 @@ fn finalizers_patch(resource_version: Option<&str>, finalizers: &[String]) -> se
 /// Adds finalizer `name` to `object` (which lacks it); returns the patched object.
 pub(crate) async fn add<K>(api: &TrackedApi<K>, object: &K, name: &str) -> kube::Result<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let mut finalizers = object.finalizers().to_vec();
     finalizers.push(name.to_owned());
@@ -39,7 +38,7 @@ where
 /// Removes finalizer `name` from `object`; returns the patched object.
 pub(crate) async fn remove<K>(api: &TrackedApi<K>, object: &K, name: &str) -> kube::Result<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let mut finalizers = object.finalizers().to_vec();
     finalizers.retain(|f| f != name);
@@ -49,7 +48,7 @@ where
 /// Sets `object`'s finalizers, if it is still at the version it was read at.
 async fn set<K>(api: &TrackedApi<K>, object: &K, finalizers: &[String]) -> kube::Result<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let patch = finalizers_patch(object.meta().resource_version.as_deref(), finalizers);
     let params = PatchParams::default();

@@ -68,8 +68,7 @@ where
 /// The key of the `K` that controls the object with metadata `meta`, if any.
 pub(crate) fn controller_key<K>(meta: &ObjectMeta) -> Option<ObjectKey>
 where
-    K: Resource<DynamicType = ()>,
-    K::Scope: FactoryScope,
+    K: Resource<DynamicType = (), Scope: FactoryScope>,
 {
     let owner = controller_of::<K>(meta)?;
     let namespace = if K::Scope::is_namespaced() {

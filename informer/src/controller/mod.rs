@@ -125,34 +125,46 @@
 //! Run as several replicas, a controller is [`leader_election`](Controller::leader_election)
 //! (one replica reconciles, the others keep warm caches) or
 //! [`sharded`](Controller::sharded) (each replica reconciles its own share of the
-//! keys); the mode is part of its type ([`ReplicationMode`]). What is guaranteed, and
-//! how a test against the real API server breaks it when it can:
+//! keys); the mode is part of its type ([`ReplicationMode`]). Every reconcile runs
+//! under a *claim*, what entitles this replica to act for its key now (a leader's
+//! term, a shard member's claim on the key), and the *fence* checks the claim by the
+//! clock. What is guaranteed, and how a test against the real API server breaks it
+//! when it can:
 //!
-//! - **A replica stops acting when its term or lease may have ended, by its own
-//!   clock.** Each reconcile (and cleanup) is checked before every step, that is
-//!   before each poll of its future, against the instant its lease could no longer be
-//!   its own (halfway between the renew deadline and the lease expiry, as of the
-//!   last successful renewal). Once past it, the reconcile is dropped where it stands
-//!   and its next step never runs. No one has to say so first: a process resuming
-//!   from a pause (SIGSTOP, a frozen VM, a long stall) finds every timer due at once,
-//!   and drops its in-flight reconciles before they send anything.
-//! - **Writes through the [`Context`] are fenced.** [`Context::api`],
-//!   [`Context::client`], the finalizer's patches and [`Context::publish`] check the
-//!   same deadline just before the request leaves, and fail with [`Fenced`] (inside
-//!   [`kube::Error::Service`]; [`Fenced::find`]) when it passed; reads always go
-//!   through.
+//! - **A replica stops acting when its claim may have ended, by its own clock.**
+//!   Each reconcile (and cleanup) is checked before every step, that is before each
+//!   poll of its future, against the instant its lease could no longer be its own
+//!   (halfway between the renew deadline and the lease expiry, as of the last
+//!   successful renewal, plus any time a suspended machine's monotonic clock missed).
+//!   Once past it, the reconcile is dropped where it stands and its next step never
+//!   runs. No one has to say so first: a process resuming from a pause finds every
+//!   deadline passed at once.
+//! - **Sends through the [`Context`] are fenced.** [`Context::api`],
+//!   [`Context::client`] and the finalizer's patches check the claim just before the
+//!   request is handed to the connection, and fail with [`Fenced`] (inside
+//!   [`kube::Error::Service`]; [`Fenced::find`]) once it ended; reads go through,
+//!   but GETs that act (`exec`, `attach`, `portforward`, `proxy`, upgrades) are
+//!   fenced as writes. [`Context::publish`] and [`Context::recorder`] record an Event
+//!   only while the claim holds, and the recorder sends it (and its later series
+//!   counts) only while it still holds.
+//! - **A claim lasts one term or membership.** A context kept by a task past its
+//!   reconcile stops writing once the term or shard membership it was made in ends,
+//!   and does not write again when the replica leads or joins again.
 //! - **Counted.** Dropped reconciles and refused writes are counted in
 //!   [`LeadershipHandle::dropped_reconciles`](crate::leader::LeadershipHandle::dropped_reconciles)
 //!   and [`refused_writes`](crate::leader::LeadershipHandle::refused_writes), or in
 //!   [`ShardStats`](crate::shard::ShardStats), and in the metrics of the election or
-//!   shard member.
-//! - **What only the server can close.** A request already handed to the connection
-//!   when the process froze is sent when it resumes, whatever the client checks. A
-//!   write that must never apply over newer state is made conditional on the state
-//!   it was computed from: [`TrackedApi::if_unchanged`] sends the read
-//!   `resourceVersion` as a precondition, and the API server answers 409 Conflict if
-//!   anyone wrote the object since. Writes a user makes outside the context (a client
-//!   of their own, a task they spawned) are not fenced.
+//!   shard member; Events not sent in
+//!   [`RecorderStats::fenced`](crate::events::RecorderStats::fenced).
+//! - **What only the server can close: sent is not landed.** A request handed to the
+//!   connection before the deadline can still be applied after it (queued by an
+//!   admission webhook or API Priority and Fairness, held by a network partition
+//!   until it heals), whatever the client checks. A write that must never apply over
+//!   newer state is made conditional on the state it was computed from:
+//!   [`TrackedApi::if_unchanged`] sends the read `resourceVersion` as a
+//!   precondition, and the API server answers 409 Conflict if anyone wrote the object
+//!   since. Writes a user makes outside the context (a client of their own) are not
+//!   fenced.
 //!
 //! A killed replica's work is taken over within the lease duration plus a retry
 //! period; a replica cut off from the API server stops before its lease expires for
@@ -161,18 +173,19 @@
 mod builder;
 mod context;
 mod finalizer;
+mod handlers;
 mod mapping;
 mod predicate;
-mod primaries;
+mod primary;
+mod primary_cache;
 mod read_your_writes;
 mod reasons;
+mod reconciler;
 mod registry;
 mod replication;
 mod run;
 mod tombstones;
 mod tracked_api;
-mod wiring;
-mod worker;
 
 use std::time::Duration;
 
@@ -180,6 +193,9 @@ pub use builder::Controller;
 pub use context::Context;
 pub use mapping::IntoPrimaryKey;
 pub use predicate::Predicate;
+pub use primary::Primary;
+pub(crate) use reconciler::{ReconcileFn, erase_reconcile};
+pub(crate) use replication::{Decide, Replicate, Workload, gated_by_shard};
 pub use replication::{Fenced, LeaderElected, ReplicationMode, Sharded, Single};
 pub use tracked_api::{IfUnchanged, TrackedApi};
 

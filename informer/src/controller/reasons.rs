@@ -12,9 +12,9 @@ use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 use crate::workqueue::{Priority, WorkQueue};
 
-/// What happened to an object that queued a key.
+/// What sighting to an object that queued a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Happened {
+pub(crate) enum Sighting {
     /// Added, changed or deleted: a real change.
     Changed,
     /// In the informer's initial list: seen for the first time, maybe unchanged for
@@ -25,12 +25,12 @@ pub(crate) enum Happened {
     Resynced,
 }
 
-impl Happened {
+impl Sighting {
     fn as_str(self) -> &'static str {
         match self {
-            Happened::Changed => "changed",
-            Happened::Listed => "listed",
-            Happened::Resynced => "resynced",
+            Sighting::Changed => "changed",
+            Sighting::Listed => "listed",
+            Sighting::Resynced => "resynced",
         }
     }
 }
@@ -38,16 +38,16 @@ impl Happened {
 /// Why a key was queued.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reason {
-    /// Something happened to the primary object itself.
-    Primary(Happened),
-    /// Something happened to an owned, watched or read object: its type's short name
+    /// Something sighting to the primary object itself.
+    Primary(Sighting),
+    /// Something sighting to an owned, watched or read object: its type's short name
     /// and key.
     Related {
-        /// `owned` or `watched`.
+        /// `owned`, `watched` or `read`.
         relation: &'static str,
         kind: &'static str,
         key: ObjectKey,
-        happened: Happened,
+        sighting: Sighting,
     },
     /// This replica took the key over (a term started, keys became its shard's).
     TookOver,
@@ -57,9 +57,9 @@ impl Reason {
     /// Real changes go first; the backlog of lists, resyncs and take-overs after them.
     pub(crate) fn priority(&self) -> Priority {
         match self {
-            Reason::Primary(Happened::Changed)
+            Reason::Primary(Sighting::Changed)
             | Reason::Related {
-                happened: Happened::Changed,
+                sighting: Sighting::Changed,
                 ..
             } => Priority::NORMAL,
             Reason::Primary(_) | Reason::Related { .. } | Reason::TookOver => Priority::LOW,
@@ -70,13 +70,13 @@ impl Reason {
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::Primary(happened) => write!(f, "object {}", happened.as_str()),
+            Reason::Primary(sighting) => write!(f, "object {}", sighting.as_str()),
             Reason::Related {
                 relation,
                 kind,
                 key,
-                happened,
-            } => write!(f, "{relation} {kind} {key} {}", happened.as_str()),
+                sighting,
+            } => write!(f, "{relation} {kind} {key} {}", sighting.as_str()),
             Reason::TookOver => f.write_str("taken over by this replica"),
         }
     }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use either::Either;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::Status;
 use kube::{Api, Resource};
@@ -14,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use super::read_your_writes::{CacheProbe, Expectation, ReadYourWrites, Written};
 use crate::key::ObjectKey;
+use crate::projection::ProjectionOf;
 
 /// Where a tracked write is remembered.
 pub(crate) struct Tracking {
@@ -52,7 +54,7 @@ impl<C> TrackedApi<C> {
 
 impl<C> TrackedApi<C>
 where
-    C: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+    C: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     /// Writes to the object `seen` (as this reconcile read it, from the cache),
     /// each conditional on the object being unchanged since: the API server refuses
@@ -83,7 +85,22 @@ where
     /// # }
     /// ```
     pub fn if_unchanged(&self, seen: &C) -> IfUnchanged<'_, C> {
-        let meta = seen.meta();
+        self.if_unchanged_at(seen.meta())
+    }
+
+    /// [`if_unchanged`](Self::if_unchanged) from a [projection](crate::projection) of
+    /// `C` read from a cache (`Arc<PodView>` for writes to `Pod`): the write is
+    /// conditional on the projection's `resourceVersion` (and `uid`), which are the
+    /// object's, so a write computed from the fields the projection holds never
+    /// overwrites a newer state of the whole object.
+    pub fn if_unchanged_from<P>(&self, seen: &Arc<P>) -> IfUnchanged<'_, C>
+    where
+        P: Resource + ProjectionOf<C>,
+    {
+        self.if_unchanged_at(seen.meta())
+    }
+
+    fn if_unchanged_at(&self, meta: &ObjectMeta) -> IfUnchanged<'_, C> {
         IfUnchanged {
             api: self,
             name: meta.name.clone(),
@@ -96,21 +113,6 @@ where
     /// [`Context::client`](super::Context::client)).
     pub fn inner(&self) -> &Api<C> {
         &self.api
-    }
-
-    /// Creates `object`.
-    pub async fn create(&self, params: &PostParams, object: &C) -> kube::Result<C> {
-        let created = self.api.create(params, object).await?;
-        self.track_written(&created);
-        Ok(created)
-    }
-
-    /// Replaces the object `name` with `object` (optimistic concurrency on its
-    /// resourceVersion).
-    pub async fn replace(&self, name: &str, params: &PostParams, object: &C) -> kube::Result<C> {
-        let replaced = self.api.replace(name, params, object).await?;
-        self.track_written(&replaced);
-        Ok(replaced)
     }
 
     /// Patches the object `name`.
@@ -177,6 +179,27 @@ where
     }
 }
 
+// Writes of whole objects need a type that serializes (a projection does not).
+impl<C> TrackedApi<C>
+where
+    C: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    /// Creates `object`.
+    pub async fn create(&self, params: &PostParams, object: &C) -> kube::Result<C> {
+        let created = self.api.create(params, object).await?;
+        self.track_written(&created);
+        Ok(created)
+    }
+
+    /// Replaces the object `name` with `object` (optimistic concurrency on its
+    /// resourceVersion).
+    pub async fn replace(&self, name: &str, params: &PostParams, object: &C) -> kube::Result<C> {
+        let replaced = self.api.replace(name, params, object).await?;
+        self.track_written(&replaced);
+        Ok(replaced)
+    }
+}
+
 impl Tracking {
     fn record(&self, key: ObjectKey, written: Written) {
         tracing::trace!(reconciled = %self.reconciled, written = %key, ?written, "tracking a write");
@@ -212,7 +235,7 @@ impl<C: Resource> std::fmt::Debug for IfUnchanged<'_, C> {
 
 impl<C> IfUnchanged<'_, C>
 where
-    C: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+    C: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     /// Patches the object, if unchanged: a merge, strategic merge or server-side
     /// apply patch, sent with the read `metadata.resourceVersion`, which the server
@@ -236,15 +259,6 @@ where
     ) -> kube::Result<C> {
         let (name, patch) = self.conditional(patch)?;
         self.api.patch_status(name, params, &patch).await
-    }
-
-    /// Replaces the object with `object`, if unchanged: `object` is sent with the
-    /// read `resourceVersion`, whatever it carries.
-    pub async fn replace(&self, params: &PostParams, object: &C) -> kube::Result<C> {
-        let (name, version) = self.read()?;
-        let mut object = object.clone();
-        object.meta_mut().resource_version = Some(version.to_owned());
-        self.api.replace(name, params, &object).await
     }
 
     /// Deletes the object, if unchanged: preconditions on the read `uid` and
@@ -304,6 +318,20 @@ where
             }
         };
         Ok((name, patch))
+    }
+}
+
+impl<C> IfUnchanged<'_, C>
+where
+    C: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    /// Replaces the object with `object`, if unchanged: `object` is sent with the
+    /// read `resourceVersion`, whatever it carries.
+    pub async fn replace(&self, params: &PostParams, object: &C) -> kube::Result<C> {
+        let (name, version) = self.read()?;
+        let mut object = object.clone();
+        object.meta_mut().resource_version = Some(version.to_owned());
+        self.api.replace(name, params, &object).await
     }
 }
 

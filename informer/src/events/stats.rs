@@ -28,6 +28,10 @@ pub struct RecorderStats {
     pub patched: u64,
     /// Writes given up (refused by the server, or out of retries).
     pub failed: u64,
+    /// Writes not sent because the claim the event was published under had ended
+    /// (a controller replica's term or shard ended before the writer got to it): the
+    /// Event, or the rest of its series count, is dropped.
+    pub fenced: u64,
 }
 
 /// One counter per [`RecorderStats`] field.
@@ -43,6 +47,7 @@ pub(super) struct Counters {
     pub(super) recreated: AtomicU64,
     pub(super) patched: AtomicU64,
     pub(super) failed: AtomicU64,
+    pub(super) fenced: AtomicU64,
 }
 
 /// Adds one to `counter`, returning the new count.
@@ -65,6 +70,7 @@ impl Counters {
             recreated: read(&self.recreated),
             patched: read(&self.patched),
             failed: read(&self.failed),
+            fenced: read(&self.fenced),
         }
     }
 }

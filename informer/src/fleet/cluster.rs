@@ -30,12 +30,12 @@ struct Inner {
     retired: watch::Sender<bool>,
     /// Held (as receivers) by the controllers working the cluster; the set shuts the
     /// factory down once none is left.
-    holds: watch::Sender<()>,
+    users: watch::Sender<()>,
 }
 
 /// Keeps a retired cluster's factory up until dropped: a controller holds one while
 /// it runs on the cluster.
-pub(super) struct Hold(#[allow(dead_code)] watch::Receiver<()>);
+pub(super) struct ClusterInUse(#[allow(dead_code)] watch::Receiver<()>);
 
 impl Cluster {
     pub(super) fn new(name: &str, url: String, factory: SharedInformerFactory) -> Self {
@@ -45,7 +45,7 @@ impl Cluster {
                 url,
                 factory,
                 retired: watch::Sender::new(false),
-                holds: watch::Sender::new(()),
+                users: watch::Sender::new(()),
             }),
         }
     }
@@ -78,8 +78,11 @@ impl Cluster {
     /// The cluster's informer for `K` (the factory's, shared), started.
     pub fn informer<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        K::Scope: FactoryScope,
+        K: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
         let informer = self.inner.factory.informer::<K>();
         self.inner.factory.start();
@@ -102,15 +105,16 @@ impl Cluster {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    pub(super) fn hold(&self) -> Hold {
-        Hold(self.inner.holds.subscribe())
+    /// Marks the cluster in use (its factory kept up) until the guard is dropped.
+    pub(super) fn in_use(&self) -> ClusterInUse {
+        ClusterInUse(self.inner.users.subscribe())
     }
 
     /// Retires the cluster, waits (at most `grace`) until no controller holds it, and
     /// shuts its factory down: every informer task and handler ended.
     pub(super) async fn retire(&self, grace: std::time::Duration) {
         self.inner.retired.send_replace(true);
-        if tokio::time::timeout(grace, self.inner.holds.closed())
+        if tokio::time::timeout(grace, self.inner.users.closed())
             .await
             .is_err()
         {

@@ -8,17 +8,19 @@ use std::pin::pin;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kube::Resource;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::cluster::Cluster;
-use super::set::{ClusterSet, cluster_key};
-use crate::controller::{Context, Controller, ReplicationMode, Retry, Single};
-use crate::scope::FactoryScope;
+use super::context::CLUSTER_LABEL;
+use super::set::{AnySpread, ClusterSet, Unsharded, cluster_key};
+use super::sharded_by_cluster::ShardedByCluster;
+use crate::controller::{
+    Context, Controller, Primary, ReconcileFn, ReplicationMode, Retry, Single, erase_reconcile,
+};
 use crate::shard::ShardHandle;
 use crate::workqueue::Action;
 
@@ -29,8 +31,9 @@ type Build<K, R> = Arc<dyn Fn(&Cluster) -> Controller<K, R> + Send + Sync>;
 /// [`ClusterSet::controller`]: each member gets its own controller, built on its
 /// factory by the closure you give, so owns, watches, finalizers, events and
 /// read-your-writes work per cluster as in one. The reconcile is the one a
-/// single-cluster controller takes; [`Context::cluster`] names the cluster, and the
-/// context's client, listers and recorder are that cluster's.
+/// single-cluster controller takes; [`ClusterContext::cluster`](super::ClusterContext::cluster)
+/// names the cluster (and so does a `fleet` span around each reconcile's span), and
+/// the context's client, listers and recorder are that cluster's.
 ///
 /// Each cluster has its own queue and workers: a cluster with a storm of changes
 /// delays no other cluster's keys, and one that cannot be reached stalls nobody (its
@@ -41,11 +44,10 @@ type Build<K, R> = Arc<dyn Fn(&Cluster) -> Controller<K, R> + Send + Sync>;
 /// [`leader_election`](Controller::leader_election) and one replica works the whole
 /// fleet; or make the set [`sharded`](ClusterSet::sharded) and each replica works
 /// (and caches) only its clusters, a cluster's reconciles fenced by the member's claim
-/// on it. A sharded set's controllers must run alone (not leader-elected, not
-/// sharded by key): a cluster whose built controller is not is left unworked, with an
-/// error in the log.
+/// on it ([`ShardedByCluster`]). A sharded set's controllers are built to run alone:
+/// a leader-elected or key-sharded one does not compile.
 pub struct FleetController<K, R = Single> {
-    set: ClusterSet,
+    set: ClusterSet<AnySpread>,
     build: Build<K, R>,
 }
 
@@ -58,18 +60,56 @@ impl<K, R> fmt::Debug for FleetController<K, R> {
     }
 }
 
-impl ClusterSet {
+impl ClusterSet<Unsharded> {
     /// A controller of `K` on every member: `build` makes a member's controller on
-    /// its factory, e.g. `|cluster| Controller::new(cluster.factory()).owns::<ConfigMap>()`.
+    /// its factory, e.g. `|cluster| Controller::new(cluster.factory()).owns::<ConfigMap>()`,
+    /// in any [`ReplicationMode`].
     pub fn controller<K, R>(
         &self,
         build: impl Fn(&Cluster) -> Controller<K, R> + Send + Sync + 'static,
     ) -> FleetController<K, R> {
         FleetController {
-            set: self.clone(),
+            set: self.with_spread(),
             build: Arc::new(build),
         }
     }
+}
+
+impl ClusterSet<ShardedByCluster> {
+    /// A controller of `K` on every cluster this replica is given: `build` makes a
+    /// member's controller on its factory, e.g.
+    /// `|cluster| Controller::new(cluster.factory()).owns::<ConfigMap>()`. It runs
+    /// alone on its cluster (sharding by cluster already decides which replica works
+    /// it), fenced by this replica's claim on the cluster.
+    pub fn controller<K: Primary>(
+        &self,
+        build: impl Fn(&Cluster) -> Controller<K> + Send + Sync + 'static,
+    ) -> FleetController<K, ShardedByCluster> {
+        let shard: ShardHandle = self
+            .shard()
+            .cloned()
+            .expect("a set sharded by cluster has its shard member");
+        FleetController {
+            set: self.with_spread(),
+            build: Arc::new(move |cluster| {
+                let claim = ShardedByCluster::new(shard.clone(), cluster_key(cluster.name()));
+                build(cluster).replicated(claim)
+            }),
+        }
+    }
+}
+
+/// A cluster's controller told to stop: resolves with the cluster's name once it has.
+type Stopping = BoxFuture<'static, String>;
+
+/// The end of `cluster`'s controller `task`, its failure logged.
+fn ended(cluster: String, task: JoinHandle<()>) -> Stopping {
+    Box::pin(async move {
+        if let Err(error) = task.await {
+            tracing::error!(%cluster, %error, "a cluster's controller task failed");
+        }
+        cluster
+    })
 }
 
 /// A cluster's controller, running.
@@ -79,18 +119,14 @@ struct Running {
     task: JoinHandle<()>,
 }
 
-impl<K, R> FleetController<K, R>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
-    K: Send + Sync + 'static,
-    K::Scope: FactoryScope,
-    R: ReplicationMode,
-{
+impl<K: Primary, R: ReplicationMode> FleetController<K, R> {
     /// Runs a controller on each member until `shutdown` completes: starting one as a
     /// cluster joins, stopping it as the cluster leaves (and starting a new one on a
-    /// restarted cluster). A cluster's controller that fails (its factory was shut
-    /// down) is logged with the cluster's name; the others go on. Returns once every
-    /// cluster's controller has stopped.
+    /// restarted cluster, or after a sharded set's claim on it lapsed, once the old
+    /// one has stopped: its reconciles ended or were dropped, so no key is ever
+    /// reconciled by both at once). A cluster's controller that fails (its factory
+    /// was shut down) is logged with the cluster's name; the others go on. Returns
+    /// once every cluster's controller has stopped.
     pub async fn run<Rec, Fut, E, P, S>(self, reconcile: Rec, error_policy: P, shutdown: S)
     where
         Rec: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
@@ -99,12 +135,13 @@ where
         P: Fn(&K, &E, &Context<K>) -> Retry + Send + Sync + 'static,
         S: Future<Output = ()> + Send,
     {
-        let reconcile = Arc::new(reconcile);
-        let error_policy = Arc::new(error_policy);
+        let reconcile = erase_reconcile(reconcile, error_policy);
         let mut changes = self.set.watch();
         let mut running: BTreeMap<String, Running> = BTreeMap::new();
-        // Controllers told to stop, ended before `run` returns.
-        let mut stopping: Vec<(String, JoinHandle<()>)> = Vec::new();
+        // Controllers told to stop, by cluster: a cluster's next controller starts
+        // once its last one ended; all have ended before `run` returns.
+        let mut stopping: FuturesUnordered<Stopping> = FuturesUnordered::new();
+        let mut still_stopping: BTreeMap<String, usize> = BTreeMap::new();
         let mut shutdown = pin!(shutdown);
         let shard = self.set.shard().cloned();
         let mut shard_changes = self.set.shard_changes();
@@ -118,11 +155,12 @@ where
                 // unworkable for a while: their controllers restart, so that the keys
                 // dropped meanwhile are queued again.
                 let now = Instant::now();
-                lapsed = before
-                    .as_ref()
-                    .is_some_and(|before| now >= before.renew_deadline || !before.active);
+                lapsed = before.as_ref().is_some_and(|before| before.lapsed_by(now));
                 before = Some(shard.assignment());
-                members.retain(|cluster| shard.may_reconcile(&cluster_key(cluster.name())));
+                // Clusters are shared out by name, whatever the member's `ShardBy`.
+                members.retain(|cluster| {
+                    shard.may_reconcile_hash(crate::shard::name_hash(&cluster_key(cluster.name())))
+                });
             }
             let gone: Vec<String> = running
                 .iter()
@@ -137,14 +175,15 @@ where
             for name in gone {
                 if let Some(run) = running.remove(&name) {
                     let _ = run.stop.send(());
-                    stopping.push((name, run.task));
+                    *still_stopping.entry(name.clone()).or_default() += 1;
+                    stopping.push(ended(name, run.task));
                 }
             }
-            stopping.retain(|(_, task)| !task.is_finished());
             for cluster in members {
                 if !running.contains_key(cluster.name())
-                    && let Some(run) = self.start(&cluster, &reconcile, &error_policy)
+                    && !still_stopping.contains_key(cluster.name())
                 {
+                    let run = self.start(&cluster, &reconcile);
                     running.insert(cluster.name().to_owned(), run);
                 }
             }
@@ -152,48 +191,34 @@ where
                 () = &mut shutdown => break,
                 more = changes.changed() => if !more { break },
                 Some(()) = shard_changes.next() => {}
+                Some(name) = stopping.next() => {
+                    if let Some(count) = still_stopping.get_mut(&name) {
+                        *count -= 1;
+                        if *count == 0 {
+                            still_stopping.remove(&name);
+                        }
+                    }
+                }
             }
         }
         for (name, run) in running {
             let _ = run.stop.send(());
-            stopping.push((name, run.task));
+            stopping.push(ended(name, run.task));
         }
-        for (name, task) in stopping {
-            if let Err(error) = task.await {
-                tracing::error!(cluster = %name, %error, "a cluster's controller task failed");
-            }
-        }
+        while stopping.next().await.is_some() {}
     }
 
     /// Starts `cluster`'s controller; it stops when told or when the cluster retires.
-    /// `None` for a controller a sharded set cannot run (not alone).
-    fn start<Rec, Fut, E, P>(
-        &self,
-        cluster: &Cluster,
-        reconcile: &Arc<Rec>,
-        error_policy: &Arc<P>,
-    ) -> Option<Running>
-    where
-        Rec: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: fmt::Display + Send + 'static,
-        P: Fn(&K, &E, &Context<K>) -> Retry + Send + Sync + 'static,
-    {
-        let mut controller = (self.build)(cluster).in_cluster(cluster.shared_name());
-        if let Some(shard) = self.set.shard() {
-            if !controller.runs_alone() {
-                tracing::error!(cluster = %cluster.name(), "a sharded fleet's controllers must run alone (not leader-elected, not sharded by key); the cluster is left unworked");
-                return None;
-            }
-            controller = controller.fenced_by_cluster(shard.clone(), cluster_key(cluster.name()));
-        }
+    fn start(&self, cluster: &Cluster, reconcile: &ReconcileFn<K>) -> Running {
+        let controller = (self.build)(cluster)
+            .within_span(tracing::info_span!("fleet", cluster = %cluster.name()))
+            .labelled(CLUSTER_LABEL, cluster.shared_name());
         let (stop, stopped) = oneshot::channel::<()>();
         let reconcile = Arc::clone(reconcile);
-        let error_policy = Arc::clone(error_policy);
         let member = cluster.clone();
-        let hold = cluster.hold();
+        let in_use = cluster.in_use();
         let task = tokio::spawn(async move {
-            let _hold = hold;
+            let _in_use = in_use;
             let name = member.name().to_owned();
             let until = async move {
                 tokio::select! {
@@ -201,21 +226,15 @@ where
                     () = member.retired() => {}
                 }
             };
-            let ran = controller
-                .run(
-                    move |object, ctx| reconcile(object, ctx),
-                    move |object, error, ctx| error_policy(object, error, ctx),
-                    until,
-                )
-                .await;
+            let ran = controller.run_erased(reconcile, Box::pin(until)).await;
             if let Err(error) = ran {
                 tracing::error!(cluster = %name, %error, "the cluster's controller stopped");
             }
         });
-        Some(Running {
+        Running {
             cluster: cluster.clone(),
             stop,
             task,
-        })
+        }
     }
 }

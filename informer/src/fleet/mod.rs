@@ -21,7 +21,7 @@
 //! - [`ClusterSet::controller`] is a [`FleetController`]: a
 //!   [`Controller`](crate::controller::Controller) per member, built by your closure on
 //!   the member's factory and run with one reconcile for all. The context's client,
-//!   listers, `api` and recorder are the member's, [`Context::cluster`] names it, and
+//!   listers, `api` and recorder are the member's, [`ClusterContext::cluster`] names it, and
 //!   so does the reconcile's span. Each member has its own queue and workers, so one
 //!   cluster's storm of changes, or its API server being down, delays no other.
 //!
@@ -65,23 +65,25 @@
 //! # Ok(())
 //! # }
 //! ```
-//!
-//! [`Context::cluster`]: crate::controller::Context::cluster
 
 mod cluster;
+mod context;
 mod controller;
 mod error;
 mod kubeconfigs;
 mod membership;
 mod secrets;
 mod set;
+mod sharded_by_cluster;
 mod view;
 
 pub use cluster::{Cluster, InCluster};
+pub use context::ClusterContext;
 pub use controller::FleetController;
 pub use error::{FleetError, KubeconfigError};
 pub use kubeconfigs::Kubeconfigs;
 pub use membership::{ClusterConfig, ClusterProvider, Membership, Rejected};
 pub use secrets::{CLUSTER_NAME_LABEL, KubeconfigSecrets};
-pub use set::{ClusterSet, MembershipChanges};
+pub use set::{ClusterSet, MembershipChanges, Unsharded};
+pub use sharded_by_cluster::ShardedByCluster;
 pub use view::FleetInformer;

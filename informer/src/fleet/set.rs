@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +16,7 @@ use tokio::task::JoinSet;
 use super::cluster::Cluster;
 use super::error::{FleetError, KubeconfigError};
 use super::membership::{ClusterConfig, ClusterProvider, Membership, Rejected};
+use super::sharded_by_cluster::ShardedByCluster;
 use crate::factory::{FactoryOptions, SharedInformerFactory};
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
@@ -31,10 +33,31 @@ pub(super) type OnJoin = Arc<dyn Fn(&Cluster) + Send + Sync>;
 /// [`ClusterProvider`] says: members join, leave, and restart when their kubeconfig
 /// changes, while [`run`](Self::run) runs. See the [module docs](super).
 ///
+/// `S` says how the set is spread over replicas: [`Unsharded`] (every replica
+/// engages every cluster; the default) or [`ShardedByCluster`] (each replica its
+/// share, from [`ClusterSet::sharded`]). The controllers a set runs depend on it:
+/// see [`ClusterSet::controller`].
+///
 /// A cheap handle: clones share the set.
-#[derive(Clone)]
-pub struct ClusterSet {
+pub struct ClusterSet<S = Unsharded> {
     inner: Arc<Inner>,
+    spread: PhantomData<fn() -> S>,
+}
+
+/// How a [`ClusterSet`] that is not sharded spreads: every replica engages every
+/// cluster its provider names. Its controllers may be of any
+/// [`ReplicationMode`](crate::controller::ReplicationMode).
+#[derive(Debug)]
+pub enum Unsharded {}
+
+/// The spread of a set as [`FleetController`](super::FleetController) sees it: the
+/// same members either way.
+pub(super) enum AnySpread {}
+
+impl<S> Clone for ClusterSet<S> {
+    fn clone(&self) -> Self {
+        self.with_spread()
+    }
 }
 
 struct Inner {
@@ -58,7 +81,7 @@ struct State {
     retiring: JoinSet<()>,
 }
 
-impl fmt::Debug for ClusterSet {
+impl<S> fmt::Debug for ClusterSet<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.inner.state.locked();
         f.debug_struct("ClusterSet")
@@ -68,7 +91,7 @@ impl fmt::Debug for ClusterSet {
     }
 }
 
-impl ClusterSet {
+impl ClusterSet<Unsharded> {
     /// A set whose members `provider` names, each with a factory of default options.
     pub fn new(provider: impl ClusterProvider) -> Self {
         Self::with_options(provider, |_| FactoryOptions::default())
@@ -84,14 +107,17 @@ impl ClusterSet {
     ) -> Self {
         Self::make(provider, options, None)
     }
+}
 
+impl ClusterSet<ShardedByCluster> {
     /// A set whose clusters are spread over the replicas of `shard`'s group by the
     /// shard's rendezvous hashing of their names: this replica engages (and holds
     /// caches for) only the clusters its member owns, and a
     /// [`FleetController`](super::FleetController) on it works a cluster only while
     /// the member may (every reconcile and write fenced as a sharded controller's
     /// are, by the cluster). Members come and go with the group: a cluster moves with
-    /// its shard.
+    /// its shard. Its controllers run alone on each cluster (see
+    /// [`ClusterSet::controller`]).
     pub fn sharded(
         provider: impl ClusterProvider,
         options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
@@ -99,7 +125,9 @@ impl ClusterSet {
     ) -> Self {
         Self::make(provider, options, Some(shard.clone()))
     }
+}
 
+impl<S> ClusterSet<S> {
     fn make(
         provider: impl ClusterProvider,
         options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
@@ -113,6 +141,15 @@ impl ClusterSet {
                 state: Mutex::default(),
                 generation: watch::Sender::new(0),
             }),
+            spread: PhantomData,
+        }
+    }
+
+    /// The same set, typed as spreading by `T` (for code that works on any set).
+    pub(super) fn with_spread<T>(&self) -> ClusterSet<T> {
+        ClusterSet {
+            inner: Arc::clone(&self.inner),
+            spread: PhantomData,
         }
     }
 
@@ -171,7 +208,9 @@ impl ClusterSet {
         state.last = membership.clone();
         let mut wanted = membership.clusters;
         if let Some(shard) = &self.inner.shard {
-            wanted.retain(|name, _| shard.owns(&cluster_key(name)));
+            // Clusters are shared out by name, whatever the member's `ShardBy`.
+            wanted
+                .retain(|name, _| shard.in_shard_hash(crate::shard::name_hash(&cluster_key(name))));
         }
         let leaving: Vec<String> = state
             .members
@@ -329,7 +368,7 @@ pub(super) fn cluster_key(name: &str) -> ObjectKey {
     ObjectKey::new(None, name)
 }
 
-impl ClusterSet {
+impl<S> ClusterSet<S> {
     /// The shard member the set is spread by, if it is sharded.
     pub(super) fn shard(&self) -> Option<&ShardHandle> {
         self.inner.shard.as_ref()

@@ -8,7 +8,7 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 
 use super::cluster::{Cluster, InCluster};
-use super::set::ClusterSet;
+use super::set::{AnySpread, ClusterSet};
 use crate::lister::Lister;
 use crate::reflector::Phase;
 use crate::scope::FactoryScope;
@@ -22,7 +22,7 @@ const BACKING_OFF: &str = "its watch failed; backing off before the next attempt
 /// one: lists and index queries across clusters, each result with its cluster's
 /// name. From [`ClusterSet::informer`].
 pub struct FleetInformer<K> {
-    set: ClusterSet,
+    set: ClusterSet<AnySpread>,
     _type: PhantomData<fn() -> K>,
 }
 
@@ -44,19 +44,22 @@ impl<K> fmt::Debug for FleetInformer<K> {
     }
 }
 
-impl ClusterSet {
+impl<S> ClusterSet<S> {
     /// The informer of `K` in every member, now and to come (each member's factory
     /// makes it and starts it as the member joins).
     pub fn informer<K>(&self) -> FleetInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        K::Scope: FactoryScope,
+        K: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
         self.on_join(Arc::new(|cluster: &Cluster| {
             cluster.factory().informer::<K>();
         }));
         FleetInformer {
-            set: self.clone(),
+            set: self.with_spread(),
             _type: PhantomData,
         }
     }
@@ -64,8 +67,7 @@ impl ClusterSet {
 
 impl<K> FleetInformer<K>
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-    K::Scope: FactoryScope,
+    K: Resource<DynamicType = (), Scope: FactoryScope> + DeserializeOwned + Send + Sync + 'static,
 {
     /// Each member's lister, with the member.
     pub fn listers(&self) -> Vec<(Cluster, Lister<K>)> {

@@ -1,6 +1,5 @@
 //! [`LeaderElectionConfig`]: which Lease, who we are, and the three timings.
 
-use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use rand::Rng;
@@ -25,7 +24,7 @@ use super::timings::{JITTER_FACTOR, LeaseTimings};
 ///     .lease_duration(Duration::from_secs(30))
 ///     .renew_deadline(Duration::from_secs(20));
 /// assert!(config.identity.contains('_')); // hostname_suffix
-/// assert_eq!(config.retry_period, Duration::from_secs(2));
+/// assert_eq!(config.timings().retry_period, Duration::from_secs(2));
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -39,9 +38,9 @@ pub struct LeaderElectionConfig {
     /// Pod) and a random suffix, so a restarted replica is a new candidate.
     pub identity: String,
     /// The lease's timings (client-go's `LeaseDuration`, `RenewDeadline` and
-    /// `RetryPeriod`: 15 s, 10 s, 2 s), read as the config's own fields
-    /// (`config.lease_duration`) and set with its setters.
-    pub timings: LeaseTimings,
+    /// `RetryPeriod`: 15 s, 10 s, 2 s), set with the setters below and read with
+    /// [`timings`](Self::timings).
+    pub(crate) timings: LeaseTimings,
     /// Release the lease when [`LeaderElector::run`](super::LeaderElector::run)
     /// is shut down while leading (client-go's `ReleaseOnCancel`, on by default): the
     /// holder is cleared, so a standby takes over at its next try instead of waiting
@@ -80,22 +79,27 @@ impl LeaderElectionConfig {
     /// How long the lease lasts after its last observed renewal (default 15 s).
     #[must_use]
     pub fn lease_duration(mut self, duration: Duration) -> Self {
-        self.timings = self.timings.lease_duration(duration);
+        self.timings.lease_duration = duration;
         self
     }
 
     /// How long the leader tries to renew before it stops leading (default 10 s).
     #[must_use]
     pub fn renew_deadline(mut self, deadline: Duration) -> Self {
-        self.timings = self.timings.renew_deadline(deadline);
+        self.timings.renew_deadline = deadline;
         self
     }
 
     /// The wait between tries (default 2 s, plus jitter for candidates).
     #[must_use]
     pub fn retry_period(mut self, period: Duration) -> Self {
-        self.timings = self.timings.retry_period(period);
+        self.timings.retry_period = period;
         self
+    }
+
+    /// The lease's timings.
+    pub fn timings(&self) -> LeaseTimings {
+        self.timings
     }
 
     /// Whether a clean shutdown releases the lease (default `true`).
@@ -120,22 +124,6 @@ impl LeaderElectionConfig {
     /// The lease duration as written to the Lease: whole seconds, as client-go does.
     pub(crate) fn lease_duration_seconds(&self) -> i32 {
         self.timings.lease_duration_seconds()
-    }
-}
-
-// The timings read as the config's fields (`config.retry_period`), as they did before
-// both configs shared them.
-impl Deref for LeaderElectionConfig {
-    type Target = LeaseTimings;
-
-    fn deref(&self) -> &LeaseTimings {
-        &self.timings
-    }
-}
-
-impl DerefMut for LeaderElectionConfig {
-    fn deref_mut(&mut self) -> &mut LeaseTimings {
-        &mut self.timings
     }
 }
 
@@ -212,6 +200,39 @@ mod tests {
             ),
             LeaderError::LeaseUnderOneSecond { .. }
         ));
+    }
+
+    /// The Lease holds whole seconds and the other replicas time what it holds: a
+    /// fraction more on the holder's side would let it work on after a takeover (with
+    /// 2.9 s, the others take over 2 s after the last renewal they saw, while the
+    /// holder's own deadlines run to 2.5 s and 2.7 s). Refused, saying what the Lease
+    /// would record.
+    #[test]
+    fn a_lease_duration_that_is_not_whole_seconds_is_refused() {
+        let config = valid()
+            .lease_duration(Duration::from_millis(2900))
+            .renew_deadline(Duration::from_millis(2500))
+            .retry_period(Duration::from_millis(500));
+        let error = config.validate().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                LeaderError::LeaseNotWholeSeconds {
+                    lease_duration,
+                    written: 2
+                } if lease_duration == Duration::from_millis(2900)
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("2s"), "{error}");
+        assert!(
+            config
+                .lease_duration(Duration::from_secs(3))
+                .validate()
+                .is_ok(),
+            "whole seconds are what the Lease records"
+        );
+        assert_eq!(valid().lease_duration_seconds(), 15);
     }
 
     #[test]

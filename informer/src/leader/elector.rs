@@ -12,10 +12,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
 
 use super::config::jittered;
-use super::leadership::{Candidate, Holds, Leadership, LeadershipHandle, State};
+use super::leadership::LeadershipHandle;
 use super::lease_lock::{LeaseLock, is_conflict};
 use super::record::{Observer, Plan, Record, wall_now};
+use super::state::{Candidate, Holds, Leadership, State};
 use super::{LeaderElectionConfig, LeaderError};
+use crate::clock::{ClockReading, MissedTime};
 use crate::lock::MutexExt;
 
 /// Runs the election for one replica; see the [module documentation](super).
@@ -58,6 +60,8 @@ enum TermEnd {
 struct Tries {
     observer: Observer,
     last: Option<Lease>,
+    /// The clocks when the last write was sent (with the `sent` it returned).
+    sent_clocks: Option<ClockReading>,
 }
 
 impl LeaderElector {
@@ -75,10 +79,11 @@ impl LeaderElector {
             candidate: Arc::new(Candidate {
                 identity: config.identity.clone(),
                 lease: config.name.clone(),
-                lease_duration: config.lease_duration,
+                lease_duration: config.timings.lease_duration,
                 slow_path_renewals: AtomicU64::new(0),
                 dropped_reconciles: AtomicU64::new(0),
                 refused_writes: AtomicU64::new(0),
+                clocks: MissedTime::new(crate::clock::system()),
             }),
             lock,
             state: watch::Sender::new(State::new()),
@@ -121,6 +126,7 @@ impl LeaderElector {
         let mut tries = Tries {
             observer: Observer::new(self.identity().to_owned()),
             last: None,
+            sent_clocks: None,
         };
         tracing::info!(lease = self.lock.describe(), identity = %self.identity(), "attempting to acquire the leader lease");
         loop {
@@ -170,7 +176,7 @@ impl LeaderElector {
             }
             // Wake at the observed expiry if it comes before the jittered retry:
             // a standby then takes over as soon as the rules allow.
-            let mut wake = Instant::now() + jittered(self.config.retry_period);
+            let mut wake = Instant::now() + jittered(self.config.timings.retry_period);
             if let Some(expiry) = tries.observer.expiry()
                 && expiry > Instant::now()
                 && expiry < wake
@@ -193,18 +199,18 @@ impl LeaderElector {
         mut shutdown: Pin<&mut impl Future<Output = ()>>,
     ) -> TermEnd {
         tracing::info!(lease = self.lock.describe(), identity = %self.identity(), "became leader");
-        self.renewed(sent, true);
+        self.renewed(sent, tries.sent_clocks, true);
         let mut stepping_down: Option<Instant> = None;
         let mut renewed_at = sent;
         loop {
-            let next = Instant::now() + self.config.retry_period;
+            let next = Instant::now() + self.config.timings.retry_period;
             tokio::select! {
                 () = sleep_until(next) => {}
                 () = &mut shutdown, if stepping_down.is_none() => {
                     tracing::info!(lease = self.lock.describe(), "stepping down: waiting for the leader's work to stop");
                     self.holds.locked().take();
                     self.state.send_modify(|s| s.stepping_down = true);
-                    stepping_down = Some(Instant::now() + self.config.renew_deadline);
+                    stepping_down = Some(Instant::now() + self.config.timings.renew_deadline);
                     continue;
                 }
                 _ = self.released.recv(), if stepping_down.is_some() => return TermEnd::SteppedDown,
@@ -217,7 +223,7 @@ impl LeaderElector {
             match self.renew(tries, renewed_at).await {
                 Ok(sent) => {
                     renewed_at = sent;
-                    self.renewed(sent, false);
+                    self.renewed(sent, tries.sent_clocks, false);
                 }
                 Err(holder) => {
                     tracing::warn!(lease = self.lock.describe(), identity = %self.identity(), "stopped leading: the lease was not renewed within the renew deadline");
@@ -240,7 +246,7 @@ impl LeaderElector {
         tries: &mut Tries,
         renewed_at: Instant,
     ) -> Result<Instant, Option<String>> {
-        let deadline = renewed_at + self.config.renew_deadline;
+        let deadline = renewed_at + self.config.timings.renew_deadline;
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -261,7 +267,7 @@ impl LeaderElector {
                     tracing::debug!(lease = self.lock.describe(), %error, "failed to renew the lease; retrying");
                 }
             }
-            let retry = (Instant::now() + self.config.retry_period).min(deadline);
+            let retry = (Instant::now() + self.config.timings.retry_period).min(deadline);
             sleep_until(retry).await;
         }
     }
@@ -274,7 +280,7 @@ impl LeaderElector {
         limit: Duration,
     ) -> Result<Outcome, LeaderError> {
         let seconds = self.config.lease_duration_seconds();
-        let sent = Instant::now();
+        let sent = self.send_time(tries);
         if let (Some(record), Some(last)) = (
             tries.observer.renewal(sent, wall_now(), seconds),
             tries.last.as_ref(),
@@ -293,7 +299,7 @@ impl LeaderElector {
 
         let Some(lease) = self.lock.get(limit).await? else {
             let record = tries.observer.fresh(wall_now(), seconds);
-            let sent = Instant::now();
+            let sent = self.send_time(tries);
             let created = self.lock.create(&record, limit).await?;
             tries.last = Some(created);
             tries.observer.wrote(record, Instant::now());
@@ -316,7 +322,7 @@ impl LeaderElector {
                         .slow_path_renewals
                         .fetch_add(1, Ordering::Relaxed);
                 }
-                let sent = Instant::now();
+                let sent = self.send_time(tries);
                 match self.lock.update(&lease, &record, limit).await {
                     Ok(written) => {
                         tries.last = Some(written);
@@ -336,7 +342,7 @@ impl LeaderElector {
     /// holder (keeping the transitions), retrying on conflict, all within the renew
     /// deadline.
     async fn release(&self, tries: &mut Tries) {
-        let until = Instant::now() + self.config.renew_deadline;
+        let until = Instant::now() + self.config.timings.renew_deadline;
         loop {
             let limit = until.saturating_duration_since(Instant::now());
             if limit.is_zero() {
@@ -375,15 +381,24 @@ impl LeaderElector {
         }
     }
 
-    /// A successful acquisition (`new_term`) or renewal sent at `sent`.
-    fn renewed(&self, sent: Instant, new_term: bool) {
+    /// The send time of a write about to be sent, with the clocks then (kept in
+    /// `tries` for [`renewed`](Self::renewed)).
+    fn send_time(&self, tries: &mut Tries) -> Instant {
+        tries.sent_clocks = Some(self.candidate.clocks.read());
+        Instant::now()
+    }
+
+    /// A successful acquisition (`new_term`) or renewal sent at `sent`, with the
+    /// clocks then.
+    fn renewed(&self, sent: Instant, clocks: Option<ClockReading>, new_term: bool) {
         self.state.send_modify(|s| {
             if new_term {
                 s.term += 1;
                 s.leadership = Leadership::Leading;
             }
-            s.renew_deadline = sent + self.config.renew_deadline;
-            s.lease_expiry = sent + self.config.lease_duration;
+            s.renew_deadline = sent + self.config.timings.renew_deadline;
+            s.lease_expiry = sent + self.config.timings.lease_duration;
+            s.renewed_clocks = clocks;
         });
     }
 
@@ -421,6 +436,6 @@ impl LeaderElector {
     /// How long one request may take: client-go's `max(1 s, renew deadline / 2)`
     /// (`NewFromKubeconfig`), so one hung request cannot use up the renew deadline.
     fn request_limit(&self) -> Duration {
-        (self.config.renew_deadline / 2).max(Duration::from_secs(1))
+        (self.config.timings.renew_deadline / 2).max(Duration::from_secs(1))
     }
 }

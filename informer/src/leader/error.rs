@@ -33,6 +33,19 @@ pub enum LeaderError {
         /// The configured lease duration.
         lease_duration: Duration,
     },
+    /// The lease duration is not a whole number of seconds. The Lease records whole
+    /// seconds (`leaseDurationSeconds`), and the others judge its expiry by what is
+    /// written: 2.9 s would be written as 2 s, and the holder, timing 2.9 s, would
+    /// work on after another replica took over.
+    #[error(
+        "leader election lease_duration {lease_duration:?} is not a whole number of seconds (the Lease holds whole seconds, and the other replicas would time {written}s)"
+    )]
+    LeaseNotWholeSeconds {
+        /// The configured lease duration.
+        lease_duration: Duration,
+        /// What the Lease would record, in seconds.
+        written: u64,
+    },
     /// The lease would expire before the leader gives up renewing: two leaders.
     #[error(
         "leader election lease_duration {lease_duration:?} must be greater than renew_deadline {renew_deadline:?}"

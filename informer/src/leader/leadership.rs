@@ -1,101 +1,16 @@
-//! What the rest of the process sees of the election: [`Leadership`], the
-//! [`LeadershipHandle`] to watch it, and the [`Term`] a leader works under.
+//! What the rest of the process sees of the election: the [`LeadershipHandle`] to
+//! watch it, and the [`Term`] a leader works under.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::timings::drop_deadline;
+use super::state::{Candidate, Holds, Leadership, State};
+use super::term_claim::TermClaim;
 use crate::lock::MutexExt;
-
-/// Where this replica stands in the election.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Leadership {
-    /// This replica is a candidate. `leader` is the holder it last observed, or
-    /// `None` when nobody holds the lease (or it has not been read yet). It changes
-    /// only when the holder does (client-go's `OnNewLeader`).
-    Following {
-        /// The observed leader's identity.
-        leader: Option<String>,
-    },
-    /// This replica holds the lease.
-    Leading,
-    /// The elector has stopped (shut down, or its task dropped): this replica will
-    /// not lead again.
-    Stopped,
-}
-
-/// The elector's state, shared with handles and terms.
-#[derive(Debug, Clone)]
-pub(crate) struct State {
-    pub(crate) leadership: Leadership,
-    /// Counts terms: a new one starts with every acquisition.
-    pub(crate) term: u64,
-    /// The elector was shut down and waits for the terms to end before releasing.
-    pub(crate) stepping_down: bool,
-    /// When the current (or last) term stops, unless renewed: the last successful
-    /// renewal's send time + renew deadline.
-    pub(crate) renew_deadline: Instant,
-    /// When the lease could expire as another replica observes it: the last
-    /// successful renewal's send time + lease duration.
-    pub(crate) lease_expiry: Instant,
-}
-
-impl State {
-    pub(crate) fn new() -> Self {
-        let now = Instant::now();
-        Self {
-            leadership: Leadership::Following { leader: None },
-            term: 0,
-            stepping_down: false,
-            renew_deadline: now,
-            lease_expiry: now,
-        }
-    }
-
-    fn term_is_on(&self, term: u64) -> bool {
-        self.term == term && self.leadership == Leadership::Leading && !self.stepping_down
-    }
-
-    /// When work still running under the current term must stop, unless renewed
-    /// (see [`drop_deadline`]).
-    fn drop_deadline(&self) -> Instant {
-        drop_deadline(self.renew_deadline, self.lease_expiry)
-    }
-
-    /// Whether work begun under `term` may go on at `now`: the lease is still held
-    /// in that term (also while stepping down, which waits for the work before
-    /// releasing) and the drop deadline has not passed, by the clock, whatever the
-    /// elector's task has had the chance to say.
-    fn may_continue(&self, term: u64, now: Instant) -> bool {
-        self.term == term && self.leadership == Leadership::Leading && now < self.drop_deadline()
-    }
-}
-
-/// Every [`Term`] holds a clone of the sender; the elector waits until all are
-/// dropped before it releases the lease.
-pub(crate) type Holds = Arc<Mutex<Option<mpsc::Sender<()>>>>;
-
-/// This replica as a candidate: who it is, on which Lease, and a counter its elector
-/// keeps; shared by the elector and its handles.
-#[derive(Debug)]
-pub(crate) struct Candidate {
-    /// This replica's identity.
-    pub(crate) identity: String,
-    /// The Lease's name (client-go's `name` label on its leader election metrics).
-    pub(crate) lease: String,
-    /// The lease duration the elector runs with.
-    pub(crate) lease_duration: Duration,
-    /// Renewals that had to read the Lease first (client-go's slow path).
-    pub(crate) slow_path_renewals: AtomicU64,
-    /// Reconciles dropped because their term ended while they ran.
-    pub(crate) dropped_reconciles: AtomicU64,
-    /// Writes refused before they were sent because their term had ended.
-    pub(crate) refused_writes: AtomicU64,
-}
 
 /// A view of one [`LeaderElector`](super::LeaderElector): where this replica stands,
 /// and a [`Term`] to work under while it leads. Cheap to clone; each clone watches on
@@ -173,46 +88,6 @@ impl LeadershipHandle {
         self.candidate.refused_writes.load(Ordering::Relaxed)
     }
 
-    /// Counts a reconcile dropped because its term ended.
-    pub(crate) fn count_dropped_reconcile(&self) {
-        self.candidate
-            .dropped_reconciles
-            .fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts a write refused because its term ended.
-    pub(crate) fn count_refused_write(&self) {
-        self.candidate
-            .refused_writes
-            .fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Whether work begun under term number `term` may go on now (see
-    /// [`Term::number`]): that term still holds the lease and its drop deadline has
-    /// not passed by the clock.
-    pub(crate) fn may_continue(&self, term: u64) -> bool {
-        self.state.borrow().may_continue(term, Instant::now())
-    }
-
-    /// Resolves once work begun under term number `term` may no longer go on (see
-    /// [`may_continue`](Self::may_continue)), at the latest at its drop deadline.
-    pub(crate) async fn term_over(&self, term: u64) {
-        let mut state = self.state.clone();
-        loop {
-            let deadline = {
-                let s = state.borrow_and_update();
-                if !s.may_continue(term, Instant::now()) {
-                    return;
-                }
-                s.drop_deadline()
-            };
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline) => {}
-                changed = state.changed() => if changed.is_err() { return },
-            }
-        }
-    }
-
     /// Whether the elector has stopped or its task is gone: nothing will change.
     #[cfg(feature = "metrics")]
     pub(crate) fn is_gone(&self) -> bool {
@@ -227,7 +102,8 @@ impl LeadershipHandle {
     /// Whether this replica leads now (and is not stepping down).
     pub fn is_leading(&self) -> bool {
         let state = self.state.borrow();
-        state.term_is_on(state.term) && Instant::now() < state.renew_deadline
+        state.term_is_on(state.term)
+            && self.candidate.effective_now(&state, Instant::now()) < state.renew_deadline
     }
 
     /// The leader's identity as last observed: this replica's while it leads,
@@ -273,6 +149,7 @@ impl LeadershipHandle {
         Some(Term {
             term: current.term,
             state,
+            candidate: Arc::clone(&self.candidate),
             _hold: hold,
         })
     }
@@ -289,14 +166,18 @@ impl LeadershipHandle {
 pub struct Term {
     term: u64,
     state: watch::Receiver<State>,
+    candidate: Arc<Candidate>,
     _hold: mpsc::Sender<()>,
 }
 
 impl Term {
-    /// This term's number (terms count acquisitions), for
-    /// [`LeadershipHandle::may_continue`].
-    pub(crate) fn number(&self) -> u64 {
-        self.term
+    /// The claim of work begun under this term (see [`TermClaim`]).
+    pub(crate) fn claim(&self) -> TermClaim {
+        TermClaim {
+            term: self.term,
+            state: self.state.clone(),
+            candidate: Arc::clone(&self.candidate),
+        }
     }
 
     /// Whether this term is still on: the elector has neither lost the lease nor
@@ -304,7 +185,8 @@ impl Term {
     /// the clock, so a process resuming from a pause sees it at once).
     pub fn is_leading(&self) -> bool {
         let state = self.state.borrow();
-        state.term_is_on(self.term) && Instant::now() < state.renew_deadline
+        state.term_is_on(self.term)
+            && self.candidate.effective_now(&state, Instant::now()) < state.renew_deadline
     }
 
     /// The instant the lease could expire as another replica observes it, as of the
@@ -352,12 +234,23 @@ impl Term {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicU64;
+
     use super::*;
+    use crate::clock::MissedTime;
 
     const SECOND: Duration = Duration::from_secs(1);
 
     /// A handle on a state the test drives, as the elector would.
     pub(crate) fn handle() -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
+        handle_with_clocks(crate::clock::system())
+    }
+
+    /// [`handle`], its terms checked with `clocks`.
+    pub(crate) fn handle_with_clocks(
+        clocks: Arc<dyn crate::clock::ClockSource>,
+    ) -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
         let state = watch::Sender::new(State::new());
         let (hold, released) = mpsc::channel(1);
         let handle = LeadershipHandle::new(
@@ -370,6 +263,7 @@ pub(crate) mod tests {
                 slow_path_renewals: AtomicU64::new(0),
                 dropped_reconciles: AtomicU64::new(0),
                 refused_writes: AtomicU64::new(0),
+                clocks: MissedTime::new(clocks),
             }),
         );
         (state, handle, released)

@@ -40,19 +40,25 @@
 //!   and are never compared with ours: a candidate only notices whether the record
 //!   *changed*, and times the lease on its own monotonic clock from when it saw the
 //!   change. Skew of any size is harmless; a difference in clock *rate* is not (a
-//!   leader whose clock runs slow renews late). The ratio `lease_duration /
-//!   renew_deadline` is the rate difference tolerated (1.5 by default).
+//!   leader whose clock runs slow renews late). A controller's work under a term
+//!   stops at the drop deadline, halfway from the renew deadline to the lease's
+//!   expiry, so the rate difference tolerated is `lease_duration` over that (15 s /
+//!   12.5 s = 1.2 with the defaults).
 //! - **Partition.** A leader cut off from the API server cannot renew: its term ends
 //!   at the renew deadline, before the others (which still see the server) observe
 //!   the lease expire. Each request is bounded (`max(1 s, renew_deadline / 2)`, as
 //!   client-go's lock clients are), so a silent connection cannot hold the leader
 //!   past its deadline.
-//! - **Paused process.** A leader stopped for longer than the lease (a debugger, a
-//!   frozen VM) may resume after a standby took over. When it resumes, its deadline
-//!   has passed: [`Term::is_leading`] checks the clock and [`Term::lost`] fires at
-//!   once, but a step already past those checks runs to its next await. As client-go
-//!   says, this is leader election without fencing: make writes that must never
-//!   come from a deposed leader conditional (a resourceVersion precondition).
+//! - **Paused process.** A leader stopped for longer than the lease (a debugger,
+//!   SIGSTOP, a suspended VM) may resume after a standby took over. When it resumes,
+//!   its deadline has passed: [`Term::is_leading`] checks the clock and
+//!   [`Term::lost`] fires at once, but a step already past those checks runs to its
+//!   next await. The monotonic clock does not count a suspended VM's time: the checks
+//!   add what `CLOCK_BOOTTIME` and the wall clock counted beyond it since the last
+//!   renewal. A controller checks before every step of a reconcile and every write
+//!   ([`Controller::leader_election`](crate::controller::Controller::leader_election));
+//!   a write already sent can still land late, so make writes that must never come
+//!   from a deposed leader conditional (a resourceVersion precondition).
 //! - **Crash.** A killed leader releases nothing: a standby takes over once the
 //!   lease duration has passed since it saw the last renewal, within one retry.
 //!
@@ -84,15 +90,20 @@ mod error;
 mod leadership;
 mod lease_lock;
 mod record;
+mod state;
+mod term_claim;
 mod timings;
 
 pub use config::LeaderElectionConfig;
 pub use elector::LeaderElector;
 pub use error::LeaderError;
-pub use leadership::{Leadership, LeadershipHandle, Term};
 #[cfg(test)]
-pub(crate) use leadership::{State, tests as leadership_tests};
+pub(crate) use leadership::tests as leadership_tests;
+pub use leadership::{LeadershipHandle, Term};
 pub(crate) use record::wall_now;
+pub use state::Leadership;
+#[cfg(test)]
+pub(crate) use state::State;
 pub(crate) use timings::drop_deadline;
 pub use timings::{JITTER_FACTOR, LeaseTimings};
 

@@ -12,17 +12,23 @@ use super::LeaderError;
 /// hit the API server in step.
 pub const JITTER_FACTOR: f64 = 1.2;
 
-/// The timings of a Lease held by renewing it. The defaults are client-go's and those
-/// of Kubernetes' own components (kube-controller-manager, kube-scheduler): a 15 s
-/// lease, a 10 s renew deadline and a 2 s retry period; the rules are client-go's
+/// The timings of a Lease held by renewing it, as a
+/// [`LeaderElectionConfig`](super::LeaderElectionConfig) or a
+/// [`ShardConfig`](crate::shard::ShardConfig) holds them: set with the config's
+/// setters, read with its `timings()`. The defaults are client-go's and those of
+/// Kubernetes' own components (kube-controller-manager, kube-scheduler): a 15 s lease,
+/// a 10 s renew deadline and a 2 s retry period; the rules are client-go's
 /// `NewLeaderElector`'s: `lease_duration > renew_deadline > retry_period * 1.2`, all
-/// above zero, the lease at least a second.
+/// above zero, and the lease a whole number of seconds, at least one (the Lease holds
+/// whole seconds and the other replicas time what it holds, so a holder timing a
+/// fraction more would work on after they took over).
 ///
 /// ```
 /// use std::time::Duration;
-/// use informer::leader::LeaseTimings;
+/// use informer::leader::LeaderElectionConfig;
 ///
-/// let timings = LeaseTimings::default().retry_period(Duration::from_secs(1));
+/// let config = LeaderElectionConfig::default().retry_period(Duration::from_secs(1));
+/// let timings = config.timings();
 /// assert_eq!(timings.lease_duration, Duration::from_secs(15));
 /// assert_eq!(timings.renew_deadline, Duration::from_secs(10));
 /// assert_eq!(timings.retry_period, Duration::from_secs(1));
@@ -55,27 +61,6 @@ impl Default for LeaseTimings {
 }
 
 impl LeaseTimings {
-    /// How long the lease lasts after its last observed renewal (default 15 s).
-    #[must_use]
-    pub fn lease_duration(mut self, duration: Duration) -> Self {
-        self.lease_duration = duration;
-        self
-    }
-
-    /// How long the holder tries to renew before it gives up (default 10 s).
-    #[must_use]
-    pub fn renew_deadline(mut self, deadline: Duration) -> Self {
-        self.renew_deadline = deadline;
-        self
-    }
-
-    /// The wait between tries (default 2 s, plus jitter for candidates).
-    #[must_use]
-    pub fn retry_period(mut self, period: Duration) -> Self {
-        self.retry_period = period;
-        self
-    }
-
     /// Checks the timings as client-go's `NewLeaderElector` does.
     pub(crate) fn validate(&self) -> Result<(), LeaderError> {
         for (which, duration) in [
@@ -90,6 +75,12 @@ impl LeaseTimings {
         if self.lease_duration < Duration::from_secs(1) {
             return Err(LeaderError::LeaseUnderOneSecond {
                 lease_duration: self.lease_duration,
+            });
+        }
+        if self.lease_duration.subsec_nanos() != 0 {
+            return Err(LeaderError::LeaseNotWholeSeconds {
+                lease_duration: self.lease_duration,
+                written: self.lease_duration.as_secs(),
             });
         }
         if self.lease_duration <= self.renew_deadline {

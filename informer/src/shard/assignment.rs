@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::ring::View;
+use crate::clock::{ClockReading, MissedTime};
 
 /// What one member may do, as of its last read of the group's Leases.
 #[derive(Debug, Clone)]
@@ -29,6 +30,14 @@ pub(crate) struct Assignment {
     pub(crate) lease_expiry: Instant,
     /// The member has stopped for good.
     pub(crate) stopped: bool,
+    /// This member's membership: the uid of its Lease as last written. A member
+    /// fenced (its Lease deleted by another) or stepping down has none; one that
+    /// joins again has a new one. Work claimed under one membership never goes on
+    /// under the next.
+    pub(crate) membership: Option<Arc<str>>,
+    /// The clocks when the last successful renewal was sent, to tell the time the
+    /// monotonic clock missed since (see [`crate::clock`]).
+    pub(crate) renewed_clocks: Option<ClockReading>,
 }
 
 impl Assignment {
@@ -44,7 +53,15 @@ impl Assignment {
             renew_deadline: now,
             lease_expiry: now,
             stopped: false,
+            membership: None,
+            renewed_clocks: None,
         }
+    }
+
+    /// `Instant::now()` plus the time the monotonic clock missed since the renewal
+    /// this assignment stands on: where its deadlines really stand.
+    pub(crate) fn effective_now(&self, clocks: &MissedTime) -> Instant {
+        Instant::now() + clocks.since(self.renewed_clocks.as_ref())
     }
 
     /// When reconciles still running must be dropped, unless the lease is renewed
@@ -55,34 +72,41 @@ impl Assignment {
 
     /// Whether the key whose hash is `key` belongs to this member's shard in the
     /// target view (what its cache keeps).
-    pub(crate) fn keeps(&self, key: u64) -> bool {
-        self.members.owns(&self.me, key)
+    pub(crate) fn in_shard(&self, key: u64) -> bool {
+        self.members.assigns(&self.me, key)
     }
 
     /// Whether this member may reconcile the key whose hash is `key` at `now`: its
     /// lease is held, it owns the key in the target view *and* in the view it
     /// published before its last read, and no other member's published view claims
     /// the key for that member.
-    pub(crate) fn may_work(&self, key: u64, now: Instant) -> bool {
+    pub(crate) fn may_reconcile(&self, key: u64, now: Instant) -> bool {
         self.active
             && now < self.renew_deadline
-            && self.members.owns(&self.me, key)
-            && self.published.owns(&self.me, key)
+            && self.members.assigns(&self.me, key)
+            && self.published.assigns(&self.me, key)
             && self
                 .others
                 .iter()
-                .all(|(member, view)| !view.owns(member, key))
+                .all(|(member, view)| !view.assigns(member, key))
     }
 
     /// Whether a reconcile of the key whose hash is `key`, begun when
-    /// [`may_work`](Self::may_work) allowed it, may go on at `now`: this member's
+    /// [`may_reconcile`](Self::may_reconcile) allowed it, may go on at `now`: this member's
     /// published view still claims the key (so no other member may start it: each
     /// waits until no published view claims its keys), and its lease cannot have
     /// expired for the others yet (the [`drop_deadline`](Self::drop_deadline) has not
     /// passed, by the clock, whatever the member's task has had the chance to say).
     /// A key moving away may finish here until the hand-off publishes the new view.
     pub(crate) fn may_continue(&self, key: u64, now: Instant) -> bool {
-        now < self.drop_deadline() && self.published.owns(&self.me, key)
+        now < self.drop_deadline() && self.published.assigns(&self.me, key)
+    }
+
+    /// Whether this member's work lapsed since this assignment, as of `now`: no
+    /// renewal within the renew deadline (every key was unworkable for a while), or
+    /// it was not active. Whatever is its own after a lapse must be looked at again.
+    pub(crate) fn lapsed_by(&self, now: Instant) -> bool {
+        now >= self.renew_deadline || !self.active
     }
 
     /// Whether `other` gives this member the same keys (only its deadlines may
@@ -99,7 +123,7 @@ impl Assignment {
     /// the target view: it is moving away, and the member must finish with it
     /// before publishing the target view.
     pub(crate) fn moving_away(&self, key: u64) -> bool {
-        self.published.owns(&self.me, key) && !self.members.owns(&self.me, key)
+        self.published.assigns(&self.me, key) && !self.members.assigns(&self.me, key)
     }
 }
 
@@ -129,6 +153,8 @@ mod tests {
             renew_deadline: now + Duration::from_secs(10),
             lease_expiry: now + Duration::from_secs(15),
             stopped: false,
+            membership: Some(Arc::from("uid-1")),
+            renewed_clocks: None,
         }
     }
 
@@ -140,7 +166,10 @@ mod tests {
 
     fn working(assignments: &[&Assignment], key: u64) -> usize {
         let now = Instant::now();
-        assignments.iter().filter(|a| a.may_work(key, now)).count()
+        assignments
+            .iter()
+            .filter(|a| a.may_reconcile(key, now))
+            .count()
     }
 
     #[test]
@@ -151,7 +180,7 @@ mod tests {
         let c = member("c", all, all, &[("a", all), ("b", all)]);
         for key in keys() {
             assert_eq!(working(&[&a, &b, &c], key), 1);
-            assert_eq!([&a, &b, &c].iter().filter(|m| m.keeps(key)).count(), 1);
+            assert_eq!([&a, &b, &c].iter().filter(|m| m.in_shard(key)).count(), 1);
         }
     }
 
@@ -164,10 +193,10 @@ mod tests {
         let a = member("a", new, old, &[("b", old), ("c", new)]);
         let b = member("b", new, old, &[("a", old), ("c", new)]);
         for key in keys() {
-            assert!(!c.may_work(key, Instant::now()));
+            assert!(!c.may_reconcile(key, Instant::now()));
             assert!(working(&[&a, &b, &c], key) <= 1);
             // What c will own is what a and b are letting go of.
-            if c.keeps(key) {
+            if c.in_shard(key) {
                 assert!(a.moving_away(key) || b.moving_away(key));
             }
         }
@@ -175,8 +204,8 @@ mod tests {
         let c = member("c", new, new, &[("a", new), ("b", old)]);
         let mut from_a = 0;
         for key in keys() {
-            if c.may_work(key, Instant::now()) {
-                assert!(View::of(old).owns("a", key));
+            if c.may_reconcile(key, Instant::now()) {
+                assert!(View::of(old).assigns("a", key));
                 from_a += 1;
             }
         }
@@ -192,9 +221,9 @@ mod tests {
         let a_published = member("a", after, after, &[("b", before)]);
         let mut gained = 0;
         for key in keys() {
-            if View::of(before).owns("c", key) {
-                assert!(!a.may_work(key, Instant::now()));
-                if a_published.may_work(key, Instant::now()) {
+            if View::of(before).assigns("c", key) {
+                assert!(!a.may_reconcile(key, Instant::now()));
+                if a_published.may_reconcile(key, Instant::now()) {
                     gained += 1;
                 }
             }
@@ -207,10 +236,10 @@ mod tests {
         let all: &[&str] = &["a"];
         let mut a = member("a", all, all, &[]);
         let key = key_hash(None, "x");
-        assert!(a.may_work(key, Instant::now()));
-        assert!(!a.may_work(key, a.renew_deadline));
+        assert!(a.may_reconcile(key, Instant::now()));
+        assert!(!a.may_reconcile(key, a.renew_deadline));
         a.active = false;
-        assert!(!a.may_work(key, Instant::now()));
-        assert!(!Assignment::initial(Arc::from("a")).may_work(key, Instant::now()));
+        assert!(!a.may_reconcile(key, Instant::now()));
+        assert!(!Assignment::initial(Arc::from("a")).may_reconcile(key, Instant::now()));
     }
 }

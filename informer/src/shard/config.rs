@@ -1,6 +1,5 @@
 //! [`ShardConfig`]: which group, who we are, and the lease timings.
 
-use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use super::ShardError;
@@ -48,12 +47,92 @@ pub struct ShardConfig {
     /// renewing loses its keys `lease_duration` after its last renewal was seen, plus
     /// up to one retry period; it stops working `renew_deadline` after it sent its
     /// last successful renewal; it renews and reads the others' every `retry_period`.
-    /// Read as the config's own fields (`config.retry_period`), set with its setters.
-    pub timings: LeaseTimings,
+    /// Set with the setters below and read with [`timings`](Self::timings).
+    pub(crate) timings: LeaseTimings,
     /// How long reconciles of keys that moved to another member may still run before
     /// they are dropped (default 10 s). The new owner starts those keys only after
     /// they ended here.
     pub handoff_timeout: Duration,
+    /// What decides which member a key belongs to (default [`ShardBy::Key`]). Part of
+    /// the protocol: every member of a group must use the same.
+    pub shard_by: ShardBy,
+}
+
+/// What decides which member a key belongs to, and whether the API server can send
+/// each member only its share.
+///
+/// Every member of a group must use the same: members deciding by different rules
+/// would each claim keys the others also claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ShardBy {
+    /// The object's key, its namespace and name: keys spread evenly over the members
+    /// whatever the namespaces. The API server cannot hash a key, so every replica
+    /// receives every object of the sharded caches and drops the others' before
+    /// decoding them.
+    #[default]
+    Key,
+    /// The object's namespace: every key of a namespace belongs to one member, and so
+    /// do the objects the controller owns there (an owner reference never leaves its
+    /// namespace). The API server hashes the namespace itself: a server with
+    /// server-side sharded list and watch (Kubernetes 1.36 and later with the
+    /// `ShardedListAndWatch` feature gate) sends each replica only its share, of the
+    /// primary type and of every namespaced type it owns; any other server sends
+    /// everything and the replica filters it as with [`Key`](Self::Key). The split is
+    /// as even as the namespaces are many and alike: with a few large namespaces, one
+    /// member may get most keys. Cluster-scoped keys (no namespace) all belong to one
+    /// member.
+    Namespace,
+    /// The object's uid: keys spread evenly, within a namespace too, and the API
+    /// server hashes the uid itself, so where it can (as for
+    /// [`Namespace`](Self::Namespace)) each replica receives only its share of the
+    /// primary type. The caches of owned types keep the children of the member's
+    /// primaries by their owner reference's uid; the server cannot filter those.
+    ///
+    /// **The shard follows the object, not its name.** A key is reconciled by the
+    /// member that holds its object, or the deleted object's last state: an object
+    /// deleted and created again under the same name (a new uid) may belong to
+    /// another member, so the cleanup of the old object and the reconcile of the new
+    /// one may run at once on two replicas (a reconcile that writes by name should
+    /// check the uid it acts for, e.g. with a precondition). A key whose object no
+    /// member has seen (one a watched type's mapper names, before it exists) is
+    /// reconciled by none: nothing says whose it is.
+    Uid,
+}
+
+impl ShardBy {
+    /// The hash deciding the owner of the key `namespace`/`name`; `None` when the
+    /// key alone does not decide ([`Uid`](Self::Uid)).
+    pub(crate) fn key_hash(self, namespace: Option<&str>, name: &str) -> Option<u64> {
+        match self {
+            Self::Key => Some(super::ring::key_hash(namespace, name)),
+            Self::Namespace => Some(super::ranges::field_hash(namespace.unwrap_or(""))),
+            Self::Uid => None,
+        }
+    }
+
+    /// The hash deciding the owner of the object `namespace`/`name` with `uid`;
+    /// `None` by uid without one.
+    pub(crate) fn object_hash(
+        self,
+        namespace: Option<&str>,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Option<u64> {
+        match self {
+            Self::Uid => uid.map(super::ranges::field_hash),
+            _ => self.key_hash(namespace, name),
+        }
+    }
+
+    /// The field the API server hashes for this rule, if it can.
+    pub(crate) fn server_field(self) -> Option<&'static str> {
+        match self {
+            Self::Key => None,
+            Self::Namespace => Some("object.metadata.namespace"),
+            Self::Uid => Some("object.metadata.uid"),
+        }
+    }
 }
 
 impl ShardConfig {
@@ -66,6 +145,7 @@ impl ShardConfig {
             identity: default_identity(&election.identity),
             timings: LeaseTimings::default(),
             handoff_timeout: Duration::from_secs(10),
+            shard_by: ShardBy::Key,
         }
     }
 
@@ -79,21 +159,21 @@ impl ShardConfig {
     /// How long a lease lasts after its last observed renewal (default 15 s).
     #[must_use]
     pub fn lease_duration(mut self, duration: Duration) -> Self {
-        self.timings = self.timings.lease_duration(duration);
+        self.timings.lease_duration = duration;
         self
     }
 
     /// How long a member tries to renew before it stops working (default 10 s).
     #[must_use]
     pub fn renew_deadline(mut self, deadline: Duration) -> Self {
-        self.timings = self.timings.renew_deadline(deadline);
+        self.timings.renew_deadline = deadline;
         self
     }
 
     /// How often a member renews and reads the group (default 2 s).
     #[must_use]
     pub fn retry_period(mut self, period: Duration) -> Self {
-        self.timings = self.timings.retry_period(period);
+        self.timings.retry_period = period;
         self
     }
 
@@ -102,6 +182,18 @@ impl ShardConfig {
     pub fn handoff_timeout(mut self, timeout: Duration) -> Self {
         self.handoff_timeout = timeout;
         self
+    }
+
+    /// What decides which member a key belongs to (default [`ShardBy::Key`]).
+    #[must_use]
+    pub fn shard_by(mut self, shard_by: ShardBy) -> Self {
+        self.shard_by = shard_by;
+        self
+    }
+
+    /// The member leases' timings.
+    pub fn timings(&self) -> LeaseTimings {
+        self.timings
     }
 
     /// This member's Lease name: `{group}-{identity}`.
@@ -136,22 +228,6 @@ impl ShardConfig {
     /// The lease duration in whole seconds, as the Lease holds it.
     pub(crate) fn lease_duration_seconds(&self) -> i32 {
         self.timings.lease_duration_seconds()
-    }
-}
-
-// The timings read as the config's fields (`config.retry_period`), as they did before
-// both configs shared them.
-impl Deref for ShardConfig {
-    type Target = LeaseTimings;
-
-    fn deref(&self) -> &LeaseTimings {
-        &self.timings
-    }
-}
-
-impl DerefMut for ShardConfig {
-    fn deref_mut(&mut self) -> &mut LeaseTimings {
-        &mut self.timings
     }
 }
 
@@ -193,6 +269,34 @@ mod tests {
     use crate::leader::LeaderError;
 
     #[test]
+    fn each_rule_hashes_what_it_names() {
+        use crate::shard::ranges::field_hash;
+        let uid = Some("6f1c2b1e-0d7a-4c55-9b3e-2a1f0e9d8c7b");
+        // By key: namespace and name, never the uid.
+        let by_key = ShardBy::Key.object_hash(Some("ns"), "web", uid);
+        assert_eq!(by_key, ShardBy::Key.object_hash(Some("ns"), "web", None));
+        assert_ne!(by_key, ShardBy::Key.object_hash(Some("ns"), "api", None));
+        // By namespace: the server's FNV-1a of the namespace, whatever the name.
+        assert_eq!(
+            ShardBy::Namespace.object_hash(Some("ns"), "web", uid),
+            Some(field_hash("ns"))
+        );
+        assert_eq!(
+            ShardBy::Namespace.key_hash(None, "node-1"),
+            Some(field_hash(""))
+        );
+        // By uid: the server's FNV-1a of the uid; a key alone says nothing.
+        assert_eq!(
+            ShardBy::Uid.object_hash(Some("ns"), "web", uid),
+            uid.map(field_hash)
+        );
+        assert_eq!(ShardBy::Uid.key_hash(Some("ns"), "web"), None);
+        assert_eq!(ShardBy::Uid.object_hash(Some("ns"), "web", None), None);
+        assert_eq!(ShardBy::Key.server_field(), None);
+        assert_eq!(ShardBy::Uid.server_field(), Some("object.metadata.uid"));
+    }
+
+    #[test]
     fn names_and_timings_are_checked() {
         let valid = ShardConfig::new("default", "web").identity("web-0");
         assert!(valid.validate().is_ok());
@@ -226,6 +330,18 @@ mod tests {
         assert!(matches!(
             error,
             ShardError::Timings(LeaderError::LeaseNotLongerThanRenewDeadline { .. })
+        ));
+        // The member Leases hold whole seconds, as the election's.
+        let error = valid
+            .clone()
+            .lease_duration(Duration::from_millis(2900))
+            .renew_deadline(Duration::from_millis(2500))
+            .retry_period(Duration::from_millis(500))
+            .validate()
+            .unwrap_err();
+        assert!(matches!(
+            error,
+            ShardError::Timings(LeaderError::LeaseNotWholeSeconds { written: 2, .. })
         ));
     }
 

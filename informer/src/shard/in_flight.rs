@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Notify, watch};
 
-use super::ring::key_hash;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 
@@ -21,16 +20,20 @@ pub(crate) struct InFlight {
 
 #[derive(Debug)]
 struct Running {
+    /// The hash that decides the key's owner.
+    hash: u64,
     /// How many reconciles of this key run (one, with the controller's queue).
     count: usize,
     drop_it: watch::Sender<bool>,
 }
 
 impl InFlight {
-    /// Records that a reconcile of `key` starts; it ends when the guard is dropped.
-    pub(crate) fn enter(self: &Arc<Self>, key: &ObjectKey) -> InFlightGuard {
+    /// Records that a reconcile of `key`, whose owner `hash` decides, starts; it ends
+    /// when the guard is dropped.
+    pub(crate) fn enter(self: &Arc<Self>, key: &ObjectKey, hash: u64) -> InFlightGuard {
         let mut running = self.running.locked();
         let entry = running.entry(key.clone()).or_insert_with(|| Running {
+            hash,
             count: 0,
             drop_it: watch::Sender::new(false),
         });
@@ -44,10 +47,7 @@ impl InFlight {
 
     /// Whether a reconcile runs for any key whose hash satisfies `matches`.
     pub(crate) fn any(&self, matches: impl Fn(u64) -> bool) -> bool {
-        self.running
-            .locked()
-            .keys()
-            .any(|key| matches(key_hash(key.namespace.as_deref(), &key.name)))
+        self.running.locked().values().any(|run| matches(run.hash))
     }
 
     /// Waits until no reconcile runs for a key whose hash satisfies `matches`.
@@ -66,10 +66,8 @@ impl InFlight {
     pub(crate) fn drop_matching(&self, matches: impl Fn(u64) -> bool) -> usize {
         let running = self.running.locked();
         let mut dropped = 0;
-        for (key, run) in running.iter() {
-            if matches(key_hash(key.namespace.as_deref(), &key.name))
-                && !run.drop_it.send_replace(true)
-            {
+        for run in running.values() {
+            if matches(run.hash) && !run.drop_it.send_replace(true) {
                 dropped += 1;
             }
         }
@@ -123,13 +121,13 @@ mod tests {
         let in_flight = Arc::new(InFlight::default());
         let a = ObjectKey::new(None, "a");
         let b = ObjectKey::new(None, "b");
-        let hash_a = key_hash(None, "a");
-        let guard_b = in_flight.enter(&b);
+        let hash_a = 1;
+        let guard_b = in_flight.enter(&b, 2);
         let (started, ready) = tokio::sync::oneshot::channel();
         let task = tokio::spawn({
             let in_flight = Arc::clone(&in_flight);
             async move {
-                let mut guard = in_flight.enter(&a);
+                let mut guard = in_flight.enter(&a, hash_a);
                 started.send(()).unwrap();
                 guard.dropped().await;
             }

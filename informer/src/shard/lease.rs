@@ -36,7 +36,7 @@ impl GroupLeases {
             api: Api::namespaced(client, &config.namespace),
             describe: format!("{}/{name}", config.namespace),
             name,
-            limit: (config.renew_deadline / 2).max(Duration::from_secs(1)),
+            limit: (config.timings.renew_deadline / 2).max(Duration::from_secs(1)),
             config: config.clone(),
         }
     }

@@ -12,12 +12,13 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::assignment::Assignment;
-use super::handle::ShardHandle;
+use super::handle::{HandleParts, ShardHandle};
 use super::in_flight::InFlight;
 use super::lease::{GroupLeases, holder, published_view};
 use super::ring::View;
 use super::stats::Counters;
 use super::{ShardConfig, ShardError};
+use crate::clock::{ClockReading, MissedTime};
 
 /// One replica's membership in a shard group; see the [module documentation](super).
 ///
@@ -33,6 +34,12 @@ pub struct ShardMember {
     generation: watch::Sender<u64>,
     in_flight: Arc<InFlight>,
     counters: Arc<Counters>,
+    /// The clocks the member's deadlines are checked with.
+    clocks: Arc<MissedTime>,
+    /// Held (as receivers) by the controllers working this member's keys until their
+    /// pending events are written: a clean shutdown waits for them before it deletes
+    /// the Lease.
+    releases: Arc<watch::Sender<()>>,
     identity: Arc<str>,
 }
 
@@ -59,6 +66,8 @@ struct Round {
     want: View,
     /// When the last successful write was sent.
     renewed: Option<Instant>,
+    /// The clocks then.
+    renewed_clocks: Option<ClockReading>,
     /// A read of the group succeeded since this member's Lease was created: until
     /// then no key is ours (what the others claim is not known).
     read_since_created: bool,
@@ -91,6 +100,8 @@ impl ShardMember {
             generation: watch::Sender::new(0),
             in_flight: Arc::default(),
             counters: Arc::default(),
+            clocks: Arc::new(MissedTime::new(crate::clock::system())),
+            releases: Arc::new(watch::Sender::new(())),
             identity,
             config,
         })
@@ -111,10 +122,15 @@ impl ShardMember {
         ShardHandle::new(
             self.state.subscribe(),
             self.generation.subscribe(),
-            Arc::clone(&self.in_flight),
-            Arc::clone(&self.counters),
-            Arc::clone(&self.identity),
-            Arc::from(self.config.group.as_str()),
+            HandleParts {
+                in_flight: Arc::clone(&self.in_flight),
+                counters: Arc::clone(&self.counters),
+                clocks: Arc::clone(&self.clocks),
+                releases: Arc::clone(&self.releases),
+                identity: Arc::clone(&self.identity),
+                group: Arc::from(self.config.group.as_str()),
+                shard_by: self.config.shard_by,
+            },
         )
     }
 
@@ -143,13 +159,13 @@ impl ShardMember {
                 // cache, list the whole collection before shrinking to its shard.
                 // One retry period lets the others' Leases appear first.
                 tokio::select! {
-                    () = sleep(self.config.retry_period) => {}
+                    () = sleep(self.config.timings.retry_period) => {}
                     () = shutdown.as_mut() => break,
                 }
             }
             let Some(assignment) = self.read(&mut round).await else {
                 tokio::select! {
-                    () = sleep(self.config.retry_period) => continue,
+                    () = sleep(self.config.timings.retry_period) => continue,
                     () = shutdown.as_mut() => break,
                 }
             };
@@ -165,6 +181,7 @@ impl ShardMember {
     /// Creates or renews this member's Lease, publishing `round.want`.
     async fn write(&self, round: &mut Round) {
         for _ in 0..2 {
+            let clocks = self.clocks.read();
             let sent = Instant::now();
             let result = match &round.own {
                 None => self.leases.create(&round.want).await,
@@ -184,6 +201,7 @@ impl ShardMember {
                     round.own = Some(lease);
                     round.published = round.want.clone();
                     round.renewed = Some(sent);
+                    round.renewed_clocks = Some(clocks);
                     round.failing = None;
                     return;
                 }
@@ -252,7 +270,7 @@ impl ShardMember {
                 .as_ref()
                 .and_then(|spec| spec.lease_duration_seconds)
                 .and_then(|seconds| u64::try_from(seconds).ok())
-                .map_or(self.config.lease_duration, Duration::from_secs)
+                .map_or(self.config.timings.lease_duration, Duration::from_secs)
                 .max(Duration::from_secs(1));
             let expiry = seen.at + duration;
             if now >= expiry && self.fence(&lease, &member, duration).await {
@@ -316,13 +334,18 @@ impl ShardMember {
         };
         let (renew_deadline, lease_expiry, active) = match round.renewed {
             Some(sent) => (
-                sent + self.config.renew_deadline,
-                sent + self.config.lease_duration,
+                sent + self.config.timings.renew_deadline,
+                sent + self.config.timings.lease_duration,
                 round.own.is_some() && round.read_since_created,
             ),
             None => (previous.renew_deadline, previous.lease_expiry, false),
         };
         let members_changed = members != previous.members;
+        let membership = round
+            .own
+            .as_ref()
+            .and_then(|own| own.metadata.uid.as_deref())
+            .map(Arc::from);
         let assignment = Arc::new(Assignment {
             me: Arc::clone(&self.identity),
             members,
@@ -332,6 +355,8 @@ impl ShardMember {
             renew_deadline,
             lease_expiry,
             stopped: false,
+            membership,
+            renewed_clocks: round.renewed_clocks,
         });
         self.state.send_replace(Arc::clone(&assignment));
         if members_changed {
@@ -353,7 +378,7 @@ impl ShardMember {
             round.want = round.published.clone();
             // Read again the moment a silent member's lease expires: waiting for the
             // next retry period would add up to one to every takeover after a crash.
-            let next = Instant::now() + self.config.retry_period;
+            let next = Instant::now() + self.config.timings.retry_period;
             let wake = round.next_expiry.map_or(next, |expiry| expiry.min(next));
             return sleep_until(wake).await;
         }
@@ -372,9 +397,9 @@ impl ShardMember {
                 tracing::warn!(identity = %self.identity, dropped, "dropped reconciles of keys that moved away (hand-off timeout)");
             }
             // Dropped reconciles end at their next poll.
-            self.config.retry_period
+            self.config.timings.retry_period
         } else {
-            (deadline - now).min(self.config.retry_period)
+            (deadline - now).min(self.config.timings.retry_period)
         };
         if timeout(wait, self.in_flight.drained(moving)).await.is_ok() {
             round.want = assignment.members.clone();
@@ -385,6 +410,7 @@ impl ShardMember {
     fn fenced(&self, round: &mut Round) {
         round.own = None;
         round.renewed = None;
+        round.renewed_clocks = None;
         round.read_since_created = false;
         round.published = View::default();
         self.counters.rejoined();
@@ -415,6 +441,18 @@ impl ShardMember {
         {
             self.in_flight.drop_matching(|_| true);
         }
+        // The controllers write their pending events (within the hand-off timeout).
+        if timeout(self.config.handoff_timeout, self.releases.closed())
+            .await
+            .is_err()
+        {
+            tracing::warn!(identity = %self.identity, "a controller did not finish within the hand-off timeout; leaving the group anyway");
+        }
+        // The membership ends before the Lease goes: work claimed under it (a
+        // context a task kept, an event not yet written) may not go on while others
+        // take the keys.
+        self.state
+            .send_modify(|state| Arc::make_mut(state).membership = None);
         if let Some(own) = &round.own {
             match self.leases.delete_as_observed("releasing", own).await {
                 Ok(()) => {

@@ -8,13 +8,16 @@
 //!
 //! # Who owns a key
 //!
-//! Ownership is rendezvous (highest random weight) hashing of the object key over
-//! the members: every member scores every key with a fixed hash and the highest
-//! score wins. A member joining takes about `1/N` of each other member's keys; a
-//! member leaving gives away only its own. The cache of a sharded controller's
+//! Ownership is rendezvous (highest random weight) hashing over the members: a key's
+//! hash (of its namespace and name, or of its namespace alone: see [`ShardBy`]) falls
+//! in one of 2,048 buckets, every member scores every bucket with a fixed hash and the
+//! highest score wins. A member joining takes about `1/N` of each other member's keys;
+//! a member leaving gives away only its own. The cache of a sharded controller's
 //! primary type keeps only the member's shard, filtered before objects are decoded
 //! ([`ShardHandle`] is a [`KeyFilter`](crate::reflector::KeyFilter)), and relists
-//! when the members change.
+//! when the members change. With [`ShardBy::Namespace`] a member's buckets are also
+//! hash ranges the API server can filter by (Kubernetes 1.36's sharded list and watch):
+//! where it does, the member receives only its share.
 //!
 //! # The protocol
 //!
@@ -46,7 +49,9 @@
 //! find each other at once instead of each owning every key for a round (and
 //! listing the whole collection into a cache meant for its shard).
 //!
-//! On a clean shutdown a member stops taking keys, lets its reconciles end and
+//! On a clean shutdown a member stops taking keys, lets its reconciles end (up to the
+//! hand-off timeout), lets its sharded controllers write their pending Events (as
+//! long again at most), ends its membership (no claim it made holds any more) and
 //! deletes its Lease: the others take its keys at their next read.
 //!
 //! **Why two members never work on one key.** Say A and B both work on `k`. Each
@@ -76,14 +81,17 @@
 //!   its keys.
 //! - **Paused process.** A member frozen longer than its lease (a debugger, a
 //!   stopped VM) may resume after it was fenced. Its deadlines are checked against
-//!   the clock before every key, so it takes no new key; a reconcile already past
-//!   that check runs until its next await. As with leader election, writes that must
-//!   never come from a replica that lost its keys should be conditional (a
-//!   resourceVersion precondition).
+//!   the clock (with the time a suspended VM's monotonic clock missed added) before
+//!   every key, so it takes no new key; a reconcile already past that check runs
+//!   until its next await, and work claimed under the membership that was fenced
+//!   never goes on under the next. As with leader election, a write already sent can
+//!   still land late: writes that must never come from a replica that lost its keys
+//!   should be conditional (a resourceVersion precondition).
 //! - **Clock skew.** Other members' timestamps are never compared with ours: a
 //!   Lease's expiry is timed on this member's monotonic clock from the moment it saw
-//!   the Lease change. A difference in clock *rate* larger than `lease_duration /
-//!   renew_deadline` (1.5 by default) is not tolerated.
+//!   the Lease change. Work stops at the drop deadline, halfway from the renew
+//!   deadline to the lease's expiry: a difference in clock *rate* larger than
+//!   `lease_duration` over that (15 s / 12.5 s = 1.2 by default) is not tolerated.
 //! - **Duplicate identities.** Two live processes with one identity share one Lease
 //!   and would both work: identities must be unique (the default one is).
 //!
@@ -110,19 +118,22 @@ mod config;
 mod error;
 mod handle;
 mod in_flight;
+mod key_claim;
 mod lease;
 mod member;
+mod ranges;
 mod ring;
 mod stats;
 
-pub use config::{GROUP_LABEL, ShardConfig, VIEW_ANNOTATION};
+pub use config::{GROUP_LABEL, ShardBy, ShardConfig, VIEW_ANNOTATION};
 pub use error::ShardError;
 pub use handle::ShardHandle;
 pub use member::ShardMember;
 pub use stats::ShardStats;
 
-/// The ring hash of `key` (what [`ShardHandle`] decides by).
-pub(crate) fn key_hash_of(key: &crate::key::ObjectKey) -> u64 {
+/// The hash of `key`'s namespace and name, as [`ShardBy::Key`] decides: how a fleet
+/// shares its clusters out by name, whatever its member decides keys by.
+pub(crate) fn name_hash(key: &crate::key::ObjectKey) -> u64 {
     ring::key_hash(key.namespace.as_deref(), &key.name)
 }
 

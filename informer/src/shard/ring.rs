@@ -1,17 +1,23 @@
 //! Rendezvous (highest random weight) hashing: which member of a [`View`] owns a key.
 //!
-//! Every member scores every key; the member with the highest score owns it. When a
-//! member leaves, only its keys move (each to the member with the next-highest score);
-//! when one joins, it takes about `1/N` of each other member's keys. No other key
-//! moves, and no coordination beyond agreeing on the member list is needed.
+//! A key's hash ([`ShardBy`](super::ShardBy) says of what) falls into one of 2,048
+//! buckets (its top bits, see [`ranges`](super::ranges)). Every member scores every
+//! bucket; the member with the highest score owns it, and every key in it. When a
+//! member leaves, only its buckets move (each to the member with the next-highest
+//! score); when one joins, it takes about `1/N` of each other member's. No other
+//! bucket moves, and no coordination beyond agreeing on the member list is needed.
+//! Deciding by buckets rather than by each hash is what lets a member's share be
+//! written as a few hundred hash ranges, which the API server can serve.
 //!
 //! The hash is part of the protocol: replicas of different builds (a rolling upgrade)
-//! must agree on every owner. So it is written out here (FNV-1a over the key, mixed
-//! with the member's hash by a SplitMix64 finaliser) rather than std's
-//! `DefaultHasher`, whose output may change between Rust releases.
+//! must agree on every owner. So it is written out here (FNV-1a over the key or the
+//! field, the bucket mixed with the member's hash by a SplitMix64 finaliser) rather
+//! than std's `DefaultHasher`, whose output may change between Rust releases.
 
 use std::fmt;
 use std::sync::Arc;
+
+use super::ranges::{BucketRun, bucket_of, runs};
 
 /// FNV-1a, 64 bits, over `parts` separated by a byte no name contains.
 fn fnv1a(parts: &[&[u8]]) -> u64 {
@@ -36,9 +42,14 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The hash of an object key (`namespace`, `name`), computed once per key.
+/// The hash of an object key (`namespace`, `name`), computed once per key: FNV-1a,
+/// then mixed, since FNV-1a's top bits (which pick the bucket) hardly change with the
+/// last bytes, and keys often differ only there (`web-1`, `web-2`).
 pub(crate) fn key_hash(namespace: Option<&str>, name: &str) -> u64 {
-    fnv1a(&[namespace.unwrap_or("").as_bytes(), name.as_bytes()])
+    mix(fnv1a(&[
+        namespace.unwrap_or("").as_bytes(),
+        name.as_bytes(),
+    ]))
 }
 
 /// One member of a view: its identity and its hash.
@@ -89,13 +100,18 @@ impl View {
         self.members.iter().map(|member| &*member.identity)
     }
 
-    /// The owner of the key whose [`key_hash`] is `key`: the member with the highest
-    /// score (ties, which need a 64-bit collision, go to the smaller identity).
-    /// `None` for an empty view.
+    /// The owner of the key whose hash is `key`: the member with the highest score
+    /// for its bucket (ties, which need a 64-bit collision, go to the smaller
+    /// identity). `None` for an empty view.
     pub(crate) fn owner(&self, key: u64) -> Option<&str> {
+        self.bucket_owner(bucket_of(key))
+    }
+
+    /// The owner of `bucket`.
+    fn bucket_owner(&self, bucket: u64) -> Option<&str> {
         let mut best: Option<(u64, &Member)> = None;
         for member in &self.members {
-            let score = mix(key ^ member.hash);
+            let score = mix(bucket ^ member.hash);
             if best.is_none_or(|(top, _)| score > top) {
                 best = Some((score, member));
             }
@@ -104,8 +120,13 @@ impl View {
     }
 
     /// Whether `identity` owns the key whose hash is `key`.
-    pub(crate) fn owns(&self, identity: &str, key: u64) -> bool {
+    pub(crate) fn assigns(&self, identity: &str, key: u64) -> bool {
         self.owner(key) == Some(identity)
+    }
+
+    /// The bucket runs `identity` owns: its share as hash ranges.
+    pub(crate) fn runs_of(&self, identity: &str) -> Vec<BucketRun> {
+        runs(|bucket| self.bucket_owner(bucket) == Some(identity))
     }
 }
 
@@ -130,7 +151,7 @@ mod tests {
     #[test]
     fn the_hash_is_fixed_across_builds() {
         // Replicas of different versions must agree: these values are the protocol.
-        assert_eq!(key_hash(None, ""), 0xaf64_724c_8602_eb6e);
+        assert_eq!(key_hash(None, ""), mix(0xaf64_724c_8602_eb6e));
         assert_eq!(
             key_hash(Some("default"), "web"),
             key_hash(Some("default"), "web")
@@ -172,6 +193,29 @@ mod tests {
             if three.owner(key) != Some("b") {
                 assert_eq!(three.owner(key), two.owner(key));
             }
+        }
+    }
+
+    #[test]
+    fn a_members_runs_hold_exactly_the_hashes_it_owns() {
+        let view = View::of(["a", "b", "c"]);
+        let runs: Vec<Vec<BucketRun>> = ["a", "b", "c"].map(|m| view.runs_of(m)).into();
+        let total: u64 = runs.iter().flatten().map(|run| run.end - run.first).sum();
+        assert_eq!(total, crate::shard::ranges::BUCKETS);
+        for key in keys(3_000) {
+            let owner = view.owner(key).unwrap();
+            let index = ["a", "b", "c"].iter().position(|m| *m == owner).unwrap();
+            let bucket = bucket_of(key);
+            assert!(
+                runs[index]
+                    .iter()
+                    .any(|r| (r.first..r.end).contains(&bucket))
+            );
+        }
+        // A selector a server takes: a few hundred ranges, well under 100,000 characters.
+        for member in &runs {
+            let selector = crate::shard::ranges::selector("object.metadata.uid", member);
+            assert!(selector.len() < 50_000, "{}", selector.len());
         }
     }
 

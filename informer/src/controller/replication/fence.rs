@@ -28,12 +28,13 @@ use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::task::Poll;
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use kube::client::Body;
 
+use crate::claim::Claim;
 use crate::key::ObjectKey;
-use crate::leader::LeadershipHandle;
-use crate::shard::ShardHandle;
 use crate::workqueue::Action;
 
 /// A write not sent because the replica that would have sent it may no longer act for
@@ -44,7 +45,7 @@ use crate::workqueue::Action;
 ///
 /// Writes through a [`Context`](crate::controller::Context) fail with it inside
 /// [`kube::Error::Service`]; [`Fenced::find`] tells it apart. It is counted in
-/// [`LeadershipHandle::refused_writes`] or
+/// [`LeadershipHandle::refused_writes`](crate::leader::LeadershipHandle::refused_writes) or
 /// [`ShardStats::refused_writes`](crate::shard::ShardStats::refused_writes).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("write to the API server not sent: {reason}")]
@@ -69,82 +70,59 @@ impl Fenced {
     }
 }
 
-/// Whether this replica may still act for one key.
+/// Whether this replica may still act for one key: open (a controller that runs
+/// alone), or as long as a [`Claim`] holds.
 #[derive(Clone)]
-pub(crate) enum Fence {
-    /// A controller that runs alone: always.
-    Open,
-    /// While leadership term `term` holds the lease and its drop deadline has not
-    /// passed.
-    Term {
-        /// The elector's handle.
-        leadership: LeadershipHandle,
-        /// The term the reconcile began in.
-        term: u64,
-    },
-    /// While this member's published view claims `key` and its lease cannot have
-    /// expired for the others.
-    Shard {
-        /// The member's handle.
-        shard: ShardHandle,
-        /// The key being reconciled.
-        key: ObjectKey,
-    },
-}
+pub(crate) struct Fence(Option<Arc<dyn Claim>>);
 
 impl fmt::Debug for Fence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Fence::Open => f.write_str("Open"),
-            Fence::Term { term, .. } => f.debug_struct("Term").field("term", term).finish(),
-            Fence::Shard { key, .. } => f.debug_struct("Shard").field("key", key).finish(),
+        match &self.0 {
+            None => f.write_str("Fence(open)"),
+            Some(claim) => f
+                .debug_tuple("Fence")
+                .field(&claim.describe_loss())
+                .finish(),
         }
     }
 }
 
 impl Fence {
+    /// The fence of a controller that runs alone: it always holds.
+    pub(crate) fn open() -> Self {
+        Self(None)
+    }
+
+    /// A fence that holds while `claim` does.
+    pub(crate) fn claimed(claim: impl Claim + 'static) -> Self {
+        Self(Some(Arc::new(claim)))
+    }
+
     /// Whether the fence holds now, by the clock.
     pub(crate) fn holds(&self) -> bool {
-        match self {
-            Fence::Open => true,
-            Fence::Term { leadership, term } => leadership.may_continue(*term),
-            Fence::Shard { shard, key } => shard.may_continue(key),
-        }
+        self.0.as_ref().is_none_or(|claim| claim.holds())
+    }
+
+    /// The claim behind the fence; `None` for an open one.
+    pub(crate) fn claim(&self) -> Option<Arc<dyn Claim>> {
+        self.0.clone()
     }
 
     /// Whether this fence never breaks (a controller that runs alone).
     pub(crate) fn is_open(&self) -> bool {
-        matches!(self, Fence::Open)
+        self.0.is_none()
     }
 
     /// `Ok` if a write may be sent now; else counts the refusal and says why.
     pub(crate) fn check_write(&self) -> Result<(), Fenced> {
-        if self.holds() {
-            return Ok(());
-        }
-        match self {
-            Fence::Open => {}
-            Fence::Term { leadership, .. } => leadership.count_refused_write(),
-            Fence::Shard { shard, .. } => shard.count_refused_write(),
-        }
-        Err(Fenced {
-            reason: self.reason(),
-        })
-    }
-
-    fn reason(&self) -> String {
-        match self {
-            Fence::Open => "the controller stopped".to_owned(),
-            Fence::Term { leadership, term } => format!(
-                "leadership term {term} of {} on Lease {} has ended (or may have expired for the other replicas)",
-                leadership.identity(),
-                leadership.lease_name()
-            ),
-            Fence::Shard { shard, key } => format!(
-                "shard member {}/{} may no longer reconcile {key} (the key moved, or the member's lease may have expired for the others)",
-                shard.group(),
-                shard.identity()
-            ),
+        match &self.0 {
+            Some(claim) if !claim.holds() => {
+                claim.count_refused_write();
+                Err(Fenced {
+                    reason: claim.describe_loss(),
+                })
+            }
+            _ => Ok(()),
         }
     }
 
@@ -172,10 +150,9 @@ impl Fence {
     /// Resolves once the fence no longer holds, at the latest at its drop deadline;
     /// never for an open fence.
     async fn broken(&self) {
-        match self {
-            Fence::Open => std::future::pending().await,
-            Fence::Term { leadership, term } => leadership.term_over(*term).await,
-            Fence::Shard { shard, .. } => shard.lease_lost().await,
+        match &self.0 {
+            None => std::future::pending().await,
+            Some(claim) => claim.lost().await,
         }
     }
 
@@ -202,17 +179,17 @@ impl Fence {
 
     /// Counts and logs a reconcile of `key` dropped because the fence broke.
     pub(crate) fn dropped(&self, key: &ObjectKey) {
-        match self {
-            Fence::Open => {}
-            Fence::Term { leadership, .. } => leadership.count_dropped_reconcile(),
-            Fence::Shard { shard, .. } => shard.count_dropped_reconcile(),
+        if let Some(claim) = &self.0 {
+            claim.count_dropped_reconcile();
+            tracing::warn!(%key, reason = %claim.describe_loss(), "reconcile dropped before its next step");
         }
-        tracing::warn!(%key, reason = %self.reason(), "reconcile dropped before its next step");
     }
 }
 
-/// A client whose writes (every method but GET, HEAD and OPTIONS) are sent only while
-/// `fence` holds, checked as each request is handed on; reads always go through.
+/// A client whose writes (every method but GET, HEAD and OPTIONS, and the GETs that
+/// act: `exec`, `attach`, `portforward`, `proxy`, connection upgrades) are sent only
+/// while `fence` holds, checked as each request is handed on; reads always go
+/// through.
 /// `Client::new` gives it kube's own request buffer, a task that ends with the last
 /// clone of the client.
 pub(crate) fn fenced_client(client: &kube::Client, fence: Fence) -> kube::Client {
@@ -246,13 +223,37 @@ impl tower_service::Service<http::Request<Body>> for FencedService {
         let reads = matches!(
             *request.method(),
             http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
-        );
+        ) && !connects(&request);
         if !reads && let Err(fenced) = self.fence.check_write() {
             return Box::pin(std::future::ready(Err(fenced.into_kube_error())));
         }
         let client = self.client.clone();
         Box::pin(async move { client.send(request).await })
     }
+}
+
+/// Whether `request` is a GET with side effects: a connection to a container or a
+/// proxied service (`exec`, `attach`, `portforward`, `proxy` subresources, and any
+/// request upgrading the connection), which acts as much as a write does.
+fn connects(request: &http::Request<Body>) -> bool {
+    if request.headers().contains_key(http::header::UPGRADE) {
+        return true;
+    }
+    let mut segments = request.uri().path().split('/').filter(|s| !s.is_empty());
+    let skip = match segments.next() {
+        Some("api") => 1,
+        Some("apis") => 2,
+        _ => return false,
+    };
+    let mut rest: Vec<&str> = segments.skip(skip).collect();
+    if rest.first() == Some(&"namespaces") && rest.len() > 2 {
+        rest.drain(..2);
+    }
+    // {resource}/{name}/{subresource}...
+    matches!(
+        rest.get(2),
+        Some(&("exec" | "attach" | "portforward" | "proxy"))
+    )
 }
 
 #[cfg(test)]
@@ -265,7 +266,8 @@ mod tests {
     use tokio::time::{Instant, sleep};
 
     use super::*;
-    use crate::leader::{State, leadership_tests};
+    use crate::clock::ClockSource;
+    use crate::leader::{LeadershipHandle, State, leadership_tests};
 
     const SECOND: Duration = Duration::from_secs(1);
 
@@ -276,10 +278,7 @@ mod tests {
         std::mem::forget(released);
         leadership_tests::lead(&state);
         let term = handle.leading().await.unwrap();
-        let fence = Fence::Term {
-            leadership: handle.clone(),
-            term: term.number(),
-        };
+        let fence = Fence::claimed(term.claim());
         (state, fence, handle)
     }
 
@@ -407,5 +406,95 @@ mod tests {
             "only the write before the deadline and the read were sent"
         );
         assert_eq!(handle.refused_writes(), 2);
+    }
+
+    /// A machine suspended (or a process checkpointed and restored) resumes with its
+    /// monotonic clock where it stood: the deadlines seem far. The boot-time and wall
+    /// clocks moved on, and the time they missed counts: the term is over.
+    #[tokio::test(start_paused = true)]
+    async fn a_suspended_machine_finds_its_term_over_by_the_boot_and_wall_clocks() {
+        let clocks = crate::clock::TestClocks::new();
+        let (state, handle, released) = leadership_tests::handle_with_clocks(clocks.clone());
+        std::mem::forget(released);
+        leadership_tests::lead(&state);
+        state.send_modify(|s| s.renewed_clocks = Some(clocks.read()));
+        let term = handle.leading().await.unwrap();
+        let fence = Fence::claimed(term.claim());
+        // Suspended for less than the drop deadline (3.5 s after the renewal): still
+        // the leader's.
+        clocks.suspend(3 * SECOND);
+        assert!(fence.holds());
+        // Suspended past it, with no tokio time passing at all.
+        clocks.suspend(SECOND);
+        assert!(!fence.holds(), "the missed time counts toward the deadline");
+        assert!(!term.is_leading() && !handle.is_leading());
+        assert!(fence.check_write().is_err());
+        assert_eq!(handle.refused_writes(), 1);
+        let key = ObjectKey::new(None, "a");
+        let writes = Arc::new(AtomicUsize::new(0));
+        let result = fence
+            .run(&key, read_wait_write(Duration::ZERO, Arc::clone(&writes)))
+            .await;
+        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(writes.load(Ordering::SeqCst), 0, "dropped before its write");
+        assert_eq!(handle.dropped_reconciles(), 1);
+        // A renewal reads the clocks afresh: the term would go on from there.
+        state.send_modify(|s| s.renewed_clocks = Some(clocks.read()));
+        assert!(fence.holds());
+    }
+
+    #[test]
+    fn connections_to_containers_and_proxies_are_told_from_reads() {
+        let get = |path: &str| {
+            http::Request::builder()
+                .method(http::Method::GET)
+                .uri(path)
+                .body(Body::empty())
+                .unwrap()
+        };
+        for path in [
+            "/api/v1/namespaces/default/pods/web/exec?command=sh",
+            "/api/v1/namespaces/default/pods/web/attach",
+            "/api/v1/namespaces/default/pods/web/portforward?ports=80",
+            "/api/v1/namespaces/default/pods/web/proxy/healthz",
+            "/api/v1/namespaces/default/services/web:80/proxy/",
+            "/api/v1/nodes/node-1/proxy/metrics",
+            "/apis/example.com/v1/namespaces/default/widgets/w/proxy",
+        ] {
+            assert!(connects(&get(path)), "{path}");
+        }
+        for path in [
+            "/api/v1/namespaces/default/pods/web",
+            "/api/v1/namespaces/default/pods/web/log",
+            "/api/v1/namespaces/default/configmaps/exec",
+            "/api/v1/namespaces/proxy",
+            "/api/v1/namespaces/default/pods?watch=true",
+            "/apis/apps/v1/namespaces/default/deployments/proxy/status",
+            "/version",
+        ] {
+            assert!(!connects(&get(path)), "{path}");
+        }
+        let mut upgrading = get("/api/v1/namespaces/default/pods/web");
+        upgrading
+            .headers_mut()
+            .insert(http::header::UPGRADE, "websocket".parse().unwrap());
+        assert!(connects(&upgrading));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_fenced_client_refuses_an_exec_past_the_deadline() {
+        let (_state, fence, handle) = leading().await;
+        let sent = Recording::default();
+        let client = fenced_client(&kube::Client::new(sent.clone(), "default"), fence);
+        tokio::time::advance(4 * SECOND).await;
+        let exec = http::Request::builder()
+            .method(http::Method::GET)
+            .uri("/api/v1/namespaces/default/pods/web/exec?command=rm")
+            .body(Body::empty())
+            .unwrap();
+        let refused = client.send(exec).await.unwrap_err();
+        assert!(Fenced::find(&refused).is_some(), "{refused}");
+        assert!(sent.0.lock().unwrap().is_empty(), "nothing was sent");
+        assert_eq!(handle.refused_writes(), 1);
     }
 }

@@ -1,4 +1,4 @@
-//! Running a controller's workers only while this replica leads.
+//! [`LeaderElected`]: running a controller's workers only while this replica leads.
 //!
 //! The informers run on every replica, so a standby's caches are warm when it takes
 //! over. The queue is filled on every replica too (it only holds keys, deduplicated),
@@ -18,9 +18,6 @@
 //! which no leader may have seen. (Without this, a standby in a cluster that
 //! creates and deletes objects under fresh names would keep every deleted object.)
 
-use std::fmt;
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,100 +25,121 @@ use futures::future::BoxFuture;
 use tokio::time::sleep_until;
 
 use super::fence::Fence;
-use crate::controller::primaries::Primaries;
+use super::{Replicate, Workload};
 use crate::controller::reasons::{Reason, Reasons};
+use crate::controller::reconciler::{Failure, KeyWork};
 use crate::controller::tombstones::Tombstones;
 use crate::key::ObjectKey;
 use crate::leader::{LeadershipHandle, Term};
-use crate::workqueue::{Action, Runner, WorkQueue};
+use crate::workqueue::{Action, WorkQueue};
 
 /// How many lease durations a standby remembers a deletion for: a new leader takes
 /// over within one lease duration (and a retry) of the old leader's last renewal,
 /// and the old leader stopped working at its renew deadline, before that.
 const HANDOVER_WINDOW_LEASES: u32 = 2;
 
-/// Runs `runner`'s workers during each term of `leadership` until `shutdown`
-/// completes, the elector stops, or the queue is shut down; then shuts the queue down.
-pub(crate) async fn run_while_leading<K, F, Fut, E, S>(
-    runner: Runner<ObjectKey>,
-    reconcile: F,
-    leadership: &LeadershipHandle,
-    primaries: &Primaries<K>,
-    reasons: &Arc<Reasons>,
-    controller: &str,
-    shutdown: S,
-) where
-    K: Send + Sync + 'static,
-    F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: fmt::Display + Send + 'static,
-    S: Future<Output = ()> + Send,
-{
-    let mut shutdown = pin!(shutdown);
-    let window = leadership.lease_duration() * HANDOVER_WINDOW_LEASES;
-    loop {
-        let term = tokio::select! {
-            () = stand_by(runner.queue(), &primaries.tombstones, reasons, window) => break,
-            term = leadership.leading() => match term {
-                Some(term) => Arc::new(term),
-                None => {
-                    tracing::info!(controller, "the leader elector stopped; the controller stops");
-                    break;
-                }
-            },
-            () = shutdown.as_mut() => break,
-        };
-        let queue = runner.queue();
-        if queue.is_shutting_down() {
-            break;
-        }
-        primaries.tombstones.forget_older_than(window);
-        let primaries_now = primaries.keys();
-        tracing::info!(
-            controller,
-            primaries = primaries_now.len(),
-            "leading: reconciling every cached object and recent deletion"
-        );
-        for key in primaries_now {
-            reasons.queue(queue, ObjectKey::clone(&key), Reason::TookOver);
-        }
+/// The mode of a controller that reconciles only while its replica leads an election
+/// (see [`Controller::leader_election`](crate::controller::Controller::leader_election)).
+#[derive(Debug)]
+pub struct LeaderElected {
+    leadership: LeadershipHandle,
+}
 
-        let mut shut_down = false;
-        let stop = async {
-            tokio::select! {
-                _ = term.lost() => {}
-                () = shutdown.as_mut() => shut_down = true,
-            }
-        };
-        // In-flight reconciles are dropped by their fence at the drop deadline; this
-        // is the backstop for one that ignores it (a blocking call). A controller
-        // shut down while still leading lets them finish.
-        let abandon = {
-            let term = Arc::clone(&term);
-            async move { sleep_until(term.lost().await).await }
-        };
-        runner
-            .run_until(
-                gated(
-                    reconcile.clone(),
-                    Arc::clone(&term),
-                    leadership,
-                    Arc::clone(reasons),
-                ),
-                stop,
-                abandon,
-            )
-            .await;
-        drop(term);
-        if shut_down || runner.queue().is_shutting_down() {
-            break;
-        }
-        tracing::info!(
-            controller,
-            "no longer leading: workers stopped; waiting to lead again"
-        );
+impl LeaderElected {
+    pub(crate) fn new(leadership: LeadershipHandle) -> Self {
+        Self { leadership }
     }
-    runner.queue().shutdown();
+}
+
+impl Replicate for LeaderElected {
+    #[cfg(feature = "metrics")]
+    fn observe(&self, metrics: &crate::metrics::Metrics) {
+        metrics.observe_leader_election(&self.leadership);
+    }
+
+    /// Runs the workers during each term of the election until `shutdown`
+    /// completes, the elector stops, or the queue is shut down; then shuts the queue
+    /// down.
+    async fn run_workers<'a, K: Send + Sync + 'static>(
+        &'a self,
+        workload: Workload<'a, K>,
+        shutdown: BoxFuture<'a, ()>,
+    ) {
+        let Workload {
+            runner,
+            work,
+            primaries,
+            reasons,
+            controller,
+            mut flush_events,
+        } = workload;
+        let leadership = &self.leadership;
+        let mut shutdown = shutdown;
+        let window = leadership.lease_duration() * HANDOVER_WINDOW_LEASES;
+        loop {
+            let term = tokio::select! {
+                () = stand_by(runner.queue(), &primaries.tombstones, reasons, window) => break,
+                term = leadership.leading() => match term {
+                    Some(term) => Arc::new(term),
+                    None => {
+                        tracing::info!(controller, "the leader elector stopped; the controller stops");
+                        break;
+                    }
+                },
+                () = shutdown.as_mut() => break,
+            };
+            let queue = runner.queue();
+            if queue.is_shutting_down() {
+                break;
+            }
+            primaries.tombstones.forget_older_than(window);
+            let primaries_now = primaries.keys();
+            tracing::info!(
+                controller,
+                primaries = primaries_now.len(),
+                "leading: reconciling every cached object and recent deletion"
+            );
+            for key in primaries_now {
+                reasons.queue(queue, ObjectKey::clone(&key), Reason::TookOver);
+            }
+
+            let mut shut_down = false;
+            let stop = async {
+                tokio::select! {
+                    _ = term.lost() => {}
+                    () = shutdown.as_mut() => shut_down = true,
+                }
+            };
+            // In-flight reconciles are dropped by their fence at the drop deadline;
+            // this is the backstop for one that ignores it (a blocking call). A
+            // controller shut down while still leading lets them finish.
+            let abandon = {
+                let term = Arc::clone(&term);
+                async move { sleep_until(term.lost().await).await }
+            };
+            runner
+                .run_until(
+                    gated_by_term(work.clone(), Arc::clone(&term), Arc::clone(reasons)),
+                    stop,
+                    abandon,
+                )
+                .await;
+            if shut_down && let Some(flush) = flush_events.take() {
+                // Before the term is dropped, which lets the elector release the
+                // Lease: no event of this term goes out after.
+                flush.await;
+            }
+            drop(term);
+            if shut_down || runner.queue().is_shutting_down() {
+                break;
+            }
+            tracing::info!(
+                controller,
+                "no longer leading: workers stopped; waiting to lead again"
+            );
+        }
+        runner.queue().shutdown();
+    }
 }
 
 /// While this replica follows: takes what the handlers queue off the queue
@@ -150,33 +168,23 @@ async fn stand_by<K>(
     }
 }
 
-/// `reconcile` under `term`: skipped (the key is left for the next term) once the
-/// term is over, as a worker that took a key just as the term ended must not act on
-/// it; dropped before its next step once the term can no longer hold the lease (see
+/// `work` under `term`: skipped (the key is left for the next term) once the term is
+/// over, as a worker that took a key just as the term ended must not act on it;
+/// dropped before its next step once the term can no longer hold the lease (see
 /// [`Fence`]).
-fn gated<F, Fut, E>(
-    reconcile: F,
+fn gated_by_term(
+    work: KeyWork,
     term: Arc<Term>,
-    leadership: &LeadershipHandle,
     reasons: Arc<Reasons>,
-) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
-where
-    F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: Send + 'static,
-{
-    let reconcile = Arc::new(reconcile);
-    let fence = Fence::Term {
-        leadership: leadership.clone(),
-        term: term.number(),
-    };
+) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, Failure>> + Send + Sync + 'static {
+    let fence = Fence::claimed(term.claim());
     move |key| {
         if !term.is_leading() {
             reasons.take(&key);
             return Box::pin(std::future::ready(Ok(Action::Done)));
         }
         let fence = fence.clone();
-        let reconciling = reconcile(key.clone(), fence.clone());
+        let reconciling = work(key.clone(), fence.clone());
         Box::pin(async move { fence.run(&key, reconciling).await })
     }
 }

@@ -1,50 +1,61 @@
-//! How a controller runs as several replicas, chosen by the builder and fixed by the
-//! controller's type ([`ReplicationMode`]), and how the run room drives the workers
-//! in each mode (the `leading` and `sharding` submodules).
+//! How a controller runs as several replicas.
+//!
+//! Terms, as this module and its files use them:
+//!
+//! - **mode**: how the replicas of one controller share the work: [`Single`] (every
+//!   replica works every key: run one), [`LeaderElected`] (one replica at a time),
+//!   [`Sharded`] (each replica its own share of the keys), or, for a fleet sharded by
+//!   cluster, [`ShardedByCluster`](crate::fleet::ShardedByCluster) (every key of the
+//!   clusters this replica was given). The mode is the `R` of
+//!   [`Controller<K, R>`](super::Controller), chosen by the builder, so a combination
+//!   that makes no sense does not compile. Each mode is a type in a file of its own
+//!   implementing [`Replicate`]: which caches it cuts down, what it waits for before
+//!   the informers start, and how it drives the workers.
+//! - **claim**: what entitles this replica to act for a key now (a leader's term, a
+//!   shard member's claim on a key or on a cluster); see [`crate::claim`].
+//! - **fence**: the check of a claim, by the clock, before every step of a reconcile
+//!   and every write sent through its context ([`Fence`]). A mode hands each
+//!   reconcile the fence of its claim; the fence knows no mode.
 
 mod fence;
 mod leading;
 mod sharding;
 
-use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 pub use fence::Fenced;
 pub(crate) use fence::{Fence, fenced_client};
+pub use leading::LeaderElected;
+pub use sharding::Sharded;
+pub(crate) use sharding::{Decide, gated_by_shard};
 
-use crate::controller::primaries::Primaries;
-use crate::controller::reasons::Reasons;
+use super::primary_cache::PrimaryCache;
+use super::reasons::Reasons;
+use super::reconciler::KeyWork;
 use crate::key::ObjectKey;
-use crate::leader::LeadershipHandle;
-use crate::shard::ShardHandle;
-use crate::workqueue::{Action, Runner};
+use crate::reflector::KeyFilter;
+use crate::workqueue::Runner;
 
 /// The mode of a controller that runs alone: every replica reconciles every key (run
 /// one replica). The default of [`Controller`](super::Controller).
 #[derive(Debug)]
-pub enum Single {}
+pub struct Single(());
 
-/// The mode of a controller that reconciles only while its replica leads an election
-/// (see [`Controller::leader_election`](super::Controller::leader_election)).
-#[derive(Debug)]
-pub enum LeaderElected {}
-
-/// The mode of a controller whose replicas share the keys, each reconciling its own
-/// shard (see [`Controller::sharded`](super::Controller::sharded)).
-#[derive(Debug)]
-pub enum Sharded {}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::Single {}
-    impl Sealed for super::LeaderElected {}
-    impl Sealed for super::Sharded {}
+impl Single {
+    pub(crate) fn new() -> Self {
+        Self(())
+    }
 }
 
 /// A controller's replication mode, the `R` of [`Controller<K, R>`](super::Controller):
-/// alone ([`Single`]), one replica at a time ([`LeaderElected`]), or each replica on
-/// its own shard of the keys ([`Sharded`]). Sealed: the three are all there is.
+/// alone ([`Single`]), one replica at a time ([`LeaderElected`]), each replica on
+/// its own shard of the keys ([`Sharded`]), or a fleet member's controller working
+/// the clusters a shard gives this replica
+/// ([`ShardedByCluster`](crate::fleet::ShardedByCluster)). Sealed: these are all
+/// there is.
 ///
 /// The builder chooses it: [`Controller::new`](super::Controller::new) is [`Single`],
 /// [`leader_election`](super::Controller::leader_election) turns it into
@@ -63,87 +74,76 @@ mod sealed {
 /// let controller = Controller::<ConfigMap>::sharded(factory, shard).leader_election(leadership);
 /// # }
 /// ```
-pub trait ReplicationMode: sealed::Sealed + Send + 'static {}
-impl ReplicationMode for Single {}
-impl ReplicationMode for LeaderElected {}
-impl ReplicationMode for Sharded {}
+// The bound is the crate's own trait on purpose: it seals the modes.
+#[allow(private_bounds)]
+pub trait ReplicationMode: Replicate {}
 
-/// The mode with what it runs on, as the run room needs it.
-#[derive(Clone)]
-pub(crate) enum Replication {
-    /// Alone.
-    Single,
-    /// While leading the election this handle belongs to.
-    LeaderElected(LeadershipHandle),
-    /// On the shard this member is given.
-    Sharded(ShardHandle),
-    /// Every key of one fleet cluster, while the shard gives this member the cluster
-    /// (`cluster` is the key the shard decides by).
-    ClusterOfShard {
-        /// The member's handle.
-        shard: ShardHandle,
-        /// The cluster, as a key of the shard.
-        cluster: ObjectKey,
-    },
-}
+impl<R: Replicate> ReplicationMode for R {}
 
-impl Replication {
-    /// The shard, for a sharded controller.
-    pub(crate) fn shard(&self) -> Option<&ShardHandle> {
-        match self {
-            Replication::Sharded(shard) => Some(shard),
-            _ => None,
-        }
+/// What a mode does; see the [module docs](self). A new mode is a type implementing
+/// this, in a file of its own.
+pub(crate) trait Replicate: Send + Sync + 'static {
+    /// The filter that cuts this replica's primary cache down to its share, with a
+    /// name for the filtered informer (the owned caches keep the children of the
+    /// primaries it keeps); `None` for a mode whose caches are whole.
+    fn cache_filter(&self) -> Option<CacheFilter> {
+        None
     }
 
-    /// Runs `runner`'s workers on `reconcile` (given each key with its [`Fence`]) as
-    /// the mode says, until `shutdown`
-    /// completes (or the elector or shard member stops); then shuts the queue down.
-    ///
-    /// A key taken and not reconciled here (not this replica's) has its queueing
-    /// reason forgotten; one taken over is queued as such.
-    pub(crate) async fn run_workers<K, F, Fut, E, S>(
-        &self,
-        runner: Runner<ObjectKey>,
-        reconcile: F,
-        primaries: &Primaries<K>,
-        reasons: &Arc<Reasons>,
-        controller: &str,
-        shutdown: S,
-    ) where
-        K: Send + Sync + 'static,
-        F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: fmt::Display + Send + 'static,
-        S: Future<Output = ()> + Send,
-    {
-        match self {
-            Replication::Single => {
-                runner
-                    .run(move |key| reconcile(key, Fence::Open), shutdown)
-                    .await;
-            }
-            Replication::LeaderElected(leadership) => {
-                leading::run_while_leading(
-                    runner, reconcile, leadership, primaries, reasons, controller, shutdown,
-                )
-                .await;
-            }
-            Replication::Sharded(shard) => {
-                sharding::run_sharded(
-                    runner, reconcile, shard, primaries, reasons, controller, shutdown,
-                )
-                .await;
-            }
-            Replication::ClusterOfShard { shard, cluster } => {
-                let gated = sharding::gated(
-                    reconcile,
-                    shard.clone(),
-                    Arc::clone(reasons),
-                    Some(cluster.clone()),
-                );
-                runner.run(gated, shutdown).await;
-            }
-        }
+    /// Resolves once the controller may start its informers (for a sharded one: once
+    /// its share is known, so that its first list is of its share).
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    /// Reports the mode's coordination (an election, a shard member) to `metrics`.
+    #[cfg(feature = "metrics")]
+    fn observe(&self, _metrics: &crate::metrics::Metrics) {}
+
+    /// Runs the workers of `workload` as the mode says until `shutdown` completes (or
+    /// what grants the claims stops); then shuts the queue down.
+    fn run_workers<'a, K: Send + Sync + 'static>(
+        &'a self,
+        workload: Workload<'a, K>,
+        shutdown: BoxFuture<'a, ()>,
+    ) -> impl Future<Output = ()> + Send + 'a;
+}
+
+/// A mode's filter of the primary cache, named for the filtered informer.
+pub(crate) struct CacheFilter {
+    /// Keeps the keys of this replica's share.
+    pub(crate) filter: Arc<dyn KeyFilter>,
+    /// What the share is, e.g. `shard {group}/{identity}`.
+    pub(crate) name: String,
+}
+
+/// What a mode's workers work on: the runner (its queue and workers), the reconcile of
+/// one key under a fence, and what a mode needs to queue keys as they become this
+/// replica's.
+pub(crate) struct Workload<'a, K> {
+    pub(crate) runner: Runner<ObjectKey>,
+    pub(crate) work: KeyWork,
+    pub(crate) primaries: &'a PrimaryCache<K>,
+    pub(crate) reasons: &'a Arc<Reasons>,
+    /// The controller's name, for logs.
+    pub(crate) controller: &'a str,
+    /// Writes the controller's own recorder's pending events; a mode awaits it before
+    /// it lets its grantor release the claim on shutdown (a term's Lease, a shard
+    /// member's), so that no event goes out after. `None` when the recorder is the
+    /// user's (it is left running).
+    pub(crate) flush_events: Option<BoxFuture<'a, ()>>,
+}
+
+impl Replicate for Single {
+    async fn run_workers<'a, K: Send + Sync + 'static>(
+        &'a self,
+        workload: Workload<'a, K>,
+        shutdown: BoxFuture<'a, ()>,
+    ) {
+        let work = workload.work;
+        workload
+            .runner
+            .run(move |key| work(key, Fence::open()), shutdown)
+            .await;
     }
 }

@@ -1,4 +1,4 @@
-//! Running a controller's workers on this replica's shard of the keys.
+//! [`Sharded`]: running a controller's workers on this replica's shard of the keys.
 //!
 //! Every replica runs the controller; its primary cache holds only its shard, its
 //! owned caches only the children of that shard (see
@@ -15,66 +15,118 @@
 //! hand-off timeout passed, or before its next step once this member's lease could
 //! have expired for the others (checked against the clock: see [`Fence`]).
 
-use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use super::fence::Fence;
-use crate::controller::primaries::Primaries;
+use super::{CacheFilter, Replicate, Workload};
+use crate::claim::Claim;
+use crate::controller::primary_cache::PrimaryCache;
 use crate::controller::reasons::{Reason, Reasons};
+use crate::controller::reconciler::{Failure, KeyWork};
 use crate::key::ObjectKey;
 use crate::shard::ShardHandle;
-use crate::workqueue::{Action, Runner};
+use crate::workqueue::{Action, WorkQueue};
 
-/// Runs `runner`'s workers on the keys `shard` gives this replica until `shutdown`
-/// completes or the member stops; then shuts the queue down.
-pub(crate) async fn run_sharded<K, F, Fut, E, S>(
-    runner: Runner<ObjectKey>,
-    reconcile: F,
-    shard: &ShardHandle,
-    primaries: &Primaries<K>,
-    reasons: &Arc<Reasons>,
-    controller: &str,
-    shutdown: S,
-) where
-    K: Send + Sync + 'static,
-    F: Fn(ObjectKey, Fence) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: fmt::Display + Send + 'static,
-    S: Future<Output = ()> + Send,
-{
-    let queue = runner.queue().clone();
-    let stopped = {
-        let mut shard = shard.clone();
-        async move {
-            while !shard.is_stopped() {
-                if !shard.changed().await {
-                    break;
-                }
-            }
-            tracing::info!(controller, "the shard member stopped; the controller stops");
+/// The mode of a controller whose replicas share the keys, each reconciling its own
+/// shard (see [`Controller::sharded`](crate::controller::Controller::sharded)).
+#[derive(Debug)]
+pub struct Sharded {
+    shard: ShardHandle,
+}
+
+impl Sharded {
+    pub(crate) fn new(shard: &ShardHandle) -> Self {
+        Self {
+            shard: shard.clone(),
         }
-    };
-    let stop = async {
-        tokio::select! {
-            () = shutdown => {}
-            () = stopped => {}
-        }
-    };
-    let requeue =
-        queue_keys_as_they_become_ours(shard.clone(), primaries, &queue, reasons, controller);
-    let run = runner.run(
-        gated(reconcile, shard.clone(), Arc::clone(reasons), None),
-        stop,
-    );
-    tokio::select! {
-        () = run => {}
-        () = requeue => {}
     }
-    queue.shutdown();
+}
+
+impl Replicate for Sharded {
+    fn cache_filter(&self) -> Option<CacheFilter> {
+        Some(CacheFilter {
+            filter: Arc::new(self.shard.clone()),
+            name: format!("shard {}/{}", self.shard.group(), self.shard.identity()),
+        })
+    }
+
+    /// The primary and owned caches keep this member's shard, unknown until the
+    /// member's first read of the group: listing before would read the whole
+    /// collection to keep none of it, and load the server while replicas started
+    /// together are still creating their Leases.
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shard.read_once())
+    }
+
+    #[cfg(feature = "metrics")]
+    fn observe(&self, metrics: &crate::metrics::Metrics) {
+        metrics.observe_shard(&self.shard);
+    }
+
+    /// Runs the workers on the keys the shard gives this replica until `shutdown`
+    /// completes or the member stops; then shuts the queue down.
+    async fn run_workers<'a, K: Send + Sync + 'static>(
+        &'a self,
+        workload: Workload<'a, K>,
+        shutdown: BoxFuture<'a, ()>,
+    ) {
+        let Workload {
+            runner,
+            work,
+            primaries,
+            reasons,
+            controller,
+            flush_events,
+        } = workload;
+        let shard = &self.shard;
+        // The member waits for this (up to its hand-off timeout) before it deletes its
+        // Lease on shutdown: the events are flushed first.
+        let release = shard.hold_release();
+        let queue = runner.queue().clone();
+        let stopped = {
+            let mut shard = shard.clone();
+            async move {
+                while !shard.is_stopped() {
+                    if !shard.changed().await {
+                        break;
+                    }
+                }
+                tracing::info!(controller, "the shard member stopped; the controller stops");
+            }
+        };
+        let stop = async {
+            tokio::select! {
+                () = shutdown => {}
+                () = stopped => {}
+            }
+        };
+        let requeue =
+            queue_keys_as_they_become_ours(shard.clone(), primaries, &queue, reasons, controller);
+        let decide: Decide = {
+            let shard = shard.clone();
+            let uid_of = primaries.uid_of();
+            Arc::new(move |key: &ObjectKey| {
+                let hash = shard.hash_of_key(key, || uid_of(key))?;
+                Some((key.clone(), hash))
+            })
+        };
+        let run = runner.run(
+            gated_by_shard(work, shard.clone(), Arc::clone(reasons), decide),
+            stop,
+        );
+        tokio::select! {
+            () = run => {}
+            () = requeue => {}
+        }
+        queue.shutdown();
+        if let Some(flush) = flush_events {
+            flush.await;
+        }
+        drop(release);
+    }
 }
 
 /// Queues every cached primary that this member may now reconcile and could not at
@@ -82,14 +134,17 @@ pub(crate) async fn run_sharded<K, F, Fut, E, S>(
 /// gone.
 async fn queue_keys_as_they_become_ours<K>(
     mut shard: ShardHandle,
-    primaries: &Primaries<K>,
-    queue: &crate::workqueue::WorkQueue<ObjectKey>,
+    primaries: &PrimaryCache<K>,
+    queue: &WorkQueue<ObjectKey>,
     reasons: &Reasons,
     controller: &str,
 ) where
     K: Send + Sync + 'static,
 {
     let mut before = shard.assignment();
+    let uid_of = primaries.uid_of();
+    let hash_by = shard.clone();
+    let hash_of = |key: &ObjectKey| hash_by.hash_of_key(key, || uid_of(key));
     loop {
         if !shard.changed().await {
             return std::future::pending().await;
@@ -98,19 +153,26 @@ async fn queue_keys_as_they_become_ours<K>(
         let now = Instant::now();
         // A lapse (no renewal within the renew deadline) made every key unworkable
         // for a while: whatever is ours now is queued again.
-        let lapsed = now >= before.renew_deadline || !before.active;
+        let lapsed = before.lapsed_by(now);
         if !lapsed && now_assigned.same_keys_as(&before) {
             // A renewal: only the deadlines moved.
             before = now_assigned;
             continue;
         }
-        primaries
-            .tombstones
-            .retain_keys(|key| now_assigned.keeps(crate::shard::key_hash_of(key)));
+        // Decided outside the tombstones' lock: by uid, a key's hash is read from its
+        // tombstone.
+        for key in primaries.tombstones.keys() {
+            if !hash_of(&key).is_some_and(|hash| now_assigned.in_shard(hash)) {
+                primaries.tombstones.take(&key);
+            }
+        }
         let mut queued = 0usize;
         for key in primaries.keys() {
-            let hash = crate::shard::key_hash_of(&key);
-            if now_assigned.may_work(hash, now) && (lapsed || !before.may_work(hash, now)) {
+            let Some(hash) = hash_of(&key) else {
+                continue;
+            };
+            if now_assigned.may_reconcile(hash, now) && (lapsed || !before.may_reconcile(hash, now))
+            {
                 reasons.queue(queue, ObjectKey::clone(&key), Reason::TookOver);
                 queued += 1;
             }
@@ -122,48 +184,47 @@ async fn queue_keys_as_they_become_ours<K>(
     }
 }
 
-/// `reconcile`, for keys this member may reconcile now; dropped before its next step
-/// when the member asks (hand-off timeout), or once the key is no longer claimed by
-/// this member or its lease could have expired for the others (see [`Fence`]).
-///
-/// The shard decides by `scope` when given (a fleet cluster's key: every key of the
-/// cluster goes with it), else by each reconciled key.
-pub(super) fn gated<F, Fut, E>(
-    reconcile: F,
+/// What the shard decides a reconciled key by: the key it records as running and
+/// claims (the key itself, or a fleet cluster's key: every key of the cluster goes
+/// with it) and that key's hash; `None` when nothing says whose the key is (by uid,
+/// a key whose object this member has not seen).
+pub(crate) type Decide = Arc<dyn Fn(&ObjectKey) -> Option<(ObjectKey, u64)> + Send + Sync>;
+
+/// `work`, for keys this member may reconcile now; dropped before its next step when
+/// the member asks (hand-off timeout), or once the key is no longer claimed by this
+/// member or its lease could have expired for the others (see [`Fence`]).
+pub(crate) fn gated_by_shard(
+    work: KeyWork,
     shard: ShardHandle,
     reasons: Arc<Reasons>,
-    scope: Option<ObjectKey>,
-) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, E>> + Send + Sync + 'static
-where
-    F: Fn(ObjectKey, Fence) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: Send + 'static,
-{
-    let reconcile = Arc::new(reconcile);
+    decide: Decide,
+) -> impl Fn(ObjectKey) -> BoxFuture<'static, Result<Action, Failure>> + Send + Sync + 'static {
     move |key: ObjectKey| {
         let shard = shard.clone();
-        let reconcile = Arc::clone(&reconcile);
+        let work = Arc::clone(&work);
         let reasons = Arc::clone(&reasons);
-        let decides = scope.clone().unwrap_or_else(|| key.clone());
+        let decided = decide(&key);
         Box::pin(async move {
-            // Recorded as running before the check, so a hand-off that starts now
-            // either sees it running or is seen by the check.
-            let mut running = shard.enter(&decides);
-            if !shard.may_reconcile(&decides) {
+            let Some((decides, hash)) = decided else {
+                tracing::debug!(%key, "not reconciled: no object says whose key it is");
                 reasons.take(&key);
                 return Ok(Action::Done);
-            }
-            let fence = Fence::Shard {
-                shard: shard.clone(),
-                key: decides,
             };
-            let reconciling = fence.run(&key, reconcile(key.clone(), fence.clone()));
+            // Recorded as running before the check, so a hand-off that starts now
+            // either sees it running or is seen by the check.
+            let mut running = shard.enter(&decides, hash);
+            let Some(claim) = shard.claim(&decides, hash) else {
+                reasons.take(&key);
+                return Ok(Action::Done);
+            };
+            let fence = Fence::claimed(claim.clone());
+            let reconciling = fence.run(&key, work(key.clone(), fence.clone()));
             tokio::select! {
                 // The member's word first: a process resuming from a pause may find
                 // everything ready at once.
                 biased;
                 () = running.dropped() => {
-                    shard.count_dropped_reconcile();
+                    claim.count_dropped_reconcile();
                     tracing::warn!(%key, "reconcile dropped: the key moved to another member");
                     Ok(Action::Done)
                 }

@@ -21,6 +21,7 @@ use super::spam_filter::{SpamFilter, SpamKey};
 use super::spec::{EventSpec, Reporter};
 use super::stats::{Counters, RecorderStats, bump};
 use super::writer::Writer;
+use crate::claim::Claim;
 use crate::lock::MutexExt;
 
 /// What [`Recorder::publish`] did with an event. Publishing is best effort: a caller
@@ -49,6 +50,9 @@ pub enum Published {
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<Inner>,
+    /// The claim this handle publishes under (a controller's reconcile): events are
+    /// recorded, and written, only while it holds.
+    claim: Option<Arc<dyn Claim>>,
 }
 
 /// The handles' side; dropped with the last handle, which closes the writer's queue.
@@ -104,6 +108,7 @@ impl Recorder {
                 closing,
                 task: tokio::sync::Mutex::new(Some(task)),
             }),
+            claim: None,
         }
     }
 
@@ -122,6 +127,15 @@ impl Recorder {
         bump(&shared.stats.published);
         if *self.inner.closing.borrow() {
             return self.after_shutdown();
+        }
+        if let Some(claim) = &self.claim
+            && !claim.holds()
+        {
+            claim.count_refused_write();
+            bump(&shared.stats.fenced);
+            return Published::Dropped(EventError::Fenced {
+                reason: claim.describe_loss(),
+            });
         }
         let spec = match validate(&shared.reporter, regarding, spec) {
             Ok(spec) => spec,
@@ -151,7 +165,10 @@ impl Recorder {
         let wall = Timestamp::now();
         let cluster_namespace = &shared.config.cluster_scoped_namespace;
         let make = || make_event(&shared.reporter, regarding, spec, wall, cluster_namespace);
-        let (id, new) = match state.series.observe(key, now, wall, make) {
+        let (id, new) = match state
+            .series
+            .observe(key, now, wall, self.claim.clone(), make)
+        {
             Observed::Folded => {
                 bump(&shared.stats.folded);
                 return Published::Folded;
@@ -185,6 +202,17 @@ impl Recorder {
                 Published::Dropped(EventError::QueueFull { capacity })
             }
             Err(mpsc::error::TrySendError::Closed(_)) => self.after_shutdown(),
+        }
+    }
+
+    /// This recorder, publishing under `claim`: an event is recorded only while the
+    /// claim holds, and the writer sends it (and the series counts it adds to) only
+    /// while it still holds; otherwise it is dropped and counted
+    /// ([`RecorderStats::fenced`]).
+    pub(crate) fn claimed(&self, claim: Arc<dyn Claim>) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            claim: Some(claim),
         }
     }
 

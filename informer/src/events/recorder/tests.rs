@@ -157,3 +157,71 @@ async fn dropping_every_handle_ends_the_writer() {
     .expect("the writer ended");
     assert!(shared.state.locked().closed);
 }
+
+/// A client that records the requests it was asked to send and answers 201 with an
+/// empty body (the writer then fails to decode it and gives the write up: what
+/// matters here is whether a request went out).
+fn recording_client() -> (Client, Arc<Mutex<Vec<String>>>) {
+    #[derive(Clone)]
+    struct Recording(Arc<Mutex<Vec<String>>>);
+    impl tower_service::Service<http::Request<kube::client::Body>> for Recording {
+        type Response = http::Response<kube::client::Body>;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+        fn poll_ready(
+            &mut self,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), Self::Error>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} {}", request.method(), request.uri().path()));
+            let response = http::Response::builder()
+                .status(201)
+                .body(kube::client::Body::empty())
+                .unwrap();
+            std::future::ready(Ok(response))
+        }
+    }
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    (Client::new(Recording(Arc::clone(&sent)), "ns"), sent)
+}
+
+/// An event recorded while its publisher's claim held, whose claim ended before the
+/// writer got to it (a term that ended with events queued, a shutdown flushing after
+/// the Lease went), is not sent: dropped and counted, on the recorder and the claim.
+#[tokio::test]
+async fn an_event_whose_claim_ended_before_it_was_written_is_not_sent() {
+    let (client, sent) = recording_client();
+    let reporter = Reporter::with_instance("test-controller", "test-1");
+    let recorder = Recorder::with_config(client, reporter, config());
+    let claim = Arc::new(crate::claim::TestClaim::default());
+    let claimed = recorder.claimed(Arc::clone(&claim) as Arc<dyn Claim>);
+    // The writer task has not run yet (one thread): the events wait in its queue.
+    assert!(matches!(
+        claimed.publish(&object("web"), EventSpec::normal("Synced", "Sync")),
+        Published::New
+    ));
+    assert!(matches!(
+        recorder.publish(&object("db"), EventSpec::normal("Synced", "Sync")),
+        Published::New
+    ));
+    claim.lost.store(true, Ordering::SeqCst);
+    // Refused at once while the claim is lost.
+    assert!(matches!(
+        claimed.publish(&object("web"), EventSpec::normal("Again", "Sync")),
+        Published::Dropped(EventError::Fenced { .. })
+    ));
+    recorder.shutdown().await;
+    assert_eq!(
+        *sent.lock().unwrap(),
+        ["POST /apis/events.k8s.io/v1/namespaces/ns/events"],
+        "only the unclaimed event went out"
+    );
+    let stats = recorder.stats();
+    assert_eq!(stats.fenced, 2, "{stats:?}");
+    assert_eq!(claim.refused.load(Ordering::SeqCst), 2);
+}

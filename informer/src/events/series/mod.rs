@@ -16,6 +16,7 @@
 //! its last count is written.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -25,6 +26,7 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::spec::{EventSpec, EventType};
+use crate::claim::Claim;
 
 /// Every field of an `ObjectReference`, hashable.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -124,6 +126,9 @@ pub(super) struct Pending {
     pub(super) write: Write,
     /// The count the server has once it succeeds.
     pub(super) count: i32,
+    /// The claim the Event's last occurrence was published under: the write is sent
+    /// only while it holds.
+    pub(super) claim: Option<Arc<dyn Claim>>,
 }
 
 /// One cached Event.
@@ -143,6 +148,8 @@ struct Entry {
     busy: bool,
     /// The index maps the Event's key here (false once retired).
     current: bool,
+    /// The claim its last occurrence was published under, if any.
+    claim: Option<Arc<dyn Claim>>,
 }
 
 impl Entry {
@@ -175,13 +182,14 @@ impl SeriesCache {
         }
     }
 
-    /// Records one event with `key`, observed at `now` (`wall` on the wall clock);
-    /// `make` builds its Event when it starts a new one.
+    /// Records one event with `key`, observed at `now` (`wall` on the wall clock)
+    /// and published under `claim`; `make` builds its Event when it starts a new one.
     pub(super) fn observe(
         &mut self,
         key: EventKey,
         now: Instant,
         wall: Timestamp,
+        claim: Option<Arc<dyn Claim>>,
         make: impl FnOnce() -> Event,
     ) -> Observed {
         if let Some(&id) = self.index.get(&key) {
@@ -190,6 +198,7 @@ impl SeriesCache {
                 .get_mut(&id)
                 .expect("the index points at entries");
             if now.saturating_duration_since(entry.last_seen) <= self.window {
+                entry.claim = claim;
                 entry.count += 1;
                 entry.last_seen = now;
                 entry.last_observed = MicroTime(wall);
@@ -222,6 +231,7 @@ impl SeriesCache {
             written: 0,
             busy: true,
             current,
+            claim,
         };
         self.entries.insert(id, entry);
         Observed::New(id)
@@ -254,6 +264,7 @@ impl SeriesCache {
         Some(Pending {
             write,
             count: entry.count,
+            claim: entry.claim.clone(),
         })
     }
 

@@ -33,7 +33,7 @@ fn event(name: &str) -> Event {
 }
 
 fn observe(cache: &mut SeriesCache, key: &EventKey, name: &str) -> Observed {
-    cache.observe(key.clone(), Instant::now(), Timestamp::now(), || {
+    cache.observe(key.clone(), Instant::now(), Timestamp::now(), None, || {
         event(name)
     })
 }

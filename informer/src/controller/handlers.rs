@@ -1,6 +1,8 @@
-//! Wires: the controller's event handlers, registered when it runs and removed when
-//! it stops. Each maps an informer's events to keys of the primary type on the
-//! controller's queue, and tells read-your-writes waiters that a cache changed.
+//! The controller's event handlers: described by the builder ([`PendingHandler`]),
+//! registered when the controller runs and removed when it stops
+//! ([`HandlerRegistrations`]). Each maps an informer's events to keys of the primary
+//! type on the controller's queue ([`HandlerOutputs`]), and tells read-your-writes
+//! waiters that a cache changed.
 
 use std::sync::Arc;
 
@@ -8,15 +10,15 @@ use kube::Resource;
 use tokio::sync::Notify;
 
 use super::predicate::Predicate;
-use super::reasons::{Happened, Reason, Reasons};
+use super::reasons::{Reason, Reasons, Sighting};
 use crate::fifo::DeletedObject;
 use crate::key::{ObjectKey, short_type_name};
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
 use crate::workqueue::WorkQueue;
 
-/// What a wire needs to connect an informer: the queue, and the signal that a cache
-/// changed (read-your-writes waits on it).
-pub(crate) struct Wiring {
+/// What the handlers feed: the queue, why each key was queued, and the signal that a
+/// cache changed (read-your-writes waits on it).
+pub(crate) struct HandlerOutputs {
     pub(crate) queue: WorkQueue<ObjectKey>,
     pub(crate) cache_changed: Arc<Notify>,
     /// Why each queued key was queued, for its reconcile's span and its priority.
@@ -31,56 +33,57 @@ pub(crate) enum Relation {
     Primary,
     /// A type the primary owns.
     Owned,
-    /// A type the controller watches (or reads).
+    /// A type the controller watches.
     Watched,
+    /// A type the controller only reads: its changes queue no key.
+    Read,
 }
 
 impl Relation {
-    fn reason<C: Resource>(self, changed: &C, happened: Happened) -> Reason {
-        match self {
-            Relation::Primary => Reason::Primary(happened),
-            Relation::Owned | Relation::Watched => Reason::Related {
-                relation: if self == Relation::Owned {
-                    "owned"
-                } else {
-                    "watched"
-                },
-                kind: short_type_name::<C>(),
-                key: ObjectKey::of(changed),
-                happened,
-            },
+    fn reason<C: Resource>(self, changed: &C, sighting: Sighting) -> Reason {
+        let relation = match self {
+            Relation::Primary => return Reason::Primary(sighting),
+            Relation::Owned => "owned",
+            Relation::Watched => "watched",
+            Relation::Read => "read",
+        };
+        Reason::Related {
+            relation,
+            kind: short_type_name::<C>(),
+            key: ObjectKey::of(changed),
+            sighting,
         }
     }
 }
 
 /// Registers a handler when the controller runs; the returned closure removes it. On
 /// failure, names the informer's type.
-pub(crate) type Wire =
-    Box<dyn FnOnce(&Wiring) -> Result<Unwire, (&'static str, InformerError)> + Send>;
+pub(crate) type PendingHandler =
+    Box<dyn FnOnce(&HandlerOutputs) -> Result<RemoveHandler, (&'static str, InformerError)> + Send>;
 
-/// Removes one wire's handler.
-pub(crate) type Unwire = Box<dyn FnOnce() + Send>;
+/// Removes one registered handler.
+pub(crate) type RemoveHandler = Box<dyn FnOnce() + Send>;
 
 /// Removes the controller's handlers when dropped (`run` returned or was dropped).
 #[derive(Default)]
-pub(crate) struct Unwires(Vec<Unwire>);
+pub(crate) struct HandlerRegistrations(Vec<RemoveHandler>);
 
-impl Unwires {
-    /// Connects `wire`, to be removed when this is dropped.
-    pub(crate) fn connect(
+impl HandlerRegistrations {
+    /// Registers `handler`, to be removed when this is dropped.
+    pub(crate) fn register(
         &mut self,
-        wire: Wire,
-        wiring: &Wiring,
+        handler: PendingHandler,
+        outputs: &HandlerOutputs,
     ) -> Result<(), (&'static str, InformerError)> {
-        self.0.push(wire(wiring)?);
+        self.0.push(handler(outputs)?);
         Ok(())
     }
 }
 
-impl Drop for Unwires {
+impl Drop for HandlerRegistrations {
     fn drop(&mut self) {
-        for unwire in self.0.drain(..) {
-            unwire();
+        for remove in self.0.drain(..) {
+            remove();
         }
     }
 }
@@ -91,29 +94,29 @@ impl Drop for Unwires {
 /// (adds and deletions always queue). `on_gone` sees a deleted object before its keys
 /// are queued. Keys of the initial list and of unchanged objects delivered again
 /// (resyncs, relists) are backlog, queued behind real changes.
-pub(crate) fn mapping_wire<C, M, I>(
+pub(crate) fn mapping_handler<C, M, I>(
     informer: &SharedIndexInformer<C>,
     relation: Relation,
     predicate: Option<Predicate<C>>,
     map: M,
     on_gone: impl Fn(&Arc<C>) + Send + 'static,
-) -> Wire
+) -> PendingHandler
 where
     C: Resource + Send + Sync + 'static,
     M: Fn(&C) -> I + Send + Sync + 'static,
     I: IntoIterator<Item = ObjectKey>,
 {
     let informer = informer.clone();
-    Box::new(move |wiring: &Wiring| {
-        let changed = Arc::clone(&wiring.cache_changed);
+    Box::new(move |outputs: &HandlerOutputs| {
+        let changed = Arc::clone(&outputs.cache_changed);
         let enqueue = {
-            let queue = wiring.queue.clone();
-            let reasons = Arc::clone(&wiring.reasons);
+            let queue = outputs.queue.clone();
+            let reasons = Arc::clone(&outputs.reasons);
             let changed = Arc::clone(&changed);
             // Each key once per event: queued twice (an update whose old and new
             // state map to the same key), a key a worker took in between would be
             // reconciled twice for one change.
-            move |states: &[&C], happened: Happened| {
+            move |states: &[&C], sighting: Sighting| {
                 let mut keys: Vec<ObjectKey> = Vec::new();
                 for key in states.iter().flat_map(|state| map(state)) {
                     if !keys.contains(&key) {
@@ -121,7 +124,7 @@ where
                     }
                 }
                 if let Some(last) = states.last() {
-                    let reason = relation.reason(*last, happened);
+                    let reason = relation.reason(*last, sighting);
                     for key in keys {
                         reasons.queue(&queue, key, reason.clone());
                     }
@@ -136,12 +139,12 @@ where
             .add_event_handler_on_runtime(
                 ResourceEventHandlerFns::new()
                     .on_add(move |object: &Arc<C>, initial: bool| {
-                        let happened = if initial {
-                            Happened::Listed
+                        let sighting = if initial {
+                            Sighting::Listed
                         } else {
-                            Happened::Changed
+                            Sighting::Changed
                         };
-                        on_add(&[object], happened);
+                        on_add(&[object], sighting);
                     })
                     .on_update(move |old: &Arc<C>, new: &Arc<C>| {
                         match &predicate {
@@ -153,22 +156,22 @@ where
                             _ => {
                                 let unchanged = old.meta().resource_version.is_some()
                                     && old.meta().resource_version == new.meta().resource_version;
-                                let happened = if unchanged {
-                                    Happened::Resynced
+                                let sighting = if unchanged {
+                                    Sighting::Resynced
                                 } else {
-                                    Happened::Changed
+                                    Sighting::Changed
                                 };
-                                on_update(&[old, new], happened);
+                                on_update(&[old, new], sighting);
                             }
                         }
                     })
                     .on_delete(move |gone: DeletedObject<C>| {
                         on_gone(gone.object());
-                        on_delete(&[gone.object()], Happened::Changed);
+                        on_delete(&[gone.object()], Sighting::Changed);
                     }),
             )
             .map_err(|error| (short_type_name::<C>(), error))?;
-        Ok(Box::new(move || registration.remove()) as Unwire)
+        Ok(Box::new(move || registration.remove()) as RemoveHandler)
     })
 }
 
@@ -185,10 +188,10 @@ mod tests {
     use crate::test_support::{config_map, spawn_run};
     use crate::workqueue::Priority;
 
-    /// The keys the wire queued so far, in the order the queue hands them out, each
+    /// The keys the handler queued so far, in the order the queue hands them out, each
     /// with its reason.
-    async fn drain(wiring: &Wiring) -> Vec<(String, String)> {
-        drain_with_priority(wiring)
+    async fn drain(outputs: &HandlerOutputs) -> Vec<(String, String)> {
+        drain_with_priority(outputs)
             .await
             .into_iter()
             .map(|(key, reason, _)| (key, reason))
@@ -196,12 +199,12 @@ mod tests {
     }
 
     /// [`drain`], with the priority each key was queued at.
-    async fn drain_with_priority(wiring: &Wiring) -> Vec<(String, String, Priority)> {
+    async fn drain_with_priority(outputs: &HandlerOutputs) -> Vec<(String, String, Priority)> {
         let mut taken = Vec::new();
-        while !wiring.queue.is_empty() {
-            let (key, priority) = wiring.queue.get_with_priority().await.expect("open");
-            let reason = reasons_describe(&wiring.reasons, &key);
-            wiring.queue.done(&key);
+        while !outputs.queue.is_empty() {
+            let (key, priority) = outputs.queue.get_with_priority().await.expect("open");
+            let reason = reasons_describe(&outputs.reasons, &key);
+            outputs.queue.done(&key);
             taken.push((key.to_string(), reason, priority));
         }
         taken
@@ -211,12 +214,16 @@ mod tests {
         crate::controller::reasons::describe(reasons.take(key).as_ref())
     }
 
-    /// An informer on `source` with a wire (as `relation`) that accepts only label
+    /// An informer on `source` with a handler (as `relation`) that accepts only label
     /// changes.
     async fn wired(
         source: &FakeSource<ConfigMap>,
         relation: Relation,
-    ) -> (Wiring, Unwires, SharedIndexInformer<ConfigMap>) {
+    ) -> (
+        HandlerOutputs,
+        HandlerRegistrations,
+        SharedIndexInformer<ConfigMap>,
+    ) {
         wired_with(
             source,
             relation,
@@ -226,34 +233,38 @@ mod tests {
         .await
     }
 
-    /// An informer on `source` made with `options`, with a wire (as `relation`) that
+    /// An informer on `source` made with `options`, with a handler (as `relation`) that
     /// accepts the updates `predicate` does (all without one).
     async fn wired_with(
         source: &FakeSource<ConfigMap>,
         relation: Relation,
         predicate: Option<Predicate<ConfigMap>>,
         options: InformerOptions<ConfigMap>,
-    ) -> (Wiring, Unwires, SharedIndexInformer<ConfigMap>) {
+    ) -> (
+        HandlerOutputs,
+        HandlerRegistrations,
+        SharedIndexInformer<ConfigMap>,
+    ) {
         let informer =
             SharedIndexInformer::with_options(source.clone(), options).expect("no indexes");
-        let wiring = Wiring {
+        let outputs = HandlerOutputs {
             queue: WorkQueue::new(),
             cache_changed: Arc::new(Notify::new()),
             reasons: Arc::default(),
         };
-        let mut unwires = Unwires::default();
+        let mut registrations = HandlerRegistrations::default();
         let map = move |cm: &ConfigMap| match relation {
             Relation::Primary => Some(ObjectKey::of(cm)),
             // An owned object names its primary "owner" in its namespace.
             _ => Some(ObjectKey::new(cm.metadata.namespace.clone(), "owner")),
         };
-        unwires
-            .connect(
-                mapping_wire(&informer, relation, predicate, map, |_| {}),
-                &wiring,
+        registrations
+            .register(
+                mapping_handler(&informer, relation, predicate, map, |_| {}),
+                &outputs,
             )
             .expect("connected");
-        (wiring, unwires, informer)
+        (outputs, registrations, informer)
     }
 
     /// Gives the informer's handlers (tasks of their own) a moment to run, also for
@@ -266,56 +277,56 @@ mod tests {
     async fn a_predicate_filters_updates_but_never_first_sights_deletions_or_tombstones() {
         let source = FakeSource::new();
         source.add(config_map("default/listed", &[], 1));
-        let (wiring, _unwires, informer) = wired(&source, Relation::Primary).await;
+        let (outputs, _registrations, informer) = wired(&source, Relation::Primary).await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         settle().await;
         // First sight from the initial list.
         assert_eq!(
-            drain(&wiring).await,
+            drain(&outputs).await,
             [("default/listed".to_owned(), "object listed".to_owned())]
         );
         // First sight from a watch event.
         source.add(config_map("default/added", &[], 1));
         settle().await;
-        assert_eq!(drain(&wiring).await.len(), 1, "an add always queues");
+        assert_eq!(drain(&outputs).await.len(), 1, "an add always queues");
         // An update the predicate refuses queues nothing, but wakes read-your-writes.
-        let woken = wiring.cache_changed.notified();
+        let woken = outputs.cache_changed.notified();
         source.modify(config_map("default/added", &[], 2));
         tokio::time::timeout(Duration::from_secs(5), woken)
             .await
             .expect("a filtered update still tells waiters the cache changed");
         settle().await;
-        assert_eq!(drain(&wiring).await, []);
+        assert_eq!(drain(&outputs).await, []);
         // One it accepts queues the key.
         source.modify(config_map("default/added", &[("app", "web")], 3));
         settle().await;
-        assert_eq!(drain(&wiring).await.len(), 1);
+        assert_eq!(drain(&outputs).await.len(), 1);
         // An update starting the deletion always queues, whatever the predicate.
         let mut deleting = config_map("default/added", &[("app", "web")], 4);
         deleting.metadata.deletion_timestamp = Some(Time(Default::default()));
         source.modify(deleting.clone());
         settle().await;
         assert_eq!(
-            drain(&wiring).await.len(),
+            drain(&outputs).await.len(),
             1,
             "the start of a deletion queues"
         );
         // A deletion queues.
         source.delete(deleting);
         settle().await;
-        assert_eq!(drain(&wiring).await.len(), 1, "a deletion queues");
+        assert_eq!(drain(&outputs).await.len(), 1, "a deletion queues");
         // A deletion missed while disconnected arrives as a tombstone, and queues.
         source.delete_missed(&config_map("default/listed", &[], 1));
         tokio::time::timeout(Duration::from_secs(10), async {
-            while wiring.queue.is_empty() {
+            while outputs.queue.is_empty() {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         })
         .await
         .expect("the tombstone queued its key");
         assert_eq!(
-            drain(&wiring).await,
+            drain(&outputs).await,
             [("default/listed".to_owned(), "object changed".to_owned())]
         );
         stop.send(()).ok();
@@ -330,7 +341,7 @@ mod tests {
         for name in ["a", "b", "c"] {
             source.add(config_map(&format!("default/{name}"), &[], 1));
         }
-        let (wiring, unwires, informer) =
+        let (outputs, registrations, informer) =
             wired_with(&source, Relation::Primary, None, InformerOptions::default()).await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
@@ -344,7 +355,7 @@ mod tests {
         let entry =
             |key: &str, reason: &str, priority| (key.to_owned(), reason.to_owned(), priority);
         assert_eq!(
-            drain_with_priority(&wiring).await,
+            drain_with_priority(&outputs).await,
             [
                 entry("default/b", "object changed", normal),
                 entry("default/d", "object changed", normal),
@@ -352,7 +363,7 @@ mod tests {
                 entry("default/c", "object listed", low),
             ]
         );
-        drop(unwires);
+        drop(registrations);
         stop.send(()).ok();
         running.await.unwrap().unwrap();
     }
@@ -363,7 +374,7 @@ mod tests {
     async fn resynced_keys_are_backlog() {
         let source = FakeSource::new();
         source.add(config_map("default/a", &[], 1));
-        let (wiring, unwires, informer) = wired_with(
+        let (outputs, registrations, informer) = wired_with(
             &source,
             Relation::Primary,
             None,
@@ -372,18 +383,18 @@ mod tests {
         .await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
-        let (key, priority) = wiring.queue.get_with_priority().await.expect("listed");
-        assert_eq!(reasons_describe(&wiring.reasons, &key), "object listed");
+        let (key, priority) = outputs.queue.get_with_priority().await.expect("listed");
+        assert_eq!(reasons_describe(&outputs.reasons, &key), "object listed");
         assert_eq!(priority, Priority::LOW);
-        wiring.queue.done(&key);
+        outputs.queue.done(&key);
         let (key, priority) =
-            tokio::time::timeout(Duration::from_secs(10), wiring.queue.get_with_priority())
+            tokio::time::timeout(Duration::from_secs(10), outputs.queue.get_with_priority())
                 .await
                 .expect("resynced within the period")
                 .expect("open");
-        assert_eq!(reasons_describe(&wiring.reasons, &key), "object resynced");
+        assert_eq!(reasons_describe(&outputs.reasons, &key), "object resynced");
         assert_eq!(priority, Priority::LOW);
-        drop(unwires);
+        drop(registrations);
         stop.send(()).ok();
         running.await.unwrap().unwrap();
     }
@@ -396,12 +407,12 @@ mod tests {
         reasons.queue(
             &queue,
             ObjectKey::new(None, "listed"),
-            Reason::Primary(Happened::Listed),
+            Reason::Primary(Sighting::Listed),
         );
         reasons.queue(
             &queue,
             ObjectKey::new(None, "changed"),
-            Reason::Primary(Happened::Changed),
+            Reason::Primary(Sighting::Changed),
         );
         assert_eq!(
             queue.get_with_priority().await,
@@ -412,24 +423,24 @@ mod tests {
     #[tokio::test]
     async fn a_related_objects_change_queues_its_primary_with_the_reason() {
         let source = FakeSource::new();
-        let (wiring, unwires, informer) = wired(&source, Relation::Owned).await;
+        let (outputs, registrations, informer) = wired(&source, Relation::Owned).await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         source.add(config_map("default/child", &[], 1));
         settle().await;
         assert_eq!(
-            drain(&wiring).await,
+            drain(&outputs).await,
             [(
                 "default/owner".to_owned(),
                 "owned ConfigMap default/child changed".to_owned()
             )]
         );
-        assert_eq!(wiring.reasons.len(), 0, "taken with the key");
-        // Unwired: nothing more is queued.
-        drop(unwires);
+        assert_eq!(outputs.reasons.len(), 0, "taken with the key");
+        // Removed: nothing more is queued.
+        drop(registrations);
         source.add(config_map("default/other", &[], 1));
         settle().await;
-        assert_eq!(drain(&wiring).await, []);
+        assert_eq!(drain(&outputs).await, []);
         stop.send(()).ok();
         running.await.unwrap().unwrap();
     }

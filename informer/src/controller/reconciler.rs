@@ -1,47 +1,110 @@
-//! One reconcile of one key: wait for our own writes, look the object up, run the
-//! finalizer steps, the reconcile or the cleanup, and apply the error policy.
+//! [`Reconciler`]: one reconcile of one key: wait for our own writes, look the object
+//! up, run the finalizer steps, the reconcile or the cleanup, and apply the error
+//! policy. The user's closures arrive here erased to one type each ([`ReconcileFn`],
+//! [`CleanupFn`]), so nothing below the builder is generic over them.
 
 use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::ResourceExt;
 use tracing::Instrument;
 
 use super::Retry;
-use super::context::{Context, Shared};
+use super::context::{Context, ControllerState};
 use super::finalizer::{self, has_finalizer};
+use super::primary::Primary;
 use super::reasons;
 use super::replication::Fence;
 use super::tombstones::SharedTombstones;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
-use crate::scope::FactoryScope;
 use crate::store::Indexer;
 use crate::workqueue::Action;
 
+/// An error erased to its message.
+pub(crate) type ErasedError = Box<dyn fmt::Display + Send>;
+
 /// A user's cleanup, its error erased to its message.
-pub(crate) type Cleanup<K> = Arc<
-    dyn Fn(Arc<K>, Context<K>) -> BoxFuture<'static, Result<(), Box<dyn fmt::Display + Send>>>
-        + Send
-        + Sync,
->;
+pub(crate) type CleanupFn<K> =
+    Arc<dyn Fn(Arc<K>, Context<K>) -> BoxFuture<'static, Result<(), ErasedError>> + Send + Sync>;
+
+/// A user's reconcile with their error policy applied to its failures, its error
+/// erased to its message.
+pub(crate) type ReconcileFn<K> =
+    Arc<dyn Fn(Arc<K>, Context<K>) -> BoxFuture<'static, Result<Action, Failed>> + Send + Sync>;
+
+/// A failed reconcile: what the error policy chose, and the error.
+pub(crate) struct Failed {
+    pub(crate) retry: Retry,
+    pub(crate) error: ErasedError,
+}
+
+/// One key reconciled under a fence, as the workers run it.
+pub(crate) type KeyWork =
+    Arc<dyn Fn(ObjectKey, Fence) -> BoxFuture<'static, Result<Action, Failure>> + Send + Sync>;
+
+/// `cleanup`, erased.
+pub(crate) fn erase_cleanup<K, F, Fut, E>(cleanup: F) -> CleanupFn<K>
+where
+    K: Send + Sync + 'static,
+    F: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: fmt::Display + Send + 'static,
+{
+    let cleanup = Arc::new(cleanup);
+    Arc::new(move |object, context| {
+        let cleanup = Arc::clone(&cleanup);
+        async move {
+            cleanup(object, context)
+                .await
+                .map_err(|error| Box::new(error) as ErasedError)
+        }
+        .boxed()
+    })
+}
+
+/// `reconcile` with `error_policy` applied to its failures, erased.
+pub(crate) fn erase_reconcile<K, F, Fut, E, P>(reconcile: F, error_policy: P) -> ReconcileFn<K>
+where
+    K: Send + Sync + 'static,
+    F: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: fmt::Display + Send + 'static,
+    P: Fn(&K, &E, &Context<K>) -> Retry + Send + Sync + 'static,
+{
+    let reconcile = Arc::new(reconcile);
+    let error_policy = Arc::new(error_policy);
+    Arc::new(move |object: Arc<K>, context: Context<K>| {
+        let reconcile = Arc::clone(&reconcile);
+        let error_policy = Arc::clone(&error_policy);
+        async move {
+            match reconcile(Arc::clone(&object), context.clone()).await {
+                Ok(action) => Ok(action),
+                Err(error) => Err(Failed {
+                    retry: error_policy(&object, &error, &context),
+                    error: Box::new(error),
+                }),
+            }
+        }
+        .boxed()
+    })
+}
 
 /// Why one reconcile of a key failed (the runner logs it and retries with backoff).
-pub(crate) enum Failure<E> {
+pub(crate) enum Failure {
     /// The user's reconcile failed, and the error policy asked for backoff.
-    Reconcile(E),
+    Reconcile(ErasedError),
     /// The user's cleanup failed.
-    Cleanup(Box<dyn fmt::Display + Send>),
+    Cleanup(ErasedError),
     /// Adding or removing the controller's finalizer failed.
     Finalizer(kube::Error),
 }
 
-impl<E: fmt::Display> fmt::Display for Failure<E> {
+impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Reconcile(error) => error.fmt(f),
@@ -51,14 +114,13 @@ impl<E: fmt::Display> fmt::Display for Failure<E> {
     }
 }
 
-/// Everything a worker needs for any key of one controller.
-pub(crate) struct Worker<K, R, P> {
-    pub(crate) shared: Arc<Shared>,
+/// Everything needed to reconcile any key of one controller.
+pub(crate) struct Reconciler<K> {
+    pub(crate) state: Arc<ControllerState>,
     pub(crate) primary: Indexer<K>,
-    pub(crate) reconcile: R,
-    pub(crate) error_policy: P,
+    pub(crate) reconcile: ReconcileFn<K>,
     pub(crate) finalizer: Option<String>,
-    pub(crate) cleanup: Option<Cleanup<K>>,
+    pub(crate) cleanup: Option<CleanupFn<K>>,
     pub(crate) tombstones: SharedTombstones<K>,
     /// UIDs whose cleanup ran and whose finalizer this controller removed: their
     /// deletion event needs no second cleanup.
@@ -67,34 +129,22 @@ pub(crate) struct Worker<K, R, P> {
     pub(crate) metrics: Option<crate::metrics::ControllerMetrics>,
 }
 
-impl<K, R, Fut, E, P> Worker<K, R, P>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
-    K: Send + Sync + 'static,
-    K::Scope: FactoryScope,
-    R: Fn(Arc<K>, Context<K>) -> Fut,
-    Fut: Future<Output = Result<Action, E>>,
-    E: fmt::Display,
-    P: Fn(&K, &E, &Context<K>) -> Retry,
-{
+impl<K: Primary> Reconciler<K> {
     /// Reconciles `key` once, acting only while `fence` holds.
     ///
     /// Runs in a span `reconcile` naming the controller, the object (`kind` and
     /// `object`, its key) and why it was queued (`reason`), so every log line of the
     /// reconcile, the cleanup and the controller's own says what it is about.
-    pub(crate) async fn process(&self, key: ObjectKey, fence: Fence) -> Result<Action, Failure<E>> {
-        let reason = self.shared.reasons.take(&key);
+    pub(crate) async fn process(&self, key: ObjectKey, fence: Fence) -> Result<Action, Failure> {
+        let reason = self.state.reasons.take(&key);
         let span = tracing::info_span!(
+            parent: self.state.parent_span.as_ref().and_then(tracing::Span::id),
             "reconcile",
-            controller = %self.shared.name,
+            controller = %self.state.name,
             kind = %K::kind(&()),
             object = %key,
             reason = %reasons::describe(reason.as_ref()),
-            cluster = tracing::field::Empty,
         );
-        if let Some(cluster) = &self.shared.cluster {
-            span.record("cluster", &**cluster);
-        }
         async move {
             #[cfg(feature = "metrics")]
             if let Some(metrics) = &self.metrics {
@@ -117,9 +167,9 @@ where
         key: ObjectKey,
         fence: Fence,
         failed: &mut bool,
-    ) -> Result<Action, Failure<E>> {
-        self.shared.read_your_writes.wait(&key).await;
-        let context = Context::new(Arc::clone(&self.shared), key.clone(), fence);
+    ) -> Result<Action, Failure> {
+        self.state.read_your_writes.wait(&key).await;
+        let context = Context::new(Arc::clone(&self.state), key.clone(), fence);
         let Some(mut object) = self.primary.get(&key) else {
             return self.deleted(&key, context).await;
         };
@@ -152,11 +202,11 @@ where
             }
         }
 
-        match (self.reconcile)(Arc::clone(&object), context.clone()).await {
+        match (self.reconcile)(object, context).await {
             Ok(action) => Ok(action),
-            Err(error) => {
+            Err(Failed { retry, error }) => {
                 *failed = true;
-                match (self.error_policy)(&object, &error, &context) {
+                match retry {
                     Retry::Backoff => Err(Failure::Reconcile(error)),
                     Retry::After(delay) => {
                         tracing::warn!(%key, %error, ?delay, "reconcile failed; retrying after the error policy's delay");
@@ -173,7 +223,7 @@ where
 
     /// The key is not in the cache: run the cleanup for its last known state, if the
     /// informer reported the deletion and the cleanup is still due.
-    async fn deleted(&self, key: &ObjectKey, context: Context<K>) -> Result<Action, Failure<E>> {
+    async fn deleted(&self, key: &ObjectKey, context: Context<K>) -> Result<Action, Failure> {
         let Some(cleanup) = &self.cleanup else {
             return Ok(Action::Done);
         };
@@ -210,7 +260,7 @@ where
 /// The `result` label of a reconcile that ended with `result` (`failed`: the error
 /// policy turned a failed reconcile into a delay or into giving up).
 #[cfg(feature = "metrics")]
-fn outcome<E>(result: &Result<Action, Failure<E>>, failed: bool) -> crate::metrics::Outcome {
+fn outcome(result: &Result<Action, Failure>, failed: bool) -> crate::metrics::Outcome {
     use crate::metrics::Outcome;
     match result {
         Err(_) => Outcome::Error,
@@ -222,7 +272,7 @@ fn outcome<E>(result: &Result<Action, Failure<E>>, failed: bool) -> crate::metri
 
 /// A write to an object that is gone meanwhile is no failure: its deletion event is
 /// on the way.
-fn ignore_gone<T, E>(result: kube::Result<T>) -> Result<Option<T>, Failure<E>> {
+fn ignore_gone<T>(result: kube::Result<T>) -> Result<Option<T>, Failure> {
     match result {
         Ok(value) => Ok(Some(value)),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
