@@ -55,8 +55,7 @@ impl DynamicResource {
     /// [`DynamicObject`](kube::core::DynamicObject)s).
     pub fn of<K>() -> Self
     where
-        K: Resource<DynamicType = ()>,
-        K::Scope: FactoryScope,
+        K: Resource<DynamicType = (), Scope: FactoryScope>,
     {
         Self::new(ApiResource::erase::<K>(&()), K::Scope::is_namespaced())
     }

@@ -48,8 +48,7 @@ impl SharedInformerFactory {
     /// ```
     pub fn metadata_informer<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K>>
     where
-        K: Resource<DynamicType = ()> + Send + Sync + 'static,
-        K::Scope: FactoryScope,
+        K: Resource<DynamicType = (), Scope: FactoryScope> + Send + Sync + 'static,
         PartialObjectMeta<K>: DeserializeOwned,
     {
         self.metadata_informer_for(self.default_scope())
@@ -62,8 +61,7 @@ impl SharedInformerFactory {
         scope: InformerScope,
     ) -> SharedIndexInformer<PartialObjectMeta<K>>
     where
-        K: Resource<DynamicType = ()> + Send + Sync + 'static,
-        K::Scope: FactoryScope,
+        K: Resource<DynamicType = (), Scope: FactoryScope> + Send + Sync + 'static,
         PartialObjectMeta<K>: DeserializeOwned,
     {
         self.informer_with(
@@ -82,8 +80,7 @@ impl SharedInformerFactory {
     /// keyed `namespace/name`: a custom key function of `K` reads the whole object.
     pub fn metadata_informable<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K>>
     where
-        K: Informable<DynamicType = ()>,
-        K::Scope: FactoryScope,
+        K: Informable<DynamicType = (), Scope: FactoryScope>,
         PartialObjectMeta<K>: DeserializeOwned,
     {
         self.metadata_informable_for(self.default_scope())
@@ -95,8 +92,7 @@ impl SharedInformerFactory {
         scope: InformerScope,
     ) -> SharedIndexInformer<PartialObjectMeta<K>>
     where
-        K: Informable<DynamicType = ()>,
-        K::Scope: FactoryScope,
+        K: Informable<DynamicType = (), Scope: FactoryScope>,
         PartialObjectMeta<K>: DeserializeOwned,
     {
         let (informer, made) =

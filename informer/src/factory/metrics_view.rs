@@ -16,12 +16,11 @@ impl crate::metrics::InformerSource for FactoryInformers {
             return false;
         };
         let state = state.locked();
-        samples.extend(
-            state
-                .informers
-                .values()
-                .map(|entry| entry.informer.sample(&entry.name)),
-        );
+        samples.extend(state.informers.values().map(|entry| {
+            let mut sample = entry.informer.sample(&entry.name);
+            sample.projection = entry.projection;
+            sample
+        }));
         true
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::consistency::ConsistencyConfig;
 use crate::reflector::{self, ListOptions, ManagedFields};
 use crate::shared_informer::QueueKind;
 
@@ -28,8 +29,11 @@ pub struct FactoryOptions {
     managed_fields: ManagedFields,
     reflector: reflector::Config,
     queue: QueueKind,
+    /// Bytes past which an informer's cache warns ([`FactoryOptions::cache_budget`]).
+    cache_budget: Option<u64>,
     /// What `*_for::<K>()` set for one type, over the settings of every type.
     per_type: HashMap<TypeId, TypeOverrides>,
+    consistency: Option<ConsistencyConfig>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
 }
@@ -65,7 +69,9 @@ impl fmt::Debug for FactoryOptions {
             .field("transform_metadata", &self.transform_metadata.is_some())
             .field("managed_fields", &self.managed_fields)
             .field("queue", &self.queue)
+            .field("cache_budget", &self.cache_budget)
             .field("per_type", &self.per_type.values().collect::<Vec<_>>())
+            .field("consistency", &self.consistency)
             .finish()
     }
 }
@@ -135,6 +141,15 @@ impl FactoryOptions {
         self
     }
 
+    /// Warns when an informer's cache is estimated past `bytes` (each informer of the
+    /// factory on its own), naming the informer and suggesting a projection or a
+    /// metadata-only informer; nothing is dropped. See
+    /// [`SharedIndexInformer::set_cache_budget`](crate::shared_informer::SharedIndexInformer::set_cache_budget).
+    pub fn cache_budget(mut self, bytes: u64) -> Self {
+        self.cache_budget = Some(bytes);
+        self
+    }
+
     /// Reflector settings for every informer.
     pub fn reflector(mut self, config: reflector::Config) -> Self {
         self.reflector = config;
@@ -150,6 +165,13 @@ impl FactoryOptions {
     /// The queue of `K`'s informers (over [`queue`](Self::queue)).
     pub fn queue_for<K: 'static>(mut self, kind: QueueKind) -> Self {
         self.for_type::<K>().queue = Some(kind);
+        self
+    }
+
+    /// Checks every informer's cache against the server while it runs, and probes its
+    /// staleness (see [`consistency`](crate::consistency)).
+    pub fn consistency(mut self, config: ConsistencyConfig) -> Self {
+        self.consistency = Some(config);
         self
     }
 
@@ -193,6 +215,11 @@ impl FactoryOptions {
             .or(self.default_resync)
     }
 
+    /// The budget of each informer's cache.
+    pub(super) fn cache_budget_of(&self) -> Option<u64> {
+        self.cache_budget
+    }
+
     /// Whether `K`'s objects keep `metadata.managedFields`.
     pub(super) fn managed_fields_of<K: 'static>(&self) -> ManagedFields {
         self.overrides::<K>()
@@ -218,6 +245,11 @@ impl FactoryOptions {
             .and_then(|o| o.transform.as_ref())
             .and_then(|t| t.downcast_ref::<Arc<dyn Fn(K) -> K + Send + Sync>>())
             .cloned()
+    }
+
+    /// Every informer's consistency checks, if asked for.
+    pub(super) fn consistency_of(&self) -> Option<&ConsistencyConfig> {
+        self.consistency.as_ref()
     }
 
     /// The metrics every informer reports to, if any.

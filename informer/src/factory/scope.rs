@@ -131,8 +131,7 @@ pub(super) struct Target<'a, K: Resource> {
 
 impl<K> Target<'static, K>
 where
-    K: Resource<DynamicType = ()>,
-    K::Scope: FactoryScope,
+    K: Resource<DynamicType = (), Scope: FactoryScope>,
 {
     /// A static type, scoped as its `Resource::Scope` says.
     pub(super) fn of() -> Self {

@@ -21,6 +21,7 @@ use super::scope::{InformerScope, Target};
 use super::state::{Entry, InformerKey, State};
 use super::sync_error::{CacheSyncError, Unsynced};
 use crate::informable::Informable;
+use crate::key::short_type_name;
 use crate::lock::MutexExt;
 use crate::reflector::ApiListerWatcher;
 use crate::scope::FactoryScope;
@@ -50,7 +51,10 @@ impl std::fmt::Debug for SharedInformerFactory {
                 &state
                     .informers
                     .values()
-                    .map(|e| &e.name)
+                    .map(|e| match e.projection {
+                        Some(projection) => format!("{} (projected as {projection})", e.name),
+                        None => e.name.clone(),
+                    })
                     .collect::<Vec<_>>(),
             )
             .finish()
@@ -109,8 +113,11 @@ impl SharedInformerFactory {
     /// the same one ever after.
     pub fn informer<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        K::Scope: FactoryScope,
+        K: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
         self.informer_for(self.default_scope())
     }
@@ -127,8 +134,11 @@ impl SharedInformerFactory {
     /// [`informer`](Self::informer). The factory's tweak applies on top of `scope`.
     pub fn informer_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-        K::Scope: FactoryScope,
+        K: Resource<DynamicType = (), Scope: FactoryScope>
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
     {
         self.informer_with(Target::<K>::of(), scope, InformerOptions::default)
             .0
@@ -142,8 +152,7 @@ impl SharedInformerFactory {
     /// its key function stays the default one.
     pub fn informable<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Informable<DynamicType = ()> + DeserializeOwned,
-        K::Scope: FactoryScope,
+        K: Informable<DynamicType = (), Scope: FactoryScope> + DeserializeOwned,
     {
         self.informable_for(self.default_scope())
     }
@@ -152,8 +161,7 @@ impl SharedInformerFactory {
     /// [`informer_for`](Self::informer_for).
     pub fn informable_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
     where
-        K: Informable<DynamicType = ()> + DeserializeOwned,
-        K::Scope: FactoryScope,
+        K: Informable<DynamicType = (), Scope: FactoryScope> + DeserializeOwned,
     {
         let (informer, made) =
             self.informer_with(Target::<K>::of(), scope, InformerOptions::informable);
@@ -208,10 +216,19 @@ impl SharedInformerFactory {
             kind.push_str(" metadata");
         }
         let name = key.scope.name_for(&kind);
+        let projection = projection_of::<K>(&target, &kind);
+        if let Some(budget) = self.options.cache_budget_of() {
+            let named = match projection {
+                Some(projection) => format!("{name} (projected as {projection})"),
+                None => name.clone(),
+            };
+            informer.set_cache_budget(named, Some(budget));
+        }
         state.informers.insert(
             key,
             Entry {
                 name,
+                projection,
                 informer: Arc::new(informer.clone()),
                 started: false,
             },
@@ -251,6 +268,9 @@ impl SharedInformerFactory {
             .queue(queue);
         if let Some(resync) = options.resync_of::<K>() {
             informer_options = informer_options.resync(resync);
+        }
+        if let Some(consistency) = options.consistency_of() {
+            informer_options = informer_options.consistency(consistency.clone());
         }
         let metadata = options.metadata_transform();
         let typed = options.transform_of::<K>();
@@ -392,6 +412,14 @@ impl SharedInformerFactory {
 
 /// Adds to `informer` the indexes of `indexers` it does not have (by name): for an
 /// informable informer that someone made first without them.
+/// The Rust type an informer of `K` caches a projection as, when its name is not the
+/// resource's kind (a `#[derive(Projection)]` struct, a hand-written partial type):
+/// two informers of one resource then stay apart in the metrics.
+fn projection_of<K: Resource>(target: &Target<'_, K>, kind: &str) -> Option<&'static str> {
+    let rust = short_type_name::<K>();
+    (!target.dynamic && !K::metadata_api() && rust != kind).then_some(rust)
+}
+
 pub(super) fn add_missing<K: Resource + Send + Sync + 'static>(
     informer: &SharedIndexInformer<K>,
     mut indexers: Indexers<K>,

@@ -23,6 +23,10 @@ pub(super) struct InformerKey {
 /// One informer the factory made.
 pub(super) struct Entry {
     pub(super) name: String,
+    /// The Rust type that caches a projection of the resource (`PodView` for `Pod`),
+    /// when it is not the resource's own: the metrics' `projection` label, beside the
+    /// resource's name.
+    pub(super) projection: Option<&'static str>,
     pub(super) informer: Arc<dyn ManagedInformer>,
     pub(super) started: bool,
 }

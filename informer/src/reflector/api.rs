@@ -35,10 +35,16 @@ use kube::Resource;
 use kube::core::{DynamicObject, TypeMeta};
 use serde::de::DeserializeOwned;
 
-use super::decode::{ListDecoder, ManagedFields, decode_event, decode_list_stream};
-use super::lister_watcher::{
-    ListOptions, ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream,
+use super::api_versions::ApiVersions;
+use super::decode::{
+    ListDecoder, ManagedFields, decode_event, decode_list_stream, last_decoded_size,
 };
+use super::decoded_sizes::DecodedSizes;
+use super::lister_watcher::{
+    ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
+};
+use super::server_shards::{InitialEvents, ServerShards, is_refusal};
+use super::versions::VersionSource;
 use crate::cached::CachedObjects;
 
 /// The `Accept` of a list of metadata only, as kube-client and client-go send it.
@@ -79,6 +85,10 @@ pub struct ApiListerWatcher<K> {
     server_url: Option<String>,
     options: ListOptions,
     managed_fields: ManagedFields,
+    /// What the decoded objects weigh (shared by clones).
+    sizes: Arc<DecodedSizes>,
+    /// Whether the server filters by shard selector (shared by clones).
+    shards: Arc<ServerShards>,
     _type: PhantomData<fn() -> K>,
 }
 
@@ -156,6 +166,8 @@ impl<K: Resource> ApiListerWatcher<K> {
             server_url: None,
             options: ListOptions::default(),
             managed_fields: ManagedFields::default(),
+            sizes: Arc::default(),
+            shards: Arc::default(),
             _type: PhantomData,
         }
     }
@@ -210,10 +222,13 @@ impl<K: Resource> ApiListerWatcher<K> {
         self
     }
 
-    fn url(&self, params: &[(&str, &str)]) -> String {
+    fn url(&self, params: &[(&str, &str)], shard_selector: Option<&str>) -> String {
         let mut query = form_urlencoded::Serializer::new(String::new());
         for (key, value) in params {
             query.append_pair(key, value);
+        }
+        if let Some(selector) = shard_selector {
+            query.append_pair("shardSelector", selector);
         }
         if let Some(labels) = &self.options.label_selector {
             query.append_pair("labelSelector", labels);
@@ -229,6 +244,20 @@ impl<K> ApiListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
+    /// The body of one list request with `params` (and `shard_selector`).
+    async fn list_body(
+        &self,
+        params: &[(&str, &str)],
+        shard_selector: Option<&str>,
+    ) -> Result<impl futures::AsyncBufRead + Unpin + use<K>, kube::Error> {
+        let mut http = http::Request::get(self.url(params, shard_selector));
+        if self.metadata_only {
+            http = http.header(http::header::ACCEPT, METADATA_LIST_ACCEPT);
+        }
+        let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
+        self.client.request_stream(http).await
+    }
+
     /// One list request, decoded as it streams in; objects that `cache` holds at the
     /// listed resourceVersion are taken from it instead of decoded.
     async fn list_page(
@@ -247,17 +276,73 @@ where
         if let Some(limit) = &limit {
             params.push(("limit", limit));
         }
-        let mut http = http::Request::get(self.url(&params));
+        let selector = self.shards.selector(request.key_filter.as_ref());
+        let body = self
+            .with_selector(selector.as_deref(), |selector| {
+                self.list_body(&params, selector)
+            })
+            .await?;
+        if request.continue_token.is_none() {
+            self.sizes.list_started();
+        }
+        let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref())
+            .key_filter(request.key_filter.as_ref())
+            .sizes(Some(&self.sizes));
+        let mut page = decode_list_stream(body, decoder).await?;
+        if let Some(selector) = &self.shards.still_sent(selector) {
+            let kept = page.items.len() + page.unchanged.len() + page.undecodable.len();
+            self.shards.listed(
+                &self.resource,
+                selector,
+                page.served_shard,
+                kept,
+                page.filtered_out,
+            );
+        }
+        fill_types(&mut page.items, &self.types);
+        self.sizes
+            .list_page(page.items.len() + page.unchanged.len());
+        if page.continue_token.is_none() {
+            self.sizes.list_finished();
+        }
+        Ok(page)
+    }
+}
+
+impl<K: Resource> ApiListerWatcher<K> {
+    /// `send`'s answer with the shard `selector`; if the server refuses the selector,
+    /// its answer without it, and no selector is sent again.
+    async fn with_selector<'s, T, F>(
+        &self,
+        selector: Option<&'s str>,
+        send: impl Fn(Option<&'s str>) -> F,
+    ) -> Result<T, kube::Error>
+    where
+        F: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        match send(selector).await {
+            Err(e) if selector.is_some() && is_refusal(&e) => {
+                self.shards.refused(&self.resource, &e);
+                send(None).await
+            }
+            answer => answer,
+        }
+    }
+
+    /// The body of one watch request with `params` (and `shard_selector`).
+    async fn watch_body(
+        &self,
+        params: &[(&str, &str)],
+        shard_selector: Option<&str>,
+    ) -> Result<impl futures::AsyncBufRead + Unpin + use<K>, kube::Error> {
+        let mut http = http::Request::get(self.url(params, shard_selector))
+            // Watch streams must not be compressed: each event is read as it comes.
+            .header(http::header::ACCEPT_ENCODING, "identity");
         if self.metadata_only {
-            http = http.header(http::header::ACCEPT, METADATA_LIST_ACCEPT);
+            http = http.header(http::header::ACCEPT, METADATA_ACCEPT);
         }
         let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
-        let body = self.client.request_stream(http).await?;
-        let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref())
-            .key_filter(request.key_filter.as_ref());
-        let mut page = decode_list_stream(body, decoder).await?;
-        fill_types(&mut page.items, &self.types);
-        Ok(page)
+        self.client.request_stream(http).await
     }
 }
 
@@ -298,31 +383,66 @@ where
         self.server_url.as_deref()
     }
 
+    fn decoded_sizes(&self) -> Option<Arc<DecodedSizes>> {
+        Some(Arc::clone(&self.sizes))
+    }
+
+    fn server_filters_shards(&self) -> Option<bool> {
+        self.shards.said()
+    }
+
+    /// Metadata-only requests to the same collection, with the same selectors.
+    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
+        Some(Arc::new(ApiVersions {
+            client: self.client.clone(),
+            url: self.url.clone(),
+            options: self.options.clone(),
+        }))
+    }
+
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
         Box::pin(async move {
             let params = watch_params(&request);
             let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let mut http = http::Request::get(self.url(&params))
-                // Watch streams must not be compressed: each event is read as it comes.
-                .header(http::header::ACCEPT_ENCODING, "identity");
-            if self.metadata_only {
-                http = http.header(http::header::ACCEPT, METADATA_ACCEPT);
+            let selector = self.shards.selector(request.key_filter.as_ref());
+            let body = self
+                .with_selector(selector.as_deref(), |selector| {
+                    self.watch_body(&params, selector)
+                })
+                .await?;
+            if request.streaming_list {
+                self.sizes.list_started();
             }
-            let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
-            let body = self.client.request_stream(http).await?;
-            let decoding = (self.kind.clone(), request.key_filter);
+            // A streaming list's initial events tell whether the server filtered.
+            let sent = self.shards.still_sent(selector);
+            let evidence = sent.filter(|_| request.streaming_list).map(|selector| {
+                InitialEvents::new(Arc::clone(&self.shards), &self.resource, selector)
+            });
+            let decoding = (
+                self.kind.clone(),
+                request.key_filter,
+                Arc::clone(&self.sizes),
+            );
             let managed_fields = self.managed_fields;
             // One event per line, read into a buffer reused from line to line.
             let events = futures::stream::unfold(
-                (body, Vec::new(), decoding),
-                move |(mut body, mut line, decoding)| async move {
-                    let (kind, key_filter) = &decoding;
+                (body, Vec::new(), decoding, evidence),
+                move |(mut body, mut line, decoding, mut evidence)| async move {
+                    let (kind, key_filter, sizes) = &decoding;
                     loop {
                         line.clear();
                         let event = match body.read_until(b'\n', &mut line).await {
                             Ok(0) => return None,
                             Ok(_) if line.trim_ascii().is_empty() => continue,
-                            Ok(_) => decode_event(&line, kind, managed_fields, key_filter.as_ref()),
+                            Ok(_) => {
+                                let event =
+                                    decode_event(&line, kind, managed_fields, key_filter.as_ref());
+                                count(sizes, &event);
+                                if evidence.as_mut().is_some_and(|e| e.ended_by(&event)) {
+                                    evidence = None;
+                                }
+                                event
+                            }
                             // A cut or timed-out connection ends the watch like a server
                             // close: the reflector resumes from the last resourceVersion
                             // it saw.
@@ -332,12 +452,33 @@ where
                             }
                             Err(e) => Err(kube::Error::ReadEvents(e)),
                         };
-                        return Some((event, (body, line, decoding)));
+                        return Some((event, (body, line, decoding, evidence)));
                     }
                 },
             );
             Ok(events.boxed())
         })
+    }
+}
+
+/// Counts a decoded watch event into `sizes`: the object's size (measured while
+/// it was decoded, just now on this thread), and the collection's change.
+fn count<K>(sizes: &DecodedSizes, event: &Result<WatchEvent<K>, kube::Error>) {
+    match event {
+        Ok(WatchEvent::Added(_)) => {
+            sizes.record(last_decoded_size());
+            sizes.watch_added();
+        }
+        Ok(WatchEvent::Modified(_)) => sizes.record(last_decoded_size()),
+        Ok(WatchEvent::Deleted(_)) => {
+            sizes.record(last_decoded_size());
+            sizes.watch_deleted();
+        }
+        Ok(WatchEvent::Bookmark {
+            initial_events_end: true,
+            ..
+        }) => sizes.list_finished(),
+        _ => {}
     }
 }
 

@@ -10,11 +10,13 @@ use super::progress::{FilterGeneration, Progress, Relist};
 use super::{ListPage, Reflector};
 
 impl Progress {
-    /// A sync starts: changes of the key filter from now on call for another.
+    /// A sync starts: changes of the key filter from now on call for another (and so
+    /// do relists asked for from now on).
     pub(super) fn key_filter_syncing(&mut self) {
         if let Some(generation) = &mut self.key_filter_generation {
             generation.mark_synced();
         }
+        self.relist_requests.mark_synced();
     }
 
     /// Whether the key filter changed since the last sync started.

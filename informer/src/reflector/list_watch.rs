@@ -17,6 +17,7 @@ use futures::{Stream, StreamExt};
 use super::lister_watcher::{
     ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
+use super::versions::VersionSource;
 
 type ListFn<K> =
     dyn Fn(ListRequest) -> BoxFuture<'static, Result<ListPage<K>, kube::Error>> + Send + Sync;
@@ -86,6 +87,7 @@ pub struct ListWatch<K> {
     watch: Arc<WatchFn<K>>,
     streaming_list: bool,
     filters_keys: bool,
+    versions: Option<Arc<dyn VersionSource>>,
 }
 
 impl<K> fmt::Debug for ListWatch<K> {
@@ -93,6 +95,7 @@ impl<K> fmt::Debug for ListWatch<K> {
         f.debug_struct("ListWatch")
             .field("streaming_list", &self.streaming_list)
             .field("filters_keys", &self.filters_keys)
+            .field("versions", &self.versions.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -115,6 +118,7 @@ impl<K: Send + 'static> ListWatch<K> {
             }),
             streaming_list: false,
             filters_keys: false,
+            versions: None,
         }
     }
 }
@@ -143,6 +147,18 @@ impl<K> ListWatch<K> {
     }
 }
 
+impl<K> ListWatch<K> {
+    /// Where consistency checks read what the server holds (none by default): the
+    /// [`versions`](ListerWatcher::versions) of what the closures wrap, say, so that an
+    /// informer over a wrapped lister-watcher can be checked against the real
+    /// collection.
+    #[must_use]
+    pub fn versions(mut self, source: Option<Arc<dyn VersionSource>>) -> Self {
+        self.versions = source;
+        self
+    }
+}
+
 impl<K> ListerWatcher<K> for ListWatch<K> {
     fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
         (self.list)(request)
@@ -158,6 +174,10 @@ impl<K> ListerWatcher<K> for ListWatch<K> {
 
     fn filters_keys(&self) -> bool {
         self.filters_keys
+    }
+
+    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
+        self.versions.clone()
     }
 }
 

@@ -13,8 +13,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
+use super::decoded_sizes::DecodedSizes;
 use super::error::{DecodeError, ReflectorError};
 use super::key_filter::SharedKeyFilter;
+use super::versions::VersionSource;
 use crate::cached::CachedObjects;
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
@@ -59,6 +61,10 @@ pub struct ListPage<K> {
     pub resource_version: String,
     /// The token for the next page, when there is one.
     pub continue_token: Option<String>,
+    /// The server filtered the page by the key filter's
+    /// [shard selector](super::KeyFilter::server_selector) (the list said so in
+    /// `metadata.shardInfo`): it sent only objects the selector matches.
+    pub served_shard: bool,
 }
 
 /// What to watch. Non-exhaustive, so a new field is not a breaking change: start from
@@ -257,6 +263,7 @@ impl<K> Default for ListPage<K> {
             filtered_out: 0,
             resource_version: String::new(),
             continue_token: None,
+            served_shard: false,
         }
     }
 }
@@ -314,10 +321,36 @@ pub trait ListerWatcher<K>: Send + Sync {
         None
     }
 
+    /// What the objects it decodes weigh, and how many the collection holds, when it
+    /// measures them (an [`ApiListerWatcher`](super::ApiListerWatcher) does): the
+    /// figures of the informer's
+    /// [`cache_size`](crate::shared_informer::SharedIndexInformer::cache_size) and its
+    /// budget. `None`, the default, for sources that hand objects over undecoded.
+    fn decoded_sizes(&self) -> Option<Arc<DecodedSizes>> {
+        None
+    }
+
     /// The address of the server listed from, when known: a
     /// [`SyncError::Unreachable`](super::SyncError::Unreachable) names it. `None`, the
     /// default, leaves errors to name what the connection error says, if anything.
     fn server_url(&self) -> Option<&str> {
+        None
+    }
+
+    /// Where a consistency check reads what the server holds: the versions of the
+    /// collection this lister-watcher lists, with the same namespace and selectors
+    /// (see [`VersionSource`]). `None`, the default, for a lister-watcher that cannot
+    /// say; an informer over one cannot be checked.
+    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
+        None
+    }
+
+    /// Whether the API server filters by the key filter's
+    /// [shard selector](super::KeyFilter::server_selector), as far as this
+    /// lister-watcher has seen: `Some(true)` it sends only what the selector matches,
+    /// `Some(false)` it sends everything (or refused the selector), `None` (the
+    /// default) not known: no selector sent, or not enough seen to tell.
+    fn server_filters_shards(&self) -> Option<bool> {
         None
     }
 }

@@ -147,6 +147,11 @@ pub struct StatsSnapshot {
     pub resource_version_age: Option<Duration>,
     /// What the reflector was doing.
     pub phase: Phase,
+    /// Whether the API server filters this collection by the key filter's shard
+    /// selector (see [`ListerWatcher::server_filters_shards`](super::ListerWatcher::server_filters_shards)):
+    /// filled in by [`SharedIndexInformer::reflector_stats`](crate::shared_informer::SharedIndexInformer::reflector_stats);
+    /// `None` where not known.
+    pub server_filters_shards: Option<bool>,
 }
 
 impl ReflectorStats {
@@ -204,6 +209,7 @@ impl ReflectorStats {
             last_resource_version: last.value.clone(),
             resource_version_age: last.reached.map(|at| at.elapsed()),
             phase: self.phase(),
+            server_filters_shards: None,
         }
     }
 }

@@ -62,9 +62,11 @@
 //! a server (client-go's `FakeControllerSource`).
 
 mod api;
+mod api_versions;
 mod backoff;
 mod config;
 mod decode;
+mod decoded_sizes;
 mod error;
 mod fake_source;
 mod filtering;
@@ -73,7 +75,10 @@ mod list_watch;
 mod lister_watcher;
 mod metrics;
 mod progress;
+mod relist;
+mod server_shards;
 mod store;
+mod versions;
 mod watch;
 mod watch_list;
 
@@ -91,7 +96,10 @@ pub use crate::cached::CachedObjects;
 pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
 pub use config::{Config, ShouldResync, WatchErrorHandler};
-pub use decode::ManagedFields;
+pub(crate) use decode::{KeyText, allocation};
+pub use decode::{ManagedFields, decode_measured};
+pub(crate) use decoded_sizes::Budget;
+pub use decoded_sizes::DecodedSizes;
 pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
 pub use key_filter::{
@@ -103,11 +111,16 @@ pub use lister_watcher::{
 };
 pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
 pub use store::ReflectorStore;
+pub use versions::{
+    ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
+};
 
+use crate::cause::Chain;
 use backoff::Backoff;
 use config::DEFAULT_PAGE_SIZE;
-use error::{is_expired, is_too_large_resource_version};
+pub(crate) use error::{is_expired, is_too_large_resource_version};
 use progress::{FilterGeneration, OpenWatch, Progress, Relist, StreamingList};
+pub(crate) use relist::RelistTrigger;
 
 /// A watch shorter than this that brought no events is treated as an error.
 const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -149,6 +162,8 @@ pub struct Reflector<K> {
     running: AtomicBool,
     /// A server refused a streaming list: list and watch for good.
     streaming_list_refused: AtomicBool,
+    /// Relists asked for from outside (a consistency check healing the store).
+    relist: RelistTrigger,
 }
 
 impl<K> std::fmt::Debug for Reflector<K> {
@@ -196,7 +211,14 @@ where
             stats: Arc::default(),
             running: AtomicBool::new(false),
             streaming_list_refused: AtomicBool::new(false),
+            relist: RelistTrigger::new(),
         }
+    }
+
+    /// A handle that makes this reflector relist at once, whenever it is running
+    /// (see [`RelistTrigger`]).
+    pub(crate) fn relist_trigger(&self) -> RelistTrigger {
+        self.relist.clone()
     }
 
     /// The resourceVersion of the last list or event applied to the store ("" before
@@ -250,6 +272,7 @@ where
                 resource_version_unavailable: false,
                 paginated_result: false,
                 key_filter_generation: self.config.key_filter.as_deref().map(FilterGeneration::of),
+                relist_requests: self.relist.requests(),
             };
             let mut backoff = Backoff::new(self.config.backoff.clone());
             loop {
@@ -434,7 +457,7 @@ where
         if !repeated {
             tracing::warn!(failures, "{error}; retrying with backoff");
         }
-        tracing::debug!(failures, cause = ?error.reflector_error(), "sync failed");
+        tracing::debug!(failures, "sync failed: {}", Chain(error.reflector_error()));
     }
 
     /// A (re)sync filled the store: forgets the last failure, and says so if there were
@@ -453,9 +476,9 @@ where
     /// Logs an error and tells the metrics and the error handler.
     fn report(&self, error: &ReflectorError) {
         if error.is_access_denied() {
-            tracing::warn!(%error, source = ?std::error::Error::source(error), "access denied");
+            tracing::warn!("access denied: {}", Chain(error));
         } else {
-            tracing::warn!(%error, source = ?std::error::Error::source(error));
+            tracing::warn!("{}", Chain(error));
         }
         self.notify(error);
     }

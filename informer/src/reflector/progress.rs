@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::key_filter::KeyFilter;
 use super::lister_watcher::WatchStream;
+use super::relist::RelistRequests;
 
 /// What the reflector remembers between lists and watches.
 pub(super) struct Progress {
@@ -24,6 +25,8 @@ pub(super) struct Progress {
     pub(super) paginated_result: bool,
     /// The key filter's generation, followed to relist when it moves.
     pub(super) key_filter_generation: Option<FilterGeneration>,
+    /// Relists asked for from outside (see [`RelistTrigger`](super::RelistTrigger)).
+    pub(super) relist_requests: RelistRequests,
 }
 
 /// The key filter's generation as a reflector follows it: the one its last sync

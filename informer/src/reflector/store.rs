@@ -38,4 +38,12 @@ pub trait ReflectorStore<K>: Send + Sync {
     fn forget(&self, key: &ObjectKey) {
         let _ = key;
     }
+    /// The watch reached `resource_version` without a change for the store: a
+    /// bookmark, or an event about an object the key filter does not keep. What the
+    /// store holds is now the collection as of that version (once it has applied what
+    /// came before). The default does nothing; an informer notes it for its
+    /// consistency checks.
+    fn progressed(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
 }

@@ -26,6 +26,8 @@ enum Stopped {
     Closed,
     /// The key filter's generation moved.
     FilterChanged,
+    /// A relist was asked for (see [`RelistTrigger`](super::RelistTrigger)).
+    RelistAsked,
 }
 
 impl<K> Reflector<K>
@@ -44,6 +46,9 @@ where
             if progress.key_filter_moved() {
                 return Ok(self.filter_changed());
             }
+            if progress.relist_requests.pending() {
+                return Ok(self.relist_asked());
+            }
             self.stats.set_phase(Phase::Watching);
             if let Some(open) = streamed.take() {
                 tracing::debug!(resource_version = %progress.last_resource_version, "watching on from the streamed list");
@@ -55,6 +60,7 @@ where
                     }
                     WatchEnd::Return(result) => return result,
                     WatchEnd::Relist => return Ok(self.filter_changed()),
+                    WatchEnd::RelistAsked => return Ok(self.relist_asked()),
                 }
             }
             let timeout = random_in(&self.config.watch_timeout);
@@ -101,6 +107,7 @@ where
                 WatchEnd::BackOff => self.back_off(&mut connect_backoff).await,
                 WatchEnd::Return(result) => return result,
                 WatchEnd::Relist => return Ok(self.filter_changed()),
+                WatchEnd::RelistAsked => return Ok(self.relist_asked()),
             }
         }
     }
@@ -117,10 +124,17 @@ where
         // generation is looked at before each one, and, while the stream waits, a
         // change wakes the task.
         let generation = progress.key_filter_generation();
+        let relist_requests = progress.relist_requests.clone();
         let mut moved = std::pin::pin!(async {
-            match &generation {
-                Some(generation) => generation.moved().await,
-                None => std::future::pending().await,
+            let filter_moved = async {
+                match &generation {
+                    Some(generation) => generation.moved().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = filter_moved => Stopped::FilterChanged,
+                () = relist_requests.asked() => Stopped::RelistAsked,
             }
         });
         // Events are applied inside the poll, where the stream hands them out:
@@ -133,6 +147,9 @@ where
                     if generation.as_ref().is_some_and(FilterGeneration::has_moved) {
                         return Poll::Ready(Stopped::FilterChanged);
                     }
+                    if relist_requests.pending() {
+                        return Poll::Ready(Stopped::RelistAsked);
+                    }
                     match stream.poll_next_unpin(cx) {
                         Poll::Ready(Some(Ok(event))) => {
                             events += 1;
@@ -140,10 +157,7 @@ where
                         }
                         Poll::Ready(Some(Err(e))) => return Poll::Ready(Stopped::Error(e)),
                         Poll::Ready(None) => return Poll::Ready(Stopped::Closed),
-                        Poll::Pending => {
-                            ready!(moved.as_mut().poll(cx));
-                            return Poll::Ready(Stopped::FilterChanged);
-                        }
+                        Poll::Pending => return Poll::Ready(ready!(moved.as_mut().poll(cx))),
                     }
                 }
             }),
@@ -151,6 +165,7 @@ where
         .await;
         let ended = match ended {
             Ok(Stopped::FilterChanged) => return WatchEnd::Relist,
+            Ok(Stopped::RelistAsked) => return WatchEnd::RelistAsked,
             Ok(Stopped::Error(e)) => Some(e),
             Ok(Stopped::Closed) => None,
             Err(_) => {
@@ -202,6 +217,13 @@ where
         Relist::AfterBackoff
     }
 
+    /// A relist was asked for while watching: the watch ends, and the reflector
+    /// relists at once.
+    fn relist_asked(&self) -> Relist {
+        tracing::debug!("a relist was asked for; relisting");
+        Relist::AtOnce
+    }
+
     fn apply(&self, event: WatchEvent<K>, progress: &mut Progress) {
         self.record(|metrics| metrics.watch_event());
         // The object's resourceVersion is copied into a reused buffer before the object
@@ -229,10 +251,14 @@ where
             }
             WatchEvent::Bookmark {
                 resource_version, ..
-            } => rv = resource_version,
+            } => {
+                self.store.progressed(&resource_version);
+                rv = resource_version;
+            }
             // Skipped as a bookmark is: the watch has got this far.
             WatchEvent::FilteredOut { resource_version } => {
                 self.record(|metrics| metrics.filtered_out(1));
+                self.store.progressed(&resource_version);
                 rv = resource_version;
             }
             WatchEvent::Undecodable(error) => {
@@ -274,6 +300,8 @@ enum WatchEnd {
     Return(Result<Relist, ReflectorError>),
     /// The key filter's generation moved: relist at once.
     Relist,
+    /// A relist was asked for: relist at once.
+    RelistAsked,
 }
 
 fn push_resource_version<K: Resource>(buffer: &mut String, object: &K) {

@@ -14,8 +14,9 @@ use super::options::Transform;
 use super::processor::Processor;
 use super::queue::Queue;
 use super::sync::SyncSignal;
+use crate::consistency::{ConsistencyConfig, Counters, Tracker};
 use crate::lock::MutexExt;
-use crate::reflector::{self, ListerWatcher, ReflectorStats};
+use crate::reflector::{self, ListerWatcher, ReflectorStats, SharedKeyFilter};
 use crate::store::{Indexer, Writer};
 
 /// The smallest handler resync period (client-go's `minimumResyncPeriod`): smaller
@@ -42,6 +43,19 @@ pub(crate) struct Inner<K> {
     pub(super) reflector_stats: OnceLock<Arc<ReflectorStats>>,
     /// Wakes [`HasSynced::synced`] waiters of the informer and of its registrations.
     pub(super) sync_signal: Arc<SyncSignal>,
+    /// The cache's digest and points, for consistency checks and staleness.
+    pub(super) tracker: Arc<Tracker>,
+    /// What the informer's consistency checks need besides the tracker.
+    pub(super) consistency: ConsistencyParts,
+}
+
+/// The settings and counters of an informer's consistency checks.
+pub(super) struct ConsistencyParts {
+    /// Periodic checks, when asked for.
+    pub(super) config: Option<ConsistencyConfig>,
+    pub(super) counters: Arc<Counters>,
+    /// The reflector's key filter: a check lists what the reflector keeps.
+    pub(super) key_filter: Option<SharedKeyFilter>,
 }
 
 /// The settings that can change until the informer starts: client-go lets

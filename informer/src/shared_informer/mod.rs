@@ -54,6 +54,7 @@
 //! # }
 //! ```
 
+mod cache_size;
 mod error;
 mod handler;
 mod inner;
@@ -66,8 +67,10 @@ mod registration;
 mod shared_index_informer;
 mod sink;
 mod sync;
+mod verify;
 
 pub use crate::synced::{HasSynced, wait_for_cache_sync};
+pub use cache_size::CacheSize;
 pub use error::InformerError;
 pub use handler::{Notification, ResourceEventHandler, ResourceEventHandlerFns};
 pub use listener::ListenerStats;

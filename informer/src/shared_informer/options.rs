@@ -7,6 +7,7 @@ use std::time::Duration;
 use kube::Resource;
 
 use super::queue::QueueKind;
+use crate::consistency::ConsistencyConfig;
 use crate::informable::Informable;
 use crate::key::KeyFn;
 use crate::reflector;
@@ -38,6 +39,10 @@ pub struct InformerOptions<K> {
     /// The queue between the reflector and the cache: in order (the default) or one
     /// entry per key.
     pub queue: QueueKind,
+    /// Periodic consistency checks and staleness probes (`None`, the default: none;
+    /// [`SharedIndexInformer::verify`](super::SharedIndexInformer::verify) works either
+    /// way).
+    pub consistency: Option<ConsistencyConfig>,
 }
 
 impl<K: Resource + 'static> Default for InformerOptions<K> {
@@ -49,6 +54,7 @@ impl<K: Resource + 'static> Default for InformerOptions<K> {
             reflector: reflector::Config::default(),
             transform: None,
             queue: QueueKind::default(),
+            consistency: None,
         }
     }
 }
@@ -62,6 +68,7 @@ impl<K> std::fmt::Debug for InformerOptions<K> {
             .field("reflector", &self.reflector)
             .field("transform", &self.transform.is_some())
             .field("queue", &self.queue)
+            .field("consistency", &self.consistency)
             .finish()
     }
 }
@@ -105,6 +112,13 @@ impl<K> InformerOptions<K> {
     /// entry per key.
     pub fn queue(mut self, kind: QueueKind) -> Self {
         self.queue = kind;
+        self
+    }
+
+    /// Checks the cache against the server while the informer runs, and probes its
+    /// staleness (see [`consistency`](crate::consistency)).
+    pub fn consistency(mut self, config: ConsistencyConfig) -> Self {
+        self.consistency = Some(config);
         self
     }
 

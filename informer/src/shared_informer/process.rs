@@ -10,6 +10,7 @@ use super::handler::Notification;
 use super::inner::Inner;
 use super::listener::Listener;
 use super::processor::Processor;
+use crate::consistency::Applying;
 use crate::fifo::{Delta, DeltaBatch, Deltas};
 use crate::lock::MutexExt;
 use crate::store::WriteBatch;
@@ -42,6 +43,9 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 since_wake = 0;
                 self.processor.wake();
             }
+            if drained {
+                self.tracker.drained();
+            }
             if !announced_sync && self.has_synced() {
                 announced_sync = true;
                 self.sync_signal.announce();
@@ -55,9 +59,12 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     fn handle_batch(&self, batch: &mut dyn DeltaBatch<K>) -> usize {
         let mut writer = self.writer.locked();
         let mut store = writer.batch();
+        let mut tracked = self.tracker.applying();
         let listeners = self.processor.listeners();
         let mut processed = 0;
-        while batch.apply_next(&mut |deltas| self.handle_deltas(&mut store, &listeners, deltas)) {
+        while batch.apply_next(&mut |deltas| {
+            self.handle_deltas(&mut store, &mut tracked, &listeners, deltas);
+        }) {
             processed += 1;
         }
         processed
@@ -68,6 +75,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     fn handle_deltas(
         &self,
         writer: &mut WriteBatch<'_, K>,
+        tracked: &mut Applying<'_>,
         listeners: &[Arc<Listener<K>>],
         deltas: &Deltas<K>,
     ) {
@@ -83,6 +91,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 | Delta::Sync(object)
                 | Delta::Replaced(object) => match writer.upsert_keyed(key, Arc::clone(object)) {
                     Some(old) => {
+                        tracked.replaced(old.meta(), object.meta());
                         let is_resync = matches!(delta, Delta::Sync(_))
                             || (matches!(delta, Delta::Replaced(_))
                                 && same_version(old.as_ref(), object.as_ref()));
@@ -94,20 +103,24 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                             is_resync,
                         );
                     }
-                    None => distribute(
-                        Notification::Add {
-                            object: Arc::clone(object),
-                            is_initial_list,
-                        },
-                        false,
-                    ),
+                    None => {
+                        tracked.added(object.meta());
+                        distribute(
+                            Notification::Add {
+                                object: Arc::clone(object),
+                                is_initial_list,
+                            },
+                            false,
+                        );
+                    }
                 },
                 Delta::Deleted(deleted) => {
                     // Handlers hear of the deletion of what they were told exists. The
                     // in-order queue queues every deletion (client-go's RealFIFO), also
                     // one for an object already gone from the cache, e.g. a watch
                     // DELETED after a relist or an undecodable update removed it.
-                    if writer.delete_key(key).is_some() {
+                    if let Some(old) = writer.delete_key(key) {
+                        tracked.removed(old.meta());
                         distribute(Notification::Delete(deleted.clone()), false);
                     }
                 }

@@ -96,6 +96,10 @@ impl<K: 'static> Queue<K> {
         dispatch!(self, fifo => fifo.has_synced())
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        dispatch!(self, fifo => fifo.is_empty())
+    }
+
     /// Waits for something queued, then calls `run` under the queue's lock with a batch
     /// of up to `max` keys' (or changes') deltas; returns what `run` returns and whether
     /// the queue is empty now, `None` once it is closed and empty.

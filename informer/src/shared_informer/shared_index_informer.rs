@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::InformerError;
 use super::handler::ResourceEventHandler;
-use super::inner::{Inner, Startup};
+use super::inner::{ConsistencyParts, Inner, Startup};
 use super::listener::ListenerStats;
 use super::options::InformerOptions;
 use super::processor::{Processor, RunsOn, Stopped};
@@ -20,11 +20,14 @@ use super::queue::Queue;
 use super::registration::{Registration, Subscription};
 use super::sink::QueueSink;
 use super::sync::SyncSignal;
+use crate::consistency::Tracker;
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
 use crate::lock::MutexExt;
-use crate::reflector::{self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError};
+use crate::reflector::{
+    self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, SharedKeyFilter,
+};
 use crate::store::{Indexer, NAMESPACE_INDEX, Writer};
 use crate::synced::HasSynced;
 
@@ -33,7 +36,7 @@ use crate::synced::HasSynced;
 #[derive(Educe)]
 #[educe(Clone)]
 pub struct SharedIndexInformer<K> {
-    inner: Arc<Inner<K>>,
+    pub(super) inner: Arc<Inner<K>>,
 }
 
 /// Two handles are equal when they are the same informer.
@@ -130,6 +133,7 @@ where
             reflector,
             transform,
             queue,
+            consistency,
         } = options;
         // Namespaced listing is answered from the namespace index, so it is always there.
         let indexers = if indexers.names().any(|name| name == NAMESPACE_INDEX) {
@@ -142,6 +146,15 @@ where
         let queue = Queue::new(queue, key_fn, &indexer);
         let kind = short_type_name::<K>();
         let sync_signal = Arc::new(SyncSignal::default());
+        let tracker = Arc::new(Tracker::new(Box::new({
+            let queue = queue.clone();
+            move || queue.is_empty()
+        })));
+        let consistency = ConsistencyParts {
+            config: consistency,
+            counters: Arc::default(),
+            key_filter: reflector.key_filter.clone().map(SharedKeyFilter::new),
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 kind,
@@ -160,6 +173,8 @@ where
                 stopped: AtomicBool::new(false),
                 reflector_stats: OnceLock::new(),
                 sync_signal,
+                tracker,
+                consistency,
             }),
         })
     }
@@ -313,10 +328,9 @@ where
 
     /// The reflector's counters (lists, watches, errors...), once started.
     pub fn reflector_stats(&self) -> Option<reflector::StatsSnapshot> {
-        self.inner
-            .reflector_stats
-            .get()
-            .map(|stats| stats.snapshot())
+        let mut snapshot = self.inner.reflector_stats.get()?.snapshot();
+        snapshot.server_filters_shards = self.inner.lister_watcher.server_filters_shards();
+        Some(snapshot)
     }
 
     /// How many handlers and subscriptions are registered.
@@ -396,11 +410,13 @@ where
                 transform,
                 indexer: inner.indexer.clone(),
                 sync_signal: Arc::clone(&inner.sync_signal),
+                tracker: Arc::clone(&inner.tracker),
             };
             Reflector::from_parts(Arc::clone(&inner.lister_watcher), Arc::new(sink), config)
         };
         let _ = inner.reflector_stats.set(reflector.stats_handle());
         inner.processor.start(tokio::runtime::Handle::current());
+        let checks = self.periodic_checks(reflector.relist_trigger());
 
         // Biased: a shutdown signalled before `run` sends no list or watch.
         tokio::select! {
@@ -408,6 +424,7 @@ where
             () = shutdown => {}
             _ = reflector.run(std::future::pending()) => {}
             () = inner.process() => {}
+            () = checks => {}
         }
 
         inner.stopped.store(true, Ordering::SeqCst);

@@ -8,6 +8,7 @@ use kube::Resource;
 use super::options::Transform;
 use super::queue::Queue;
 use super::sync::SyncSignal;
+use crate::consistency::Tracker;
 use crate::key::ObjectKey;
 use crate::reflector::{CachedObjects, ReflectorStore};
 use crate::store::{Indexer, NAMESPACE_INDEX};
@@ -20,6 +21,8 @@ pub(super) struct QueueSink<K> {
     pub(super) indexer: Indexer<K>,
     /// Announces a sync that needs no pop: a first list with no objects.
     pub(super) sync_signal: Arc<SyncSignal>,
+    /// Notes the version of everything queued, for the cache's points.
+    pub(super) tracker: Arc<Tracker>,
 }
 
 impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
@@ -45,21 +48,26 @@ impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
     }
 }
 
+impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
+    /// Queues a watch event's object with `queue`, noting its version.
+    fn queue_event(&self, object: K, queue: impl FnOnce(&Queue<K>, Arc<K>)) {
+        if let Some(object) = self.prepare(object) {
+            let mut marking = self.tracker.marking();
+            marking.note(object.meta().resource_version.as_deref());
+            queue(&self.queue, object);
+        }
+    }
+}
+
 impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for QueueSink<K> {
     fn add(&self, object: K) {
-        if let Some(object) = self.prepare(object) {
-            self.queue.add(object);
-        }
+        self.queue_event(object, Queue::add);
     }
     fn update(&self, object: K) {
-        if let Some(object) = self.prepare(object) {
-            self.queue.update(object);
-        }
+        self.queue_event(object, Queue::update);
     }
     fn delete(&self, object: K) {
-        if let Some(object) = self.prepare(object) {
-            self.queue.delete(object);
-        }
+        self.queue_event(object, Queue::delete);
     }
     fn replace(&self, mut objects: Vec<K>, unchanged: Vec<Arc<K>>, resource_version: &str) {
         // Each object moves into its `Arc` in list order (popped from the end of the
@@ -75,7 +83,10 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for QueueSink<K> {
             }
         }
         prepared.extend(unchanged);
+        let mut marking = self.tracker.marking();
+        marking.note(Some(resource_version));
         self.queue.replace(prepared, resource_version);
+        drop(marking);
         if self.queue.has_synced() {
             self.sync_signal.announce();
         }
@@ -106,6 +117,9 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for QueueSink<K> {
             );
             self.queue.delete_stale(last_known);
         }
+    }
+    fn progressed(&self, resource_version: &str) {
+        self.tracker.progressed(resource_version);
     }
     fn cached_objects(&self) -> Option<Arc<dyn CachedObjects<K>>> {
         // Nothing to reuse on the first list: decode it directly.

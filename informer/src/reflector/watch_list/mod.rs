@@ -298,7 +298,10 @@ where
             // Not (yet) a failed sync: the list that follows decides, and its error,
             // if any, is the one reported as the sync's.
             let error = ReflectorError::Watch(e);
-            tracing::debug!(%error, source = ?std::error::Error::source(&error), "streaming list failed; listing instead");
+            tracing::debug!(
+                "streaming list failed; listing instead: {}",
+                crate::cause::Chain(&error)
+            );
             self.notify(&error);
             Retry::ListInstead
         }
