@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use informer::controller::{Context, Fenced};
-use informer::shard::{ShardConfig, ShardHandle, ShardMember};
+use informer::events::{EventSpec, Recorder, RecorderConfig, Reporter};
+use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use tokio::sync::watch;
@@ -89,6 +90,13 @@ impl Args {
 /// `group`, as `identity`, with the timings `lease-ms`, `renew-ms`, `retry-ms` and
 /// `handoff-ms`.
 pub fn shard_member(args: &Args, client: kube::Client) -> anyhow::Result<ShardMember> {
+    // `shard-by=uid` or `shard-by=namespace`; by key without one.
+    let shard_by = match args.get("shard-by").ok().as_deref() {
+        None | Some("key") => ShardBy::Key,
+        Some("uid") => ShardBy::Uid,
+        Some("namespace") => ShardBy::Namespace,
+        Some(other) => anyhow::bail!("shard-by={other}: key, uid or namespace"),
+    };
     Ok(ShardMember::new(
         client,
         ShardConfig::new(args.get("namespace")?, args.get("group")?)
@@ -96,7 +104,8 @@ pub fn shard_member(args: &Args, client: kube::Client) -> anyhow::Result<ShardMe
             .lease_duration(args.millis("lease-ms")?)
             .renew_deadline(args.millis("renew-ms")?)
             .retry_period(args.millis("retry-ms")?)
-            .handoff_timeout(args.millis("handoff-ms")?),
+            .handoff_timeout(args.millis("handoff-ms")?)
+            .shard_by(shard_by),
     )?)
 }
 
@@ -151,6 +160,36 @@ pub async fn write_through(ctx: &Context<ConfigMap>, identity: &str, key: &str, 
         .api::<ConfigMap>()
         .patch(key, &PatchParams::default(), &Patch::Merge(&patch))
         .await;
+    say_written(identity, key, written);
+}
+
+/// [`write_through`], conditional on `seen` being unchanged since this reconcile read
+/// it ([`TrackedApi::if_unchanged`](informer::controller::TrackedApi::if_unchanged)):
+/// the server refuses it with 409 Conflict (printed `conflict <key>`) once anyone
+/// wrote the ConfigMap since.
+pub async fn write_if_unchanged(
+    ctx: &Context<ConfigMap>,
+    identity: &str,
+    seen: &ConfigMap,
+    seq: u64,
+) {
+    let key = seen.metadata.name.as_deref().unwrap_or_default();
+    let patch = serde_json::json!({ "data": { "writer": identity, "seq": seq.to_string() } });
+    let written = ctx
+        .api::<ConfigMap>()
+        .if_unchanged(seen)
+        .patch(&PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+    match written {
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            say(identity, &format!("conflict {key}"))
+        }
+        written => say_written(identity, key, written),
+    }
+}
+
+/// Prints the outcome of a write of `key` (see [`write_through`]).
+fn say_written(identity: &str, key: &str, written: kube::Result<ConfigMap>) {
     match written {
         Ok(cm) => say(
             identity,
@@ -161,5 +200,90 @@ pub async fn write_through(ctx: &Context<ConfigMap>, identity: &str, key: &str, 
         ),
         Err(error) if Fenced::find(&error).is_some() => say(identity, &format!("refused {key}")),
         Err(error) => say(identity, &format!("write-failed {key} {error}")),
+    }
+}
+
+/// What a reconcile of a replica does beside its write, as its arguments say:
+/// `events=1` publishes an Event about the object through the context (the same one
+/// each time, so they fold into a series whose count the recorder patches every
+/// flush), and `leak=1` spawns a task that keeps the context after the reconcile
+/// returned and writes through it every 500 ms for `leak-ms` (default 5000), once
+/// per key: a context kept by a task the user spawned. `conditional=1` makes the
+/// reconcile's own write conditional (see [`write`](Self::write)).
+#[derive(Debug, Clone)]
+pub struct Extras {
+    events: bool,
+    leak: Option<Duration>,
+    /// The keys a task was spawned for already: one per key, however often it is
+    /// reconciled.
+    leaked: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// `conditional=1`: [`write`](Self::write) is [`write_if_unchanged`].
+    conditional: bool,
+}
+
+impl Extras {
+    /// The extras `args` ask for.
+    pub fn from_args(args: &Args) -> anyhow::Result<Self> {
+        let leak = if args.flag("leak") {
+            Some(args.millis("leak-ms").unwrap_or(Duration::from_secs(5)))
+        } else {
+            None
+        };
+        Ok(Self {
+            events: args.flag("events"),
+            leak,
+            leaked: Arc::default(),
+            conditional: args.flag("conditional"),
+        })
+    }
+
+    /// The reconcile's write of `cm` (`write=1`): [`write_through`], or with
+    /// `conditional=1` [`write_if_unchanged`].
+    pub async fn write(&self, ctx: &Context<ConfigMap>, identity: &str, cm: &ConfigMap, seq: u64) {
+        if self.conditional {
+            write_if_unchanged(ctx, identity, cm, seq).await;
+        } else {
+            let key = cm.metadata.name.as_deref().unwrap_or_default();
+            write_through(ctx, identity, key, seq).await;
+        }
+    }
+
+    /// Does them for `cm`, reconciled by `identity` with `ctx`.
+    pub fn run(&self, ctx: &Context<ConfigMap>, cm: &ConfigMap, identity: &Arc<str>, seq: u64) {
+        if self.events {
+            ctx.publish(cm, EventSpec::normal("Reconciled", "Reconcile"));
+        }
+        let key = cm.metadata.name.clone().unwrap_or_default();
+        if let Some(leak) = self.leak
+            && self.leaked.lock().unwrap().insert(key.clone())
+        {
+            let ctx = ctx.clone();
+            let identity = Arc::clone(identity);
+            tokio::spawn(async move {
+                let until = tokio::time::Instant::now() + leak;
+                while tokio::time::Instant::now() < until {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    write_through(&ctx, &identity, &key, seq).await;
+                }
+            });
+        }
+    }
+}
+
+/// The replica's event recorder: reporting as `controller`, instance `identity` (the
+/// tests tell the replicas' Events apart by it), flushing series counts every 500 ms.
+pub fn recorder(client: kube::Client, controller: &str, identity: &str) -> Recorder {
+    Recorder::with_config(
+        client,
+        Reporter::with_instance(controller, identity),
+        RecorderConfig::default().flush_interval(Duration::from_millis(500)),
+    )
+}
+
+/// With `linger-ms`, waits that long before the replica exits: its spawned tasks
+/// (leaked contexts) go on meanwhile, after the controller and member stopped.
+pub async fn linger(args: &Args) {
+    if let Ok(linger) = args.millis("linger-ms") {
+        tokio::time::sleep(linger).await;
     }
 }

@@ -15,7 +15,9 @@ use std::time::Duration;
 use common::{eventually, eventually_async};
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::FactoryOptions;
-use informer::fleet::{CLUSTER_NAME_LABEL, ClusterSet, KubeconfigSecrets, Kubeconfigs};
+use informer::fleet::{
+    CLUSTER_NAME_LABEL, Cluster, ClusterContext, ClusterSet, KubeconfigSecrets, Kubeconfigs,
+};
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::testenv::TestEnv;
@@ -155,6 +157,27 @@ fn kubeconfig_of(env: &TestEnv) -> String {
     std::fs::read_to_string(env.kubeconfig_path()).unwrap()
 }
 
+/// Changes cluster alpha's kubeconfig Secret (in `secrets`) without changing where it
+/// points, and waits until `set` restarted alpha; returns alpha's member before.
+async fn rotate_alpha(secrets: &Api<Secret>, set: &ClusterSet, alpha: &TestEnv) -> Cluster {
+    let before = set.cluster("alpha").unwrap();
+    let changed = format!("{}\n# rotated\n", kubeconfig_of(alpha));
+    secrets
+        .patch(
+            "alpha-kubeconfig",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "stringData": { "value": changed } })),
+        )
+        .await
+        .unwrap();
+    eventually("alpha to restart", WAIT, || {
+        set.cluster("alpha")
+            .is_some_and(|now| !now.same_member(&before))
+    })
+    .await;
+    before
+}
+
 /// Runs `set` until the returned sender is used; the handle returns its result.
 fn run_set(
     set: &ClusterSet,
@@ -283,22 +306,8 @@ async fn clusters_join_restart_and_leave_as_their_kubeconfig_secrets_do() {
     .await;
 
     // A Secret changed: that cluster alone restarts.
-    let alpha_member = set.cluster("alpha").unwrap();
     let gamma_member = set.cluster("gamma").unwrap();
-    let changed = format!("{}\n# rotated\n", kubeconfig_of(alpha));
-    secrets
-        .patch(
-            "alpha-kubeconfig",
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({ "stringData": { "value": changed } })),
-        )
-        .await
-        .unwrap();
-    eventually("alpha to restart", WAIT, || {
-        set.cluster("alpha")
-            .is_some_and(|now| !now.same_member(&alpha_member))
-    })
-    .await;
+    let alpha_member = rotate_alpha(&secrets, &set, alpha).await;
     assert!(alpha_member.is_retired());
     assert!(
         set.cluster("gamma").unwrap().same_member(&gamma_member),
@@ -845,4 +854,81 @@ async fn with_leader_election_the_leader_works_the_whole_fleet() {
     );
 
     second.stop().await;
+}
+
+/// A cluster whose kubeconfig changed restarts: its old controller is stopped and a
+/// new one started. The new one starts only once the old one's reconciles have
+/// ended, so one key is never reconciled by both at once in this replica.
+#[tokio::test]
+async fn a_restarted_cluster_s_new_controller_waits_for_the_old_one_s_reconciles() {
+    let alpha = TestEnv::shared().await.unwrap();
+    alpha.install_crd(&Widget::crd()).await.unwrap();
+    let secrets_ns = alpha.create_namespace("fleet-restart").await.unwrap();
+    let widget_ns = unique("fleet-restart-widgets");
+    namespace_everywhere(&[alpha], &widget_ns).await;
+    let secrets = Api::<Secret>::namespaced(alpha.client().unwrap(), &secrets_ns);
+    secrets
+        .create(
+            &PostParams::default(),
+            &kubeconfig_secret("alpha-kubeconfig", &kubeconfig_of(alpha), &[]),
+        )
+        .await
+        .unwrap();
+    create_widget(alpha, &widget_ns, "slow", "1").await;
+    let ns = widget_ns.clone();
+    let set = ClusterSet::with_options(
+        KubeconfigSecrets::new(alpha.client().unwrap(), &secrets_ns),
+        move |_| FactoryOptions::default().namespace(ns.clone()),
+    );
+    let (stop_set, set_running) = run_set(&set);
+    // Each reconcile of the one Widget takes 1.5 s and asks to run again at once: it
+    // is nearly always being reconciled.
+    let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let starts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let controller = set.controller(|cluster| Controller::<Widget>::new(cluster.factory()));
+    let reconcile = {
+        let (running, most, starts) = (running.clone(), most.clone(), starts.clone());
+        move |_: Arc<Widget>, _: Context<Widget>| {
+            let (running, most, starts) = (running.clone(), most.clone(), starts.clone());
+            async move {
+                use std::sync::atomic::Ordering::SeqCst;
+                starts.fetch_add(1, SeqCst);
+                let now = running.fetch_add(1, SeqCst) + 1;
+                most.fetch_max(now, SeqCst);
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                running.fetch_sub(1, SeqCst);
+                Ok::<_, kube::Error>(Action::RequeueAfter(Duration::ZERO))
+            }
+        }
+    };
+    let task = tokio::spawn(controller.run(reconcile, backoff, async {
+        stopped.await.ok();
+    }));
+    eventually("the first reconcile", WAIT, || {
+        running.load(std::sync::atomic::Ordering::SeqCst) == 1
+    })
+    .await;
+
+    // The kubeconfig changes while a reconcile runs: the cluster restarts.
+    let member = rotate_alpha(&secrets, &set, alpha).await;
+    let before = starts.load(std::sync::atomic::Ordering::SeqCst);
+    eventually("the new controller to reconcile", WAIT, || {
+        starts.load(std::sync::atomic::Ordering::SeqCst) >= before + 2
+    })
+    .await;
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, task)
+        .await
+        .expect("the fleet controller stopped")
+        .unwrap();
+    stop_set.send(()).unwrap();
+    set_running.await.unwrap().unwrap();
+    assert!(member.is_retired(), "the cluster did restart");
+    assert_eq!(
+        most.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the Widget was reconciled twice at once across the restart"
+    );
 }

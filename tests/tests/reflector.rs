@@ -887,3 +887,106 @@ async fn a_server_that_refuses_streaming_lists_is_listed_and_watched_and_never_a
     assert_eq!(stats.streaming_list_requests, 1, "never asked again");
     running.stop().await;
 }
+
+/// A key filter keeping the objects whose namespace's FNV-1a hash is in the lower half,
+/// and asking the server for the same half as a shard selector.
+struct LowerHalfOfNamespaces(tokio::sync::watch::Sender<u64>);
+
+/// FNV-1a, 64 bits, written out here: the server's hash of a field.
+fn fnv1a(value: &str) -> u64 {
+    value.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+impl informer::reflector::KeyFilter for LowerHalfOfNamespaces {
+    fn keeps(&self, namespace: Option<&str>, _name: &str) -> bool {
+        fnv1a(namespace.unwrap_or("")) < 1 << 63
+    }
+
+    fn generation(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+
+    fn server_selector(&self) -> Option<String> {
+        Some(
+            "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')"
+                .to_owned(),
+        )
+    }
+}
+
+/// 1.20 has no sharded list and watch: a request with a shard selector is answered in
+/// full (the parameter is ignored, nothing fails), and the key filter keeps exactly its
+/// share of what arrives, dropping the rest before decoding. (On 1.36 with the gate on,
+/// `kubernetes_1_36.rs` shows the server dropping them instead.)
+#[tokio::test]
+async fn a_server_without_sharded_lists_sends_everything_and_the_filter_keeps_the_share() {
+    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+    let env = TestEnv::shared().await.unwrap();
+    let mut namespaces = Vec::new();
+    for _ in 0..12 {
+        let ns = env.create_namespace("reflector-shard").await.unwrap();
+        let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+        api.create(
+            &PostParams::default(),
+            &config_map("sharded", "1", &[("app", "sharded-fallback")]),
+        )
+        .await
+        .unwrap();
+        namespaces.push(ns);
+    }
+    let filter = Arc::new(LowerHalfOfNamespaces(tokio::sync::watch::Sender::new(0)));
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(Api::<ConfigMap>::all(env.client().unwrap()))
+            .labels("app=sharded-fallback"),
+        InformerOptions::default().reflector(Config::default().key_filter(filter)),
+    )
+    .unwrap();
+    let running = common::spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    let cached = || {
+        let mut cached: Vec<String> = informer
+            .indexer()
+            .list()
+            .iter()
+            .filter_map(|o| o.namespace())
+            .filter(|ns| namespaces.contains(ns))
+            .collect();
+        cached.sort();
+        cached
+    };
+    let mut expected: Vec<String> = namespaces
+        .iter()
+        .filter(|ns| fnv1a(ns) < 1 << 63)
+        .cloned()
+        .collect();
+    expected.sort();
+    assert_eq!(cached(), expected);
+    // Objects created after the list arrive by the watch, also unfiltered.
+    for ns in &namespaces {
+        let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), ns);
+        api.create(
+            &PostParams::default(),
+            &config_map("later", "1", &[("app", "sharded-fallback")]),
+        )
+        .await
+        .unwrap();
+    }
+    eventually("the later ones of the share", WAIT, || {
+        informer.indexer().list().len() == 2 * expected.len()
+    })
+    .await;
+    let stats = informer.reflector_stats().unwrap();
+    assert_eq!(
+        stats.filtered_out as usize,
+        2 * (namespaces.len() - expected.len()),
+        "every object outside the share arrived and was dropped: {stats:?}"
+    );
+    assert_eq!(
+        stats.server_filters_shards,
+        Some(false),
+        "and the informer says so"
+    );
+    running.stop().await;
+}

@@ -140,6 +140,23 @@ fn reconciled_values(replicas: &Replicas) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_joining_killed_and_cut_off_never_reconcile_a_key_twice_at_once() {
+    joining_killed_and_cut_off("key").await;
+}
+
+/// The same, the members deciding by uid (`ShardBy::Uid`): the keys follow their
+/// objects' uids, decided through each member's cache (1.20 sends every object, so
+/// each member drops the others' itself), with the same exclusivity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_by_uid_joining_killed_and_cut_off_never_reconcile_a_key_twice_at_once() {
+    joining_killed_and_cut_off("uid").await;
+}
+
+/// Replicas deciding by `shard_by` through a join, a SIGKILL and a cut network, under
+/// churn; see the first test above. One at a time: each runs four replica processes
+/// with timing bounds, on two cores.
+async fn joining_killed_and_cut_off(shard_by: &str) {
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _alone = ONE_AT_A_TIME.lock().await;
     let env = TestEnv::shared().await.unwrap();
     let namespace = env.create_namespace("shards").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &namespace);
@@ -166,7 +183,8 @@ async fn replicas_joining_killed_and_cut_off_never_reconcile_a_key_twice_at_once
         WORKERS,
         RECONCILE,
         HANDOFF,
-    );
+    )
+    .with_arg(&format!("shard-by={shard_by}"));
     replicas.spawn("a", None);
     replicas.spawn("b", None);
     replicas.spawn("c", Some(&through_proxy));
@@ -361,7 +379,7 @@ async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
         .count();
     assert!((200..400).contains(&mine), "a has {mine} of 600");
     for key in &keys {
-        assert_eq!(a_handle.owns(key), a_handle.may_reconcile(key));
+        assert_eq!(a_handle.in_shard(key), a_handle.may_reconcile(key));
     }
 
     let leases = Api::<Lease>::namespaced(env.client().unwrap(), &namespace);
@@ -521,8 +539,8 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
             "{key} dropped before the hand-off timeout"
         );
         assert!(*started >= dropped, "b started {key} before a dropped it");
-        assert!(b_shard.owns(&ObjectKey::new(Some(namespace.clone()), key.clone())));
-        assert!(!a_shard.owns(&ObjectKey::new(Some(namespace.clone()), key.clone())));
+        assert!(b_shard.in_shard(&ObjectKey::new(Some(namespace.clone()), key.clone())));
+        assert!(!a_shard.in_shard(&ObjectKey::new(Some(namespace.clone()), key.clone())));
     }
     // Each replica's cache of ConfigMaps holds its shard only.
     for (identity, shard, factory) in [("a", &a_shard, &a_factory), ("b", &b_shard, &b_factory)] {
@@ -543,7 +561,7 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
                 let mut owned: Vec<String> = (0..KEYS)
                     .map(|i| format!("stuck-{i}"))
                     .filter(|name| {
-                        shard.owns(&ObjectKey::new(Some(namespace.clone()), name.clone()))
+                        shard.in_shard(&ObjectKey::new(Some(namespace.clone()), name.clone()))
                     })
                     .collect();
                 owned.sort();
@@ -794,7 +812,9 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
     let children_of = |shard: &ShardHandle| {
         let mut children: Vec<String> = (0..PARENTS)
             .map(|i| format!("parent-{i}"))
-            .filter(|parent| shard.owns(&ObjectKey::new(Some(namespace.clone()), parent.clone())))
+            .filter(|parent| {
+                shard.in_shard(&ObjectKey::new(Some(namespace.clone()), parent.clone()))
+            })
             .map(|parent| format!("child-of-{parent}"))
             .collect();
         children.sort();
@@ -894,7 +914,8 @@ async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
         Duration::from_millis(300),
         Duration::from_secs(2),
     )
-    .with_arg("write=1");
+    .with_arg("write=1")
+    .with_arg("events=1");
     let members = ["a", "b", "c"];
     for identity in members {
         replicas.spawn(identity, None);
@@ -958,6 +979,17 @@ async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
         "writes that landed when the key may have been another's: {outside:?}; {}",
         replicas.describe()
     );
+    // The fault happened: each member frozen past its lease resumed with reconciles
+    // in hand, and dropped them or had their writes refused.
+    for paused in ["a", "b"] {
+        let fenced = replicas.exit_count(stopping, paused, "dropped")
+            + replicas.exit_count(stopping, paused, "refused");
+        assert!(
+            fenced > 0,
+            "{paused} was paused past its lease, yet dropped no reconcile and had no write refused; {}",
+            replicas.describe()
+        );
+    }
     let stats = replicas.exit_stats(stopping);
     let refused = replicas.count("refused");
     eprintln!(
@@ -970,5 +1002,96 @@ async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
         takeovers.iter().all(|took| *took <= takeover_bound()),
         "fenced after {takeovers:?}, bound {:?}",
         takeover_bound()
+    );
+}
+
+/// A context a task kept after its reconcile returned (a task the user spawned)
+/// writes only while the membership it was made in lasts: not once its member was
+/// fenced and joined again (the keys may have been another's meanwhile), not after
+/// the member stepped down and deleted its Lease. Decided from the server's order of
+/// events; the member processes linger after stepping down, their kept contexts
+/// still trying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_kept_past_its_membership_writes_nothing_more() {
+    let env = TestEnv::shared().await.unwrap();
+    let namespace = env.create_namespace("kept-context").await.unwrap();
+    let client = env.client().unwrap();
+    let history = ServerHistory::record(&client, &namespace).await;
+    common::create_config_maps(&Api::namespaced(client, &namespace), "work", 12, &[]).await;
+    // Each member reconciles and writes; the first reconcile of each key also
+    // leaves a task writing through its context every 500 ms for a minute.
+    let mut replicas = Replicas::sharded(
+        &namespace,
+        env.kubeconfig_path(),
+        2,
+        Duration::from_millis(300),
+        Duration::from_secs(2),
+    )
+    .with_arg("write=1")
+    .with_arg("leak=1")
+    .with_arg("leak-ms=60000")
+    .with_arg("linger-ms=4000");
+    let members = ["a", "b"];
+    for identity in members {
+        replicas.spawn(identity, None);
+    }
+    wait_for_members(&replicas, &members, "a,b", 0).await;
+    for identity in members {
+        common::eventually(&format!("writes by {identity}"), SETTLE, || {
+            history.writes_by(identity) >= 10
+        })
+        .await;
+    }
+
+    // a freezes past its lease: b fences it and takes every key; a resumes, finds
+    // itself fenced and joins again, its old contexts still trying.
+    let paused_at = replicas.pause("a");
+    wait_for_members(&replicas, &["b"], "b", paused_at).await;
+    let resume_at = paused_at + micros(LONG_PAUSE);
+    tokio::time::sleep(Duration::from_micros(
+        resume_at.saturating_sub(now_micros()) as u64,
+    ))
+    .await;
+    let resumed_at = replicas.resume("a");
+    wait_for_members(&replicas, &["b"], "a,b", resumed_at).await;
+    let before = history.writes_by("a");
+    common::eventually("a to write again", SETTLE, || {
+        history.writes_by("a") >= before + 10
+    })
+    .await;
+    // Give the old contexts time to try on keys b works now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // b steps down and lingers four seconds, its contexts still trying.
+    let stepped_at = replicas.terminate("b");
+    let status = replicas.wait_exit("b", Duration::from_secs(30)).await;
+    assert!(status.success(), "b exited with {status}");
+    let stopping = replicas.stop_all(&["a"]).await;
+
+    let outside = history.writes_outside_the_writers_membership("replicas");
+    assert!(
+        outside.is_empty(),
+        "writes through kept contexts that landed when the key may have been another's: {outside:?}; {}",
+        replicas.describe()
+    );
+    // The fault happened: the kept contexts tried, and were refused before sending.
+    let refused_a = replicas.exit_count(paused_at, "a", "refused");
+    let refused_b = replicas.exit_count(stepped_at, "b", "refused");
+    assert!(
+        refused_a > 0,
+        "a's contexts of its first membership never tried to write after it was fenced; {}",
+        replicas.describe()
+    );
+    assert!(
+        refused_b > 0,
+        "b's contexts never tried to write after it stepped down; {}",
+        replicas.describe()
+    );
+    eprintln!(
+        "writes refused through kept contexts: a (fenced, joined again) {refused_a}, \
+         b (stepped down, lingered 4 s) {refused_b}; landed outside the membership: {}; \
+         stats: {:?}",
+        outside.len(),
+        replicas.exit_stats(stopping.min(stepped_at))
     );
 }

@@ -7,16 +7,20 @@
 //! is `started`, `leading`, `following <leader or ->`, `stopped`,
 //! `reconcile-start <key>`, `reconcile-end <key>` (also when a reconcile is
 //! abandoned), with `write=1` the outcome of each reconcile's write (see
-//! [`write_through`]), and at the end `stats dropped=<n> refused=<n>` (the
-//! election's dropped reconciles and refused writes) and `exit`. SIGTERM shuts it
-//! down cleanly.
+//! [`write_through`](informer_tests::replica::write_through)), and at the end `stats
+//! dropped=<n> refused=<n> events-fenced=<n>` (the election's dropped reconciles and
+//! refused writes, and the Events its recorder did not send because their term had
+//! ended) and `exit`. SIGTERM shuts it down cleanly.
 //!
 //! Arguments, as `name=value`: `namespace` (of the Lease and the ConfigMaps), `lease`,
 //! `identity`, `lease-ms`, `renew-ms`, `retry-ms`, `reconcile-ms` (how long each
 //! reconcile takes), and optionally `server` (an API server URL replacing the
-//! kubeconfig's, e.g. a fault proxy), `workers` (default 2) and `write=1` (each
-//! reconcile writes its ConfigMap after its wait). The kubeconfig comes from `KUBECONFIG`.
-
+//! kubeconfig's, e.g. a fault proxy), `workers` (default 2), `write=1` (each
+//! reconcile writes its ConfigMap after its wait; with `conditional=1`, if unchanged
+//! since read), `events=1`, `leak=1`, `leak-ms` (see
+//! [`Extras`]) and `linger-ms` (how long to stay up
+//! after stopping). The kubeconfig comes from `KUBECONFIG`; the replica's Events
+//! report as instance `identity`.
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +30,9 @@ use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use informer::workqueue::Action;
-use informer_tests::replica::{Args, EndLine, init_logging, on_sigterm, say, write_through};
+use informer_tests::replica::{
+    Args, EndLine, Extras, init_logging, linger, on_sigterm, recorder, say,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 
@@ -40,6 +46,8 @@ async fn main() -> anyhow::Result<()> {
     let write = args.flag("write");
     let workers = args.get("workers").map_or(Ok(2), |w| w.parse())?;
     let client = args.client().await?;
+    let extras = Extras::from_args(&args)?;
+    let recorder = recorder(client.clone(), "replica-controller", &identity);
 
     let elector = LeaderElector::new(
         client.clone(),
@@ -80,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
         let identity = Arc::clone(&identity);
         move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let identity = Arc::clone(&identity);
+            let extras = extras.clone();
             let seq = writes.fetch_add(1, Ordering::Relaxed);
             async move {
                 let key = cm.name_any();
@@ -89,8 +98,9 @@ async fn main() -> anyhow::Result<()> {
                     key: key.clone(),
                 };
                 tokio::time::sleep(reconcile_time).await;
+                extras.run(&ctx, &cm, &identity, seq);
                 if write {
-                    write_through(&ctx, &identity, &key, seq).await;
+                    extras.write(&ctx, &identity, &cm, seq).await;
                 }
                 drop(end);
                 Ok::<_, Infallible>(Action::RequeueAfter(Duration::from_millis(50)))
@@ -100,17 +110,21 @@ async fn main() -> anyhow::Result<()> {
     Controller::<ConfigMap>::new(&factory)
         .leader_election(handle)
         .workers(workers)
+        .recorder(recorder.clone())
         .run(reconcile, backoff, shutdown())
         .await?;
     election.await?;
     report.await?;
     factory.shutdown().await;
+    linger(&args).await;
+    recorder.shutdown().await;
     say(
         &identity,
         &format!(
-            "stats dropped={} refused={}",
+            "stats dropped={} refused={} events-fenced={}",
             stats.dropped_reconciles(),
-            stats.refused_writes()
+            stats.refused_writes(),
+            recorder.stats().fenced
         ),
     );
     say(&identity, "exit");

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::FactoryOptions;
-use informer::fleet::{ClusterSet, Kubeconfigs};
+use informer::fleet::{ClusterContext, ClusterSet, Kubeconfigs};
 use informer::workqueue::Action;
 use informer_tests::replica::{
     Args, EndLine, init_logging, on_sigterm, say, say_members, shard_member,

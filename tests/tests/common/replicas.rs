@@ -272,6 +272,24 @@ impl Replicas {
             .collect()
     }
 
+    /// The counter `name` (`dropped`, `refused`, `events-fenced`) of `identity`'s
+    /// `stats` lines printed after `after`, added up (a replica restarted prints
+    /// several); 0 without one.
+    pub fn exit_count(&self, after: Micros, identity: &str, name: &str) -> u64 {
+        self.lines()
+            .iter()
+            .filter(|l| l.at >= after && l.event == "stats" && l.identity == identity)
+            .flat_map(|l| {
+                l.detail
+                    .split_whitespace()
+                    .filter_map(|pair| pair.split_once('='))
+                    .filter(|(key, _)| *key == name)
+                    .filter_map(|(_, value)| value.parse::<u64>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    }
+
     /// How many `event` lines the replicas printed.
     pub fn count(&self, event: &str) -> usize {
         self.lines().iter().filter(|l| l.event == event).count()

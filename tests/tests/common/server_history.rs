@@ -1,6 +1,6 @@
-//! What the API server saw, in the order it applied it: every change of the Leases
-//! and the ConfigMaps of one namespace, with the resourceVersion the server gave it.
-//! Both kinds live in the one etcd, whose revision counts every write, so the
+//! What the API server saw, in the order it applied it: every change of the Leases,
+//! the ConfigMaps and the Events of one namespace, with the resourceVersion the server
+//! gave it. All live in the one etcd, whose revision counts every write, so the
 //! resourceVersions order Lease changes and object writes against each other: the
 //! multi-process fencing tests decide from them, not from what the replicas say,
 //! whether a write landed after another replica's term or ownership began. Included
@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, WatchEvent, WatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -33,12 +34,19 @@ pub enum Change {
         key: String,
         writer: String,
     },
+    /// A replica's recorder created or patched an Event (its `reportingInstance`).
+    Event {
+        rv: u64,
+        name: String,
+        instance: String,
+        count: i32,
+    },
 }
 
 impl Change {
     pub fn rv(&self) -> u64 {
         match self {
-            Change::Lease { rv, .. } | Change::Write { rv, .. } => *rv,
+            Change::Lease { rv, .. } | Change::Write { rv, .. } | Change::Event { rv, .. } => *rv,
         }
     }
 }
@@ -82,10 +90,31 @@ impl ServerHistory {
             },
         )
         .await;
+        let events = watch(
+            Api::<Event>::namespaced(client.clone(), namespace),
+            Arc::clone(&changes),
+            |event, deleted| {
+                (!deleted).then(|| Change::Event {
+                    rv: rv_of(event),
+                    name: event.name_any(),
+                    instance: event.reporting_instance.clone().unwrap_or_default(),
+                    count: event.series.as_ref().map_or(1, |series| series.count),
+                })
+            },
+        )
+        .await;
         Self {
             changes,
-            watches: vec![leases, writes],
+            watches: vec![leases, writes, events],
         }
+    }
+
+    /// How many Event writes (creates and series patches) `instance` landed so far.
+    pub fn events_by(&self, instance: &str) -> usize {
+        self.changes()
+            .iter()
+            .filter(|c| matches!(c, Change::Event { instance: i, .. } if i == instance))
+            .count()
     }
 
     /// Every change so far, in resourceVersion order.
@@ -103,9 +132,9 @@ impl ServerHistory {
             .count()
     }
 
-    /// The writes that landed while another replica held the election Lease `lease`:
-    /// `(write, holder)` for each write whose writer is not the holder as of the
-    /// Lease's last change before it.
+    /// The writes and Events that landed while another replica held the election
+    /// Lease `lease`: `(write, holder)` for each whose writer (reporting instance) is
+    /// not the holder as of the Lease's last change before it.
     pub fn writes_outside_the_writers_term(&self, lease: &str) -> Vec<(Change, String)> {
         let mut holder: Option<String> = None;
         let mut outside = Vec::new();
@@ -119,7 +148,10 @@ impl ServerHistory {
                 } if name == lease => {
                     holder = if *deleted { None } else { now.clone() };
                 }
-                Change::Write { writer, .. } => {
+                Change::Write { writer, .. }
+                | Change::Event {
+                    instance: writer, ..
+                } => {
                     if let Some(holder) = &holder
                         && !holder.is_empty()
                         && holder != writer
@@ -133,8 +165,8 @@ impl ServerHistory {
         outside
     }
 
-    /// The writes of shard members (of group `group`, Leases `{group}-{identity}`)
-    /// that landed while the writer had no Lease (after another member fenced it,
+    /// The writes and Events of shard members (of group `group`, Leases
+    /// `{group}-{identity}`) that landed while the writer had no Lease (after another member fenced it,
     /// or it left, and before it joined again), and those of a key another member
     /// had written since the writer's previous write of it without the writer
     /// having joined again in between. Either means the writer acted on a key that
@@ -160,6 +192,11 @@ impl ServerHistory {
                         entry.0 = false;
                     } else if !entry.0 {
                         *entry = (true, *rv);
+                    }
+                }
+                Change::Event { instance, .. } => {
+                    if !joined.get(instance).is_some_and(|(member, _)| *member) {
+                        outside.push(change.clone());
                     }
                 }
                 Change::Write { rv, key, writer } => {

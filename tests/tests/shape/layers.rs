@@ -15,10 +15,19 @@ use super::tree::{Crate, circles};
 /// and `dynamic` (discovery and JSONPath indexes, over the store) below `factory`,
 /// which builds dynamic informers from it.
 const LAYERS: &[&[&str]] = &[
-    &["key", "lock", "panic", "cause", "cached", "scope", "synced"],
+    &[
+        "key", "lock", "panic", "cause", "cached", "scope", "synced", "claim", "clock",
+    ],
     &["reflector", "events", "leader", "workqueue", "testenv"],
     &["store", "shard"],
-    &["fifo", "informable", "lister", "dynamic"],
+    &[
+        "fifo",
+        "informable",
+        "projection",
+        "lister",
+        "dynamic",
+        "consistency",
+    ],
     &["shared_informer"],
     &["metrics"],
     &["factory"],
