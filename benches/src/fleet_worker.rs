@@ -10,7 +10,7 @@
 //! its factory's options confine it to its namespace
 //! (`FactoryOptions::default().namespace(..)`), so N namespaces stand for N clusters,
 //! each with its own client, factory, informer, queue and workers. A
-//! [`FleetController`](informer::fleet::FleetController) of ConfigMaps runs over the
+//! [`FleetController`] of ConfigMaps runs over the
 //! set, [`WORKERS`] workers per cluster, with a trivial reconcile that records the
 //! key (scenario 11's).
 //!
@@ -42,9 +42,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use informer::controller::{Context, Controller, backoff};
+use informer::controller::{Context, Controller, ReplicationMode, backoff};
 use informer::factory::FactoryOptions;
-use informer::fleet::{ClusterConfig, ClusterProvider, ClusterSet, Kubeconfigs, Membership};
+use informer::fleet::{
+    Cluster, ClusterConfig, ClusterContext, ClusterProvider, ClusterSet, FleetController,
+    Kubeconfigs, Membership,
+};
 use informer::shard::{ShardConfig, ShardMember};
 use informer::shared_informer::wait_for_cache_sync;
 use informer::workqueue::Action;
@@ -100,8 +103,8 @@ fn options(cluster: &str) -> FactoryOptions {
 
 /// The keys reconciled in each cluster since it joined, and when each cluster was
 /// complete.
-struct Coverage {
-    set: ClusterSet,
+struct Coverage<S> {
+    set: ClusterSet<S>,
     /// Objects in each cluster (`fleet` mode): a cluster with that many keys
     /// reconciled is complete.
     objects: Option<usize>,
@@ -122,8 +125,8 @@ struct Covered {
     complete_at: HashMap<String, Instant>,
 }
 
-impl Coverage {
-    fn new(set: &ClusterSet, objects: Option<usize>) -> Arc<Self> {
+impl<S> Coverage<S> {
+    fn new(set: &ClusterSet<S>, objects: Option<usize>) -> Arc<Self> {
         Arc::new(Self {
             set: set.clone(),
             objects,
@@ -184,7 +187,7 @@ impl Coverage {
 }
 
 /// Applies every change of the set's members to the covered keys.
-async fn forget_left(coverage: Arc<Coverage>) {
+async fn forget_left<S>(coverage: Arc<Coverage<S>>) {
     let mut changes = coverage.set.watch();
     loop {
         coverage.forget_left();
@@ -194,11 +197,16 @@ async fn forget_left(coverage: Arc<Coverage>) {
     }
 }
 
-/// Runs the fleet controller of ConfigMaps on `set` until `shutdown`: [`WORKERS`]
-/// workers per cluster, each reconcile recorded in `coverage`.
-async fn run_controller(
-    set: &ClusterSet,
-    coverage: &Arc<Coverage>,
+/// A cluster's controller of ConfigMaps: [`WORKERS`] workers.
+fn cluster_controller(cluster: &Cluster) -> Controller<ConfigMap> {
+    Controller::new(cluster.factory()).workers(WORKERS)
+}
+
+/// Runs `controller` (the fleet controller of ConfigMaps on a set, with
+/// [`cluster_controller`]s) until `shutdown`, each reconcile recorded in `coverage`.
+async fn run_controller<S: Send + Sync + 'static, R: ReplicationMode>(
+    controller: FleetController<ConfigMap, R>,
+    coverage: &Arc<Coverage<S>>,
     shutdown: impl Future<Output = ()> + Send,
 ) {
     let coverage = Arc::clone(coverage);
@@ -209,9 +217,7 @@ async fn run_controller(
         );
         std::future::ready(Ok::<_, Infallible>(Action::Done))
     };
-    set.controller(|cluster| Controller::<ConfigMap>::new(cluster.factory()).workers(WORKERS))
-        .run(reconcile, backoff, shutdown)
-        .await;
+    controller.run(reconcile, backoff, shutdown).await;
 }
 
 /// Parses `fleet`'s arguments after the mode: objects per cluster, `start` or
@@ -260,7 +266,14 @@ pub async fn run(objects: usize, join: bool, namespaces: &[String]) -> anyhow::R
     });
     tokio::spawn({
         let (set, coverage) = (set.clone(), Arc::clone(&coverage));
-        async move { run_controller(&set, &coverage, std::future::pending()).await }
+        async move {
+            run_controller(
+                set.controller(cluster_controller),
+                &coverage,
+                std::future::pending(),
+            )
+            .await
+        }
     });
     coverage.wait_complete(first.len()).await?;
     let reconciled_seconds = mark.wall_seconds();
@@ -361,6 +374,10 @@ pub async fn replica(
             baseline_rss_kib: baseline.rss_kib,
             peak_rss_kib: memory().peak_kib,
             rss_kib: memory().rss_kib,
+            bytes_received: 0,
+            // The fleet's caches are per cluster: not counted here.
+            objects_decoded: 0,
+            objects_filtered_out: 0,
         }
     };
     let forgetting = tokio::spawn(forget_left(Arc::clone(&coverage)));
@@ -381,7 +398,12 @@ pub async fn replica(
         let (set, stopped) = (set.clone(), stop.stopped());
         async move { set.run(stopped).await }
     });
-    run_controller(&set, &coverage, stop.stopped()).await;
+    run_controller(
+        set.controller(cluster_controller),
+        &coverage,
+        stop.stopped(),
+    )
+    .await;
     // Should the controller have returned first, the rest stops too.
     stop.stop();
     running.await??;

@@ -2,13 +2,15 @@
 //! only: kube-runtime has no sharding).
 //!
 //! ```text
-//! bench-worker shard <namespace> <group> <identity>
+//! bench-worker shard <namespace> <group> <identity> [<rule> <kind>]
 //! ```
 //!
 //! It runs a [`ShardMember`] of `group` (its Lease in `namespace`, the default
-//! timings: 15 s lease, 10 s renew deadline, 2 s retry period) and a
-//! `Controller::<ConfigMap>::sharded` on the ConfigMaps of `namespace` with
-//! [`WORKERS`] workers and a trivial reconcile that records the key.
+//! timings: 15 s lease, 10 s renew deadline, 2 s retry period) deciding by `rule`
+//! (`key`, the default, `uid` or `namespace`: [`ShardBy`]) and a sharded controller
+//! on the objects of `namespace` (`kind`: `configmap`, the default, or `item`, scenario
+//! 17's [`ShardItem`](crate::shard_item::ShardItem)) with [`WORKERS`] workers and a
+//! trivial reconcile that records the key.
 //!
 //! **Covered keys.** A key is *covered* when this replica reconciled it since it last
 //! became this replica's: whenever the shard's assignment changes, keys it may no
@@ -21,12 +23,14 @@
 //! - `state <covered> <members>` (members comma-separated, as this replica last read
 //!   them) whenever either changes, looked at every [`STATE_EVERY`];
 //! - on a line `report` on stdin, a [`WorkerReport::Shard`] JSON line: peak RSS
-//!   (`VmHWM`), CPU and wall time since start, keys covered;
+//!   (`VmHWM`), CPU and wall time since start, keys covered, and the objects its
+//!   primary cache's reflector received (decoded, and dropped by the shard's filter
+//!   before decoding);
 //! - on a line `stop` on stdin, at the end of stdin or on SIGTERM it shuts down
 //!   cleanly (the member lets its reconciles end and deletes its Lease, so the next
 //!   group starts fresh) and prints its final report as the last line.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,12 +38,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::controller::{Context, Controller, Primary, backoff};
+use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
 use informer::key::ObjectKey;
-use informer::shard::{ShardConfig, ShardHandle, ShardMember};
+use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
 use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::watch;
 
 use crate::handshake::read_driver_line;
@@ -67,7 +72,8 @@ struct Coverage {
 /// when a member left, and the line still names it, so the driver waits on.)
 #[derive(Default)]
 struct Covered {
-    keys: HashSet<ObjectKey>,
+    /// Each key with the metadata it was reconciled with (its uid decides it, by uid).
+    keys: HashMap<ObjectKey, ObjectMeta>,
     members: Vec<String>,
 }
 
@@ -75,11 +81,11 @@ impl Coverage {
     /// Records a reconcile of `key`. Checked under the lock against the current
     /// assignment, so that a reconcile that started before a change
     /// [`forget_lost`](Self::forget_lost) applied does not undo it.
-    fn reconciled(&self, key: ObjectKey) {
+    fn reconciled(&self, key: ObjectKey, meta: &ObjectMeta) {
         self.reconciles.fetch_add(1, Ordering::Relaxed);
         let mut covered = self.covered.lock().expect("not poisoned");
-        if self.shard.may_reconcile(&key) {
-            covered.keys.insert(key);
+        if self.shard.may_reconcile_object(meta) {
+            covered.keys.insert(key, meta.clone());
         }
     }
 
@@ -89,7 +95,9 @@ impl Coverage {
     fn forget_lost(&self) {
         let mut covered = self.covered.lock().expect("not poisoned");
         covered.members = self.shard.members();
-        covered.keys.retain(|key| self.shard.may_reconcile(key));
+        covered
+            .keys
+            .retain(|_, meta| self.shard.may_reconcile_object(meta));
     }
 
     /// The number of covered keys and the members they were checked against.
@@ -99,19 +107,69 @@ impl Coverage {
     }
 }
 
-/// Parses the worker's arguments after the mode: namespace, group, identity.
-pub fn parse_args(args: &[String]) -> anyhow::Result<(&str, &str, &str)> {
+/// What a shard worker runs: its group, identity and rule, on which objects.
+#[derive(Debug, Clone)]
+pub struct ShardArgs {
+    /// The namespace of the objects and the Leases.
+    pub namespace: String,
+    /// The shard group.
+    pub group: String,
+    /// This replica's identity.
+    pub identity: String,
+    /// What decides a key's member.
+    pub by: ShardBy,
+    /// Scenario 17's custom resource (`item`) rather than ConfigMaps.
+    pub items: bool,
+}
+
+/// Parses the worker's arguments after the mode: namespace, group, identity, and
+/// optionally the rule and the kind.
+pub fn parse_args(args: &[String]) -> anyhow::Result<ShardArgs> {
     let arg = |i: usize| -> anyhow::Result<&str> {
         args.get(i)
             .map(String::as_str)
             .with_context(|| format!("shard: missing argument {i}; usage in the module docs"))
     };
-    Ok((arg(1)?, arg(2)?, arg(3)?))
+    let by = match args.get(4).map(String::as_str) {
+        None | Some("key") => ShardBy::Key,
+        Some("uid") => ShardBy::Uid,
+        Some("namespace") => ShardBy::Namespace,
+        Some(other) => anyhow::bail!("shard: no rule {other:?} (key, uid or namespace)"),
+    };
+    let items = match args.get(5).map(String::as_str) {
+        None | Some("configmap") => false,
+        Some("item") => true,
+        Some(other) => anyhow::bail!("shard: no kind {other:?} (configmap or item)"),
+    };
+    Ok(ShardArgs {
+        namespace: arg(1)?.to_owned(),
+        group: arg(2)?.to_owned(),
+        identity: arg(3)?.to_owned(),
+        by,
+        items,
+    })
 }
 
 /// The worker's mode `shard` (see the [module docs](self)): runs until told to stop,
 /// then returns its final report.
-pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result<ShardSample> {
+pub async fn run(args: &ShardArgs) -> anyhow::Result<ShardSample> {
+    if args.items {
+        run_on::<crate::shard_item::ShardItem>(args).await
+    } else {
+        run_on::<ConfigMap>(args).await
+    }
+}
+
+/// [`run`], on the objects of kind `K`.
+async fn run_on<K: Primary>(args: &ShardArgs) -> anyhow::Result<ShardSample> {
+    let ShardArgs {
+        namespace,
+        group,
+        identity,
+        by,
+        ..
+    } = args;
+    let (namespace, group, identity) = (namespace.as_str(), group.as_str(), identity.as_str());
     let client = kube::Client::try_default().await?;
     let baseline = memory();
     let mark = Mark::now();
@@ -119,7 +177,9 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
 
     let member = ShardMember::new(
         client.clone(),
-        ShardConfig::new(namespace, group).identity(identity),
+        ShardConfig::new(namespace, group)
+            .identity(identity)
+            .shard_by(*by),
     )?;
     let shard = member.handle();
     let coverage = Arc::new(Coverage {
@@ -127,10 +187,23 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
         covered: Mutex::default(),
         reconciles: AtomicUsize::new(0),
     });
+    let factory =
+        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    // The controller's primary informer, as the controller names its scope.
+    // The controller's primary informer: the factory's namespace, filtered by the
+    // shard under the name the controller gives the filter.
+    let primary = factory.informer_for::<K>(
+        InformerScope {
+            namespace: Some(namespace.to_owned()),
+            ..InformerScope::default()
+        }
+        .filtered(format!("shard {group}/{identity}"), Arc::new(shard.clone())),
+    );
     let sample = {
         let coverage = Arc::clone(&coverage);
         let identity = identity.to_owned();
         move || {
+            let stats = primary.reflector_stats().unwrap_or_default();
             let (covered, members) = coverage.state();
             ShardSample {
                 identity: identity.clone(),
@@ -142,6 +215,10 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
                 baseline_rss_kib: baseline.rss_kib,
                 peak_rss_kib: memory().peak_kib,
                 rss_kib: memory().rss_kib,
+                // Counted by the driver, at the replica's proxy.
+                bytes_received: 0,
+                objects_decoded: stats.list_items + stats.watch_events,
+                objects_filtered_out: stats.filtered_out,
             }
         }
     };
@@ -156,16 +233,14 @@ pub async fn run(namespace: &str, group: &str, identity: &str) -> anyhow::Result
     let commands = tokio::spawn(obey_driver(stop.clone(), sample.clone()));
 
     let membership = tokio::spawn(member.run(stop.stopped()));
-    let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
     let reconcile = {
         let coverage = Arc::clone(&coverage);
-        move |cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| {
-            coverage.reconciled(ObjectKey::of(&*cm));
+        move |object: Arc<K>, _ctx: Context<K>| {
+            coverage.reconciled(ObjectKey::of(&*object), object.meta());
             std::future::ready(Ok::<_, Infallible>(Action::Done))
         }
     };
-    let controller = Controller::<ConfigMap>::sharded(&factory, &shard)
+    let controller = Controller::<K>::sharded(&factory, &shard)
         .workers(WORKERS)
         .run(reconcile, backoff, stop.stopped())
         .await;

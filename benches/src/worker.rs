@@ -3,17 +3,22 @@
 //! ```text
 //! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf|kube-runtime-watch-cache> <namespace>
 //! bench-worker sync-pods <ours|kube-runtime|...> <namespace>
+//! bench-worker sync-pod-views|sync-pods-metadata <ours> <namespace>
+//! bench-worker sync-pod-partial|sync-pod-partial-slim <kube-runtime> <namespace>
 //! bench-worker sync-metadata <ours|kube-runtime|...> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
 //! bench-worker relist   <ours|kube-runtime> <namespace>
 //! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
-//! bench-worker shard    <namespace> <group> <identity>
+//! bench-worker shard    <namespace> <group> <identity> [<key|uid|namespace> <configmap|item>]
 //! bench-worker backlog  <ours|ours-fifo|kube-runtime> <namespace> <objects> <edits> <tag>
 //! bench-worker footprint <ours|kube-runtime> <namespace> <objects> <tag>
 //! bench-worker fleet    <objects> <start|join> <namespace>...
 //! bench-worker fleet-shard <lease-namespace> <group> <identity> <namespace>...
+//! bench-worker consistency-cost <namespace> <checks>
+//! bench-worker consistency-run <namespace> <seconds> <interval-seconds> <drifts>
+//! bench-worker consistency-staleness <namespace> <delay-ms> <seconds>
 //! ```
 //!
 //! `sync-metadata` syncs the ConfigMaps of `namespace` metadata-only, as
@@ -51,6 +56,7 @@ use kube_runtime::{WatchStreamExt as _, watcher};
 use crate::handshake::{read_driver_line, say_synced};
 use crate::measure::{Mark, memory, reset_peak};
 use crate::objects;
+use crate::projection_types::{PodPartial, PodPartialSlim, PodView};
 use crate::report::{
     Implementation, PipelineSample, QueryResult, QuerySample, RelistSample, SyncSample,
     WatchSample, WorkerReport, median,
@@ -66,7 +72,14 @@ pub fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let report = runtime.block_on(run(&args))?;
+    let report = match runtime.block_on(run(&args)) {
+        Ok(report) => report,
+        Err(error) => {
+            // At once: dropping the runtime would first wait for whatever it still runs.
+            eprintln!("Error: {error:?}");
+            std::process::exit(1);
+        }
+    };
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
     stdout.flush()?;
@@ -91,6 +104,19 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         )),
         "sync-pods" => Ok(WorkerReport::Sync(
             sync::<Pod>(implementation(1)?, arg(2)?).await?,
+        )),
+        // Scenario 15: the same Pods through a projection or a partial type.
+        "sync-pod-views" => Ok(WorkerReport::Sync(
+            sync::<PodView>(implementation(1)?, arg(2)?).await?,
+        )),
+        "sync-pods-metadata" => Ok(WorkerReport::Sync(
+            sync::<PartialObjectMeta<Pod>>(implementation(1)?, arg(2)?).await?,
+        )),
+        "sync-pod-partial" => Ok(WorkerReport::Sync(
+            sync::<PodPartial>(implementation(1)?, arg(2)?).await?,
+        )),
+        "sync-pod-partial-slim" => Ok(WorkerReport::Sync(
+            sync::<PodPartialSlim>(implementation(1)?, arg(2)?).await?,
         )),
         "sync-metadata" => Ok(WorkerReport::Sync(
             sync::<PartialObjectMeta<ConfigMap>>(implementation(1)?, arg(2)?).await?,
@@ -119,10 +145,8 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
             ))
         }
         "shard" => {
-            let (namespace, group, identity) = crate::shard_worker::parse_args(args)?;
-            Ok(WorkerReport::Shard(
-                crate::shard_worker::run(namespace, group, identity).await?,
-            ))
+            let shard = crate::shard_worker::parse_args(args)?;
+            Ok(WorkerReport::Shard(crate::shard_worker::run(&shard).await?))
         }
         "backlog" => {
             let (implementation, namespace, objects, edits, tag) =
@@ -150,6 +174,26 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
                 crate::fleet_worker::replica(lease_namespace, group, identity, namespaces).await?,
             ))
         }
+        "consistency-cost" => Ok(WorkerReport::ConsistencyCost(
+            crate::consistency::cost(arg(1)?, arg(2)?.parse()?).await?,
+        )),
+        "consistency-run" => Ok(WorkerReport::ConsistencyRun(
+            crate::consistency::run(
+                arg(1)?,
+                arg(2)?.parse()?,
+                Duration::from_secs(arg(3)?.parse()?),
+                arg(4)?.parse()?,
+            )
+            .await?,
+        )),
+        "consistency-staleness" => Ok(WorkerReport::Staleness(
+            crate::consistency::staleness(
+                arg(1)?,
+                Duration::from_millis(arg(2)?.parse()?),
+                arg(3)?.parse()?,
+            )
+            .await?,
+        )),
         other => bail!("unknown mode {other:?}"),
     }
 }
@@ -271,9 +315,14 @@ async fn sync<K: Synced>(
     let cpu_seconds = mark.cpu_seconds();
     let (user_seconds, sys_seconds) = mark.user_sys_seconds();
     let after = memory();
+    let estimated_cache_bytes = match &cache {
+        Cache::Ours(informer) => informer.cache_size().bytes,
+        Cache::KubeRuntime(_) => None,
+    };
     Ok(SyncSample {
         implementation,
         objects: cache.len(),
+        estimated_cache_bytes,
         synced_seconds,
         cpu_seconds,
         user_seconds,

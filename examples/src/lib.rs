@@ -18,9 +18,11 @@ pub mod script;
 
 /// Shows the informers' logs on stderr: `RUST_LOG` if set, else warnings and errors
 /// (a list that keeps failing, say for a CRD that is not installed, is logged at warn
-/// level, once per streak of failures), and the informer crate's info lines. A program
-/// that installs no subscriber sees none of it.
+/// level, once per streak of failures), and the informer crate's info lines. Colour
+/// only when stderr is a terminal: a file or a pipe gets plain text. A program that
+/// installs no subscriber sees none of it.
 pub fn init_tracing() {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         // kube's client logs every failed request at error level without saying what
@@ -32,6 +34,7 @@ pub fn init_tracing() {
         .with_env_filter(filter)
         // stdout is the example's own output.
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

@@ -262,3 +262,28 @@ async fn fleet_addon_keeps_the_addon_in_every_cluster_as_clusters_come_and_go() 
          fleet-wide view: cluster-a v2, cluster-c v2\n"
     );
 }
+
+#[tokio::test]
+async fn pod_images_lists_by_image_from_a_projection_and_prints_its_cost() {
+    let stdout = run_example(env!("CARGO_BIN_EXE_pod_images")).await;
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    assert_eq!(
+        lines[..4],
+        [
+            "Cached 3 Pods as PodView",
+            "Pods running nginx:1.27: web-0 (node-1, Pending), web-1 (node-1, Pending)",
+            "Updated: web-1 runs nginx:1.28 in container app",
+            "Pods running nginx:1.27: web-0 (node-1, Pending)",
+        ],
+        "{stdout}"
+    );
+    // The last line's figures are estimates; the projection's are the smaller.
+    let figures: Vec<u64> = lines[4]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert_eq!(figures.len(), 4, "{stdout}");
+    assert_eq!((figures[0], figures[2]), (3, 3), "{stdout}");
+    assert!(0 < figures[1] && figures[1] * 2 < figures[3], "{stdout}");
+}

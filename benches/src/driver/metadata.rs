@@ -130,6 +130,7 @@ mod tests {
             baseline_rss_kib: 1024,
             peak_rss_kib: peak_mib * 1024,
             rss_after_sync_kib: peak_mib * 1024,
+            estimated_cache_bytes: None,
         }
     }
 

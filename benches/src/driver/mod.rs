@@ -1,12 +1,15 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,...,14] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,...,17] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
 //!       [--controller-updates N] [--backlog-edits N] [--footprint-objects N]
 //!       [--fleet-clusters N] [--fleet-objects N]
-//!       [--scale-objects N] [--pods N] [--json PATH] [--serve]
+//!       [--consistency-minutes N] [--consistency-interval SECONDS]
+//!       [--consistency-drifts N] [--consistency-delay-ms MS]
+//!       [--scale-objects N] [--pods N] [--projection-pods N] [--plot PATH]
+//!       [--json PATH] [--serve]
 //! ```
 //!
 //! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
@@ -15,21 +18,30 @@
 //! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
 //! stdout holds medians and ratios; the progress and every single run go to stderr,
 //! and every sample to the `--json` file (default `target/bench-results.json`).
-//! `--only` picks scenarios by number (default all, 1 to 14; see the crate docs), e.g.
+//! `--only` picks scenarios by number (default all, 1 to 15; see the crate docs), e.g.
 //! `--only 12,13` for the controller's startup backlog and the small operator's
 //! footprint. `--large-objects` sizes the collection of scenarios 2 and 10 (which
 //! share it); `--controller-objects` the parents of scenarios 7 and 12 (which share
 //! them), `--backlog-edits` the children scenario 12 changes while the backlog drains,
 //! `--footprint-objects` the parents of scenario 13 (a namespace of their own),
 //! `--fleet-clusters` and `--fleet-objects` scenario 14's clusters (namespaces
-//! `bench-fleet-0` and on) and the ConfigMaps in each.
+//! `bench-fleet-0` and on) and the ConfigMaps in each. Scenario 15 syncs scenario 9's
+//! `--pods` and a larger collection of `--projection-pods` Pods (`bench-pods-large`)
+//! every way there is to cache them, and draws its figure into `--plot` (an SVG,
+//! default `target/bench-projections.svg`); `--consistency-minutes`,
+//! `--consistency-interval`, `--consistency-drifts` and `--consistency-delay-ms`
+//! scenario 16's long run (its length, its checks' interval, the lost updates it
+//! makes) and the delay its staleness run puts on watch events.
 //!
 //! Scenario 11 has no peer (kube-runtime has no sharding): it runs our sharded
 //! controller in 1, 2 and 3 replica processes on `bench-large` (`--large-objects`),
 //! `--pairs` rounds, and a takeover after a SIGKILL; see `sharded.rs`. Scenario 14 has
 //! none either (kube-runtime has no fleet): our fleet of clusters, each a namespace of
 //! the one server, in one process, with a cluster joining, and sharded by cluster over
-//! 1, 2 and 3 replica processes; see `fleet.rs`.
+//! 1, 2 and 3 replica processes; see `fleet.rs`. Scenario 15 has none either (neither
+//! kube-runtime nor client-go checks its cache against the server): the cost of our
+//! consistency checks on `bench-large`, a long run of them under churn, compaction and
+//! a restart, and the staleness gauge against a known lag; see `consistency.rs`.
 //!
 //! `--serve` only starts the control plane and creates the objects of the chosen
 //! scenarios, prints `KUBECONFIG=<path>` and waits until killed, for running and
@@ -56,6 +68,7 @@ use machine::{Machine, load_average};
 use setup::create_objects;
 
 mod backlog;
+mod consistency;
 mod controller;
 mod fleet;
 mod footprint;
@@ -63,9 +76,11 @@ mod machine;
 mod metadata;
 mod pipeline;
 mod process;
+mod projections;
 mod queries;
 mod relist;
 mod replicas;
+mod server_shards;
 mod setup;
 mod sharded;
 mod sync;
@@ -74,7 +89,7 @@ mod watch;
 /// The namespace of the first collection (scenarios 1 and 3).
 const SMALL_NAMESPACE: &str = "bench-small";
 
-/// The namespace of the large collection (scenarios 2, 10 and 11).
+/// The namespace of the large collection (scenarios 2, 10, 11, 14 and 15).
 const LARGE_NAMESPACE: &str = "bench-large";
 
 /// The namespace of the Pods (scenario 9).
@@ -86,7 +101,7 @@ const SCALE_NAMESPACE: &str = "bench-scale";
 const MIB: f64 = 1024.0;
 
 /// The scenarios, numbered 1 to this.
-pub const SCENARIOS: u8 = 14;
+pub const SCENARIOS: u8 = 17;
 
 /// The driver's settings.
 #[derive(Debug, Clone)]
@@ -111,8 +126,12 @@ pub struct Options {
     pub pipeline_events: usize,
     /// Objects of scenario 8.
     pub scale_objects: usize,
-    /// Pods of scenario 9.
+    /// Pods of scenario 9 (and scenario 15's first count).
     pub pods: usize,
+    /// Pods of scenario 15's larger collection.
+    pub projection_pods: usize,
+    /// Where scenario 15 draws its figure (SVG).
+    pub plot: PathBuf,
     /// Parents (each owning one child) of scenario 7.
     pub controller_objects: usize,
     /// Children scenario 7 changes after the first convergence.
@@ -125,6 +144,14 @@ pub struct Options {
     pub fleet_clusters: usize,
     /// ConfigMaps in each cluster of scenario 14's fleet.
     pub fleet_objects: usize,
+    /// Minutes of scenario 15's long run.
+    pub consistency_minutes: u64,
+    /// Seconds between two checks in scenario 15's long run.
+    pub consistency_interval: u64,
+    /// Lost updates scenario 15's long run makes.
+    pub consistency_drifts: usize,
+    /// The delay scenario 15's staleness run puts on every watch event, ms.
+    pub consistency_delay_ms: u64,
     /// Where to write every sample as JSON.
     pub json: PathBuf,
     /// Create the objects, print the kubeconfig's path and wait (until killed)
@@ -146,12 +173,18 @@ impl Default for Options {
             pipeline_events: 500_000,
             scale_objects: 100_000,
             pods: 10_000,
+            projection_pods: 30_000,
+            plot: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-projections.svg"),
             controller_objects: 10_000,
             controller_updates: 5_000,
             backlog_edits: 200,
             footprint_objects: 20,
             fleet_clusters: 10,
             fleet_objects: 5_000,
+            consistency_minutes: 10,
+            consistency_interval: 15,
+            consistency_drifts: 5,
+            consistency_delay_ms: 2_000,
             json: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-results.json"),
             serve: false,
         }
@@ -182,12 +215,18 @@ impl Options {
                 "--pipeline-events" => options.pipeline_events = value()?.parse()?,
                 "--scale-objects" => options.scale_objects = value()?.parse()?,
                 "--pods" => options.pods = value()?.parse()?,
+                "--projection-pods" => options.projection_pods = value()?.parse()?,
+                "--plot" => options.plot = value()?.into(),
                 "--controller-objects" => options.controller_objects = value()?.parse()?,
                 "--controller-updates" => options.controller_updates = value()?.parse()?,
                 "--backlog-edits" => options.backlog_edits = value()?.parse()?,
                 "--footprint-objects" => options.footprint_objects = value()?.parse()?,
                 "--fleet-clusters" => options.fleet_clusters = value()?.parse()?,
                 "--fleet-objects" => options.fleet_objects = value()?.parse()?,
+                "--consistency-minutes" => options.consistency_minutes = value()?.parse()?,
+                "--consistency-interval" => options.consistency_interval = value()?.parse()?,
+                "--consistency-drifts" => options.consistency_drifts = value()?.parse()?,
+                "--consistency-delay-ms" => options.consistency_delay_ms = value()?.parse()?,
                 "--json" => options.json = value()?.into(),
                 "--serve" => options.serve = true,
                 "-h" | "--help" => {
@@ -222,6 +261,11 @@ impl Options {
         }
         if options.footprint_objects == 0 {
             bail!("--footprint-objects must be at least 1");
+        }
+        if options.runs(16)
+            && (options.consistency_minutes == 0 || options.consistency_interval == 0)
+        {
+            bail!("--consistency-minutes and --consistency-interval must be at least 1");
         }
         if options.runs(14) && (options.fleet_clusters < 2 || options.fleet_objects == 0) {
             bail!("--fleet-clusters must be at least 2 (one joins the others), --fleet-objects 1");
@@ -283,6 +327,12 @@ struct Samples {
     footprint: Vec<FootprintSample>,
     /// Scenario 14's runs.
     fleet: fleet::FleetRuns,
+    /// Scenario 15's runs, every variant at both counts.
+    projections: Vec<projections::ProjectionSample>,
+    /// Scenario 16's runs.
+    consistency: consistency::ConsistencySamples,
+    /// Scenario 17's runs, gate on then off.
+    server_shards: Vec<server_shards::ServerShardRun>,
 }
 
 /// The sides of a comparison with defaults: ours, kube-runtime, and client-go (JSON,
@@ -346,7 +396,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14]
+    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -362,7 +412,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
             create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
         }
         // Scenario 14 compares its fleet with one cluster of these.
-        if [2, 10, 11, 14]
+        if [2, 10, 11, 14, 16]
             .iter()
             .any(|&scenario| options.runs(scenario))
         {
@@ -374,8 +424,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
             )
             .await?;
         }
-        if options.runs(9) {
+        if options.runs(9) || options.runs(15) {
             setup::create_pods(client, POD_NAMESPACE, options.pods).await?;
+        }
+        if options.runs(15) {
+            setup::create_pods(
+                client,
+                projections::LARGE_POD_NAMESPACE,
+                options.projection_pods,
+            )
+            .await?;
         }
         if options.runs(14) {
             fleet::create(
@@ -485,6 +543,17 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if options.runs(14) {
         fleet::run(&bench, &mut rows, &mut samples).await?;
     }
+    if options.runs(15) {
+        projections::run(&bench, &mut rows, &mut samples).await?;
+    }
+    // Last: it changes objects of the large collection, and restarts the API server.
+    if options.runs(16) {
+        consistency::run(&bench, &mut rows, &mut samples).await?;
+    }
+    // On control planes of its own (1.36, the gate on and off), one at a time.
+    if options.runs(17) {
+        server_shards::run(&bench, &mut rows, &mut samples).await?;
+    }
     drop(env);
 
     let load_after = load_average();
@@ -515,7 +584,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if let Some(note) = watch::note(&samples, options.updates) {
         println!("{note}");
     }
-    if options.runs(11) {
+    if options.runs(11) || options.runs(17) {
         println!("{}", sharded::NOTE);
     }
     if options.runs(14) {
@@ -570,8 +639,11 @@ mod tests {
         let options = parse(&["--only", "12,13"]).unwrap();
         assert!(options.runs(12) && options.runs(13) && !options.runs(7));
         assert!(parse(&["--only", "14"]).unwrap().runs(14));
-        let error = parse(&["--only", "1,15"]).unwrap_err().to_string();
-        assert!(error.contains("no scenario 15"), "{error}");
+        assert!(parse(&["--only", "15"]).unwrap().runs(15));
+        assert!(parse(&["--only", "16"]).unwrap().runs(16));
+        assert!(parse(&["--only", "17"]).unwrap().runs(17));
+        let error = parse(&["--only", "1,18"]).unwrap_err().to_string();
+        assert!(error.contains("no scenario 18"), "{error}");
         assert!(parse(&["--only", "0"]).is_err());
     }
 

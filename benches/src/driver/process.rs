@@ -131,7 +131,18 @@ pub(super) async fn run_worker(
     kubeconfig: Option<&Path>,
     args: &[&str],
 ) -> anyhow::Result<WorkerReport> {
+    run_worker_with(worker, kubeconfig, args, &[]).await
+}
+
+/// [`run_worker`] with more environment variables.
+pub(super) async fn run_worker_with(
+    worker: &Path,
+    kubeconfig: Option<&Path>,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> anyhow::Result<WorkerReport> {
     let mut command = tokio::process::Command::new(worker);
+    command.envs(env.iter().copied());
     command
         .args(args)
         .stdin(Stdio::null())

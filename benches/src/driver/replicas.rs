@@ -87,9 +87,20 @@ impl Replicas {
         count: usize,
         args: impl Fn(&str) -> Vec<String>,
     ) -> anyhow::Result<Self> {
+        Self::start_each(worker, &vec![kubeconfig.to_path_buf(); count], args)
+    }
+
+    /// [`start`](Self::start), replica `i` with the kubeconfig `kubeconfigs[i]` (one
+    /// replica each).
+    pub(super) fn start_each(
+        worker: &Path,
+        kubeconfigs: &[std::path::PathBuf],
+        args: impl Fn(&str) -> Vec<String>,
+    ) -> anyhow::Result<Self> {
+        let count = kubeconfigs.len();
         let (tell, said) = mpsc::unbounded_channel();
         let mut replicas = Vec::with_capacity(count);
-        for i in 0..count {
+        for (i, kubeconfig) in kubeconfigs.iter().enumerate() {
             let identity = format!("replica-{i}");
             let mut child = tokio::process::Command::new(worker)
                 .args(args(&identity))
@@ -173,6 +184,20 @@ impl Replicas {
             })?;
         }
         Ok(())
+    }
+
+    /// Waits until settled on `objects` (see [`wait_settled`](Self::wait_settled)), at
+    /// most [`SETTLE_TIMEOUT`] after `started`; the seconds since `started`.
+    pub(super) async fn settle(
+        &mut self,
+        objects: usize,
+        started: Instant,
+        what: &str,
+    ) -> anyhow::Result<f64> {
+        self.wait_settled(objects, 0, started + SETTLE_TIMEOUT)
+            .await
+            .with_context(|| format!("{what} settling"))?;
+        Ok(started.elapsed().as_secs_f64())
     }
 
     /// Asks every running replica for its report and returns them.
@@ -441,6 +466,9 @@ mod tests {
             baseline_rss_kib: 1,
             peak_rss_kib: 2,
             rss_kib: 2,
+            bytes_received: 0,
+            objects_decoded: 0,
+            objects_filtered_out: 0,
         };
         let line = serde_json::to_string(&WorkerReport::Shard(sample)).unwrap();
         assert!(matches!(

@@ -120,11 +120,8 @@ async fn sharded_run(
             .map(str::to_owned)
             .to_vec()
     })?;
-    running
-        .wait_settled(objects, 0, started + SETTLE_TIMEOUT)
-        .await
-        .with_context(|| format!("{replicas} replica(s) settling"))?;
-    let covered_seconds = started.elapsed().as_secs_f64();
+    let what = format!("{replicas} replica(s)");
+    let covered_seconds = running.settle(objects, started, &what).await?;
     let settled = running.reports().await?;
     let (mut killed, mut takeover_seconds) = (None, None);
     if replicas == 3 {
@@ -204,7 +201,10 @@ fn shard_rows(label: &str, runs: &[ShardRun]) -> Vec<Row> {
         ));
     }
     let config = ShardConfig::new(LARGE_NAMESPACE, "bench");
-    let (lease, retry) = (config.lease_duration, config.retry_period);
+    let (lease, retry) = (
+        config.timings().lease_duration,
+        config.timings().retry_period,
+    );
     rows.push(row(
         format!(
             "takeover after SIGKILL, 3 replicas to 2 (s; bound {} s: lease {} s + a retry \

@@ -114,7 +114,10 @@ async fn settled(
         for cm in &list.items {
             let key = ObjectKey::of(cm);
             let stamp = cm.annotations().get(RECONCILED_BY).map(String::as_str);
-            let owner = replicas.iter().find(|r| r.shard.owns(&key)).map(|r| r.name);
+            let owner = replicas
+                .iter()
+                .find(|r| r.shard.in_shard(&key))
+                .map(|r| r.name);
             all_owned &= owner.is_some() && stamp == owner;
             if let Some(owner) = owner {
                 *stamped.entry(owner).or_default() += 1;

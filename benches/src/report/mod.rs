@@ -1,8 +1,11 @@
-//! What workers report (one JSON line each) and the table the driver prints.
-
-use std::fmt::Write as _;
+//! What workers report (one JSON line each), and the table the driver prints
+//! ([`Row`], [`markdown`]).
 
 use serde::{Deserialize, Serialize};
+
+mod table;
+
+pub use table::{ClientGo, Row, Target, human, markdown, median};
 
 /// The implementation a run measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +95,10 @@ pub struct SyncSample {
     pub peak_rss_kib: u64,
     /// RSS (`VmRSS`) once synced, KiB.
     pub rss_after_sync_kib: u64,
+    /// Our informer's estimate of its cache's bytes once synced
+    /// (`SharedIndexInformer::cache_size`); `None` for the other sides.
+    #[serde(default)]
+    pub estimated_cache_bytes: Option<u64>,
 }
 
 /// One watch-throughput run (scenario 3).
@@ -303,6 +310,17 @@ pub struct ShardSample {
     pub peak_rss_kib: u64,
     /// RSS (`VmRSS`) now, KiB.
     pub rss_kib: u64,
+    /// Bytes the API server sent this replica, counted by the driver at a proxy in
+    /// front of it (scenario 17); 0 where not counted.
+    #[serde(default)]
+    pub bytes_received: u64,
+    /// Objects its primary cache's reflector decoded (list items and watch events).
+    #[serde(default)]
+    pub objects_decoded: u64,
+    /// Objects its primary cache's reflector received and dropped before decoding
+    /// (not its shard's).
+    #[serde(default)]
+    pub objects_filtered_out: u64,
 }
 
 /// One run of scenario 14's fleet worker in one process: a fleet of clusters until
@@ -354,6 +372,84 @@ pub struct JoinSample {
     pub peak_rss_kib: u64,
 }
 
+/// One consistency check's cost (scenario 16).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckCost {
+    /// Wall-clock seconds of the check.
+    pub wall_seconds: f64,
+    /// CPU seconds (user + system) of the worker meanwhile.
+    pub cpu_seconds: f64,
+    /// CPU seconds of the control plane (API server and etcd) meanwhile.
+    pub server_cpu_seconds: f64,
+    /// Version list requests (pages).
+    pub lists: u64,
+    /// Consistent reads of the server's version (the probe's).
+    pub reads: u64,
+    /// Watches of versions (the probe's).
+    pub watches: u64,
+    /// Peak RSS (`VmHWM`, reset before) above the RSS before the check, KiB.
+    pub peak_above_kib: u64,
+    /// What the check found.
+    pub consistent: bool,
+    /// How many differences it named.
+    pub differences: usize,
+}
+
+/// Scenario 15's cost run: checks on a settled cache of the large collection.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConsistencyCostSample {
+    /// Objects in the cache.
+    pub objects: usize,
+    /// Seconds to sync.
+    pub sync_seconds: f64,
+    /// RSS after the sync, KiB.
+    pub rss_after_sync_kib: u64,
+    /// Checks of the settled cache, each consistent.
+    pub consistent_checks: Vec<CheckCost>,
+    /// The check after one lost update: inconsistent, naming it.
+    pub inconsistent_check: CheckCost,
+}
+
+/// Scenario 15's long run: periodic checks under churn, drifts made and found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConsistencyRunSample {
+    /// Objects in the cache.
+    pub objects: usize,
+    /// Seconds run.
+    pub seconds: f64,
+    /// The checks' interval.
+    pub interval_seconds: f64,
+    /// Checks by result.
+    pub checks: Vec<(String, u64)>,
+    /// Drifts made (each one lost watch event).
+    pub drifts: usize,
+    /// For each drift found: seconds from its update's write to the check that named it.
+    pub detection_seconds: Vec<f64>,
+    /// Drifts a relist healed before a check found them (the cache holding the server's
+    /// version again, by the server's own object).
+    pub healed_before_found: usize,
+    /// Inconsistent checks that named something other than a drift made (their keys).
+    pub false_alarms: Vec<String>,
+    /// Relists made to heal.
+    pub heals: u64,
+    /// Changes the churn made.
+    pub changes: u64,
+}
+
+/// Scenario 15's staleness run: probes against a cache whose watch lags by a known
+/// delay.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StalenessSample {
+    /// The delay put on every watch event, seconds.
+    pub delay_seconds: f64,
+    /// The newest probe's lag, read once a second, seconds.
+    pub lags: Vec<f64>,
+    /// The gauge's largest reading, seconds.
+    pub gauge_max_seconds: f64,
+    /// Changes the churn made.
+    pub changes: u64,
+}
+
 /// What a worker prints as its last stdout line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -378,265 +474,10 @@ pub enum WorkerReport {
     Footprint(FootprintSample),
     /// See [`FleetSample`].
     Fleet(FleetSample),
-}
-
-/// The median (the mean of the two middle values for an even count); NaN when empty.
-pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
-    let mut values: Vec<f64> = values.into_iter().collect();
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    }
-}
-
-/// A target on a row: the ratio ours/theirs (or our value alone, without a
-/// kube-runtime column) must be at most or at least this.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Target {
-    /// The ratio must be at most this.
-    RatioAtMost(f64),
-    /// The ratio must be at least this.
-    RatioAtLeast(f64),
-    /// Our value must be at least this.
-    AtLeast(f64),
-}
-
-impl Target {
-    fn describe(self) -> String {
-        match self {
-            Target::RatioAtMost(x) => format!("<= {x}x"),
-            Target::RatioAtLeast(x) => format!(">= {x}x"),
-            Target::AtLeast(x) => format!(">= {}", human(x)),
-        }
-    }
-
-    fn met(self, ours: f64, ratio: Option<f64>) -> bool {
-        match self {
-            Target::RatioAtMost(x) => ratio.is_some_and(|r| r <= x),
-            Target::RatioAtLeast(x) => ratio.is_some_and(|r| r >= x),
-            Target::AtLeast(x) => ours >= x,
-        }
-    }
-}
-
-/// client-go's medians on a row (JSON and protobuf), and the target against them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ClientGo {
-    /// client-go speaking JSON.
-    pub json: f64,
-    /// client-go speaking protobuf.
-    pub protobuf: f64,
-    /// The target on ours/client-go, met when both ratios meet it.
-    pub target: Option<Target>,
-}
-
-/// One row of the result table.
-#[derive(Debug, Clone, Default)]
-pub struct Row {
-    /// The scenario, e.g. `1. sync 10k`.
-    pub scenario: String,
-    /// What is measured, with its unit.
-    pub metric: String,
-    /// Our median.
-    pub ours: f64,
-    /// kube-runtime's median, when compared.
-    pub theirs: Option<f64>,
-    /// The target on ours/kube-runtime (or on ours alone), if the issue sets one.
-    pub target: Option<Target>,
-    /// client-go's medians, when it ran.
-    pub client_go: Option<ClientGo>,
-}
-
-impl Row {
-    /// ours / theirs.
-    pub fn ratio(&self) -> Option<f64> {
-        self.theirs.map(|t| self.ours / t)
-    }
-
-    /// ours / client-go, JSON then protobuf.
-    pub fn client_go_ratios(&self) -> Option<(f64, f64)> {
-        self.client_go
-            .map(|c| (self.ours / c.json, self.ours / c.protobuf))
-    }
-
-    /// Whether every target is met (`None` without a target).
-    pub fn met(&self) -> Option<bool> {
-        let peer = self.target.map(|t| t.met(self.ours, self.ratio()));
-        let client_go = self.client_go.and_then(|c| {
-            let (json, protobuf) = self.client_go_ratios()?;
-            let target = c.target?;
-            Some(target.met(self.ours, Some(json)) && target.met(self.ours, Some(protobuf)))
-        });
-        match (peer, client_go) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
-        }
-    }
-}
-
-/// Formats a figure with three significant digits (and thousands separators above).
-pub fn human(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".to_owned();
-    }
-    let abs = x.abs();
-    if abs >= 1000.0 {
-        let rounded = x.round() as i64;
-        let digits = rounded.unsigned_abs().to_string();
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        if rounded < 0 {
-            out.insert(0, '-');
-        }
-        out
-    } else if abs >= 100.0 {
-        format!("{x:.0}")
-    } else if abs >= 10.0 {
-        format!("{x:.1}")
-    } else if abs >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
-fn ratio_text(ratio: f64) -> String {
-    if !ratio.is_finite() {
-        "n/a".to_owned()
-    } else if ratio >= 100.0 {
-        format!("{}x", human(ratio))
-    } else if ratio > 0.0 && ratio < 0.01 {
-        // Two significant digits, not `0.00x`.
-        let decimals = (-ratio.log10()).ceil() as usize + 1;
-        format!("{ratio:.decimals$}x")
-    } else {
-        format!("{ratio:.2}x")
-    }
-}
-
-/// The rows as a Markdown table; client-go's columns appear when any row has them.
-pub fn markdown(rows: &[Row]) -> String {
-    let with_client_go = rows.iter().any(|r| r.client_go.is_some());
-    let mut out = String::new();
-    if with_client_go {
-        out.push_str(
-            "| scenario | metric | ours | kube-runtime | client-go JSON | client-go protobuf \
-             | ours/kube-runtime | ours/client-go JSON | ours/client-go protobuf | target | met |\n",
-        );
-        out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
-    } else {
-        out.push_str(
-            "| scenario | metric | ours | kube-runtime | ours/kube-runtime | target | met |\n",
-        );
-        out.push_str("|---|---|---:|---:|---:|---|---|\n");
-    }
-    let dash = || "-".to_owned();
-    for row in rows {
-        let _ = write!(
-            out,
-            "| {} | {} | {} | {} |",
-            row.scenario,
-            row.metric,
-            human(row.ours),
-            row.theirs.map(human).unwrap_or_else(dash),
-        );
-        if with_client_go {
-            let _ = write!(
-                out,
-                " {} | {} |",
-                row.client_go.map(|c| human(c.json)).unwrap_or_else(dash),
-                row.client_go
-                    .map(|c| human(c.protobuf))
-                    .unwrap_or_else(dash),
-            );
-        }
-        let _ = write!(
-            out,
-            " {} |",
-            row.ratio().map(ratio_text).unwrap_or_else(dash)
-        );
-        if with_client_go {
-            let ratios = row.client_go_ratios();
-            let _ = write!(
-                out,
-                " {} | {} |",
-                ratios.map(|r| ratio_text(r.0)).unwrap_or_else(dash),
-                ratios.map(|r| ratio_text(r.1)).unwrap_or_else(dash),
-            );
-        }
-        let targets: Vec<String> = [
-            row.target.map(|t| format!("{} kube-runtime", t.describe())),
-            row.client_go
-                .and_then(|c| c.target)
-                .map(|t| format!("{} client-go", t.describe())),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        let targets = if row.client_go.is_none() && row.theirs.is_none() {
-            row.target.map(Target::describe).unwrap_or_default()
-        } else {
-            targets.join(", ")
-        };
-        let _ = writeln!(
-            out,
-            " {targets} | {} |",
-            match row.met() {
-                Some(true) => "yes",
-                Some(false) => "**no**",
-                None => "",
-            },
-        );
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn medians_and_formatting() {
-        assert_eq!(median([3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median([]).is_nan());
-        assert_eq!(human(1_234_567.0), "1,234,567");
-        assert_eq!(human(0.1234), "0.123");
-        let row = Row {
-            scenario: "x".into(),
-            metric: "m".into(),
-            ours: 1.0,
-            theirs: Some(2.0),
-            target: Some(Target::RatioAtMost(0.6)),
-            ..Row::default()
-        };
-        assert_eq!(row.met(), Some(true));
-        assert_eq!(ratio_text(0.004567), "0.0046x");
-        assert_eq!(ratio_text(0.0123), "0.01x");
-        assert_eq!(ratio_text(f64::NAN), "n/a");
-        assert!(markdown(std::slice::from_ref(&row)).contains("| 0.50x |"));
-        let with_client_go = Row {
-            client_go: Some(ClientGo {
-                json: 4.0,
-                protobuf: 2.5,
-                target: Some(Target::RatioAtMost(0.3)),
-            }),
-            ..row
-        };
-        // 1/4 meets <= 0.3x, 1/2.5 does not.
-        assert_eq!(with_client_go.met(), Some(false));
-        let table = markdown(&[with_client_go]);
-        assert!(table.contains("| 0.25x | 0.40x |"), "{table}");
-    }
+    /// See [`ConsistencyCostSample`].
+    ConsistencyCost(ConsistencyCostSample),
+    /// See [`ConsistencyRunSample`].
+    ConsistencyRun(ConsistencyRunSample),
+    /// See [`StalenessSample`].
+    Staleness(StalenessSample),
 }
