@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kube::Resource;
-use serde::de::DeserializeOwned;
 
 use super::context::Context;
 use super::handlers::{Relation, mapping_handler};
@@ -24,12 +22,11 @@ use super::replication::{LeaderElected, Replicate, ReplicationMode, Sharded, Sin
 use super::run::{Inputs, run};
 use super::{ControllerError, Retry};
 use crate::events::Recorder;
-use crate::factory::SharedInformerFactory;
+use crate::factory::{Cacheable, SharedInformerFactory};
 use crate::key::ObjectKey;
 use crate::leader::LeadershipHandle;
 use crate::lister::Lister;
 use crate::reflector::{ControlledBy, KeyFilter};
-use crate::scope::FactoryScope;
 use crate::shard::ShardHandle;
 use crate::store::Indexers;
 use crate::workqueue::{Action, RunnerConfig, WorkQueue};
@@ -171,39 +168,18 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     /// `C in ns [controlled by K of shard {group}/{identity}]`), skipping the others
     /// before they are decoded; it relists with the shard.
     #[must_use]
-    pub fn owns<C>(self) -> Self
-    where
-        C: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn owns<C: Cacheable>(self) -> Self {
         self.owned(None::<Predicate<C>>)
     }
 
     /// [`owns`](Self::owns), reconciling only for the updates of `C` that `predicate`
     /// accepts (adds and deletions always count; see [`Predicate`]).
     #[must_use]
-    pub fn owns_with<C>(self, predicate: Predicate<C>) -> Self
-    where
-        C: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn owns_with<C: Cacheable>(self, predicate: Predicate<C>) -> Self {
         self.owned(Some(predicate))
     }
 
-    fn owned<C>(mut self, predicate: Option<Predicate<C>>) -> Self
-    where
-        C: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    fn owned<C: Cacheable>(mut self, predicate: Option<Predicate<C>>) -> Self {
         let informer = match self.mode.cache_filter() {
             Some(share) => {
                 // The children of this replica's primaries only (see `sharded`).
@@ -260,11 +236,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     #[must_use]
     pub fn watches<W, F, I>(self, mapper: F) -> Self
     where
-        W: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        W: Cacheable,
         F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
         I: IntoIterator,
         I::Item: IntoPrimaryKey<K>,
@@ -277,11 +249,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     #[must_use]
     pub fn watches_with<W, F, I>(self, predicate: Predicate<W>, mapper: F) -> Self
     where
-        W: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        W: Cacheable,
         F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
         I: IntoIterator,
         I::Item: IntoPrimaryKey<K>,
@@ -291,11 +259,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
 
     fn watched<W, F, I>(mut self, predicate: Option<Predicate<W>>, mapper: F) -> Self
     where
-        W: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        W: Cacheable,
         F: Fn(&W, &Lister<K>) -> I + Send + Sync + 'static,
         I: IntoIterator,
         I::Item: IntoPrimaryKey<K>,
@@ -320,14 +284,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     /// Makes `C`'s lister available to the reconcile ([`Context::lister`]) without
     /// reconciling on its changes.
     #[must_use]
-    pub fn reads<C>(mut self) -> Self
-    where
-        C: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn reads<C: Cacheable>(mut self) -> Self {
         let informer = self.inputs.factory.informer::<C>();
         self.inputs.registry.register(&informer);
         // Maps to no key, but wakes read-your-writes waiters on every change.

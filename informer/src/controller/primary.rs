@@ -2,34 +2,14 @@
 
 use std::fmt;
 
-use kube::Resource;
-use serde::de::DeserializeOwned;
+use crate::factory::Cacheable;
 
-use crate::scope::FactoryScope;
+/// A type a [`Controller`](super::Controller) can run on: one the factory can cache
+/// ([`Cacheable`]: a resource known at compile time, such as a k8s-openapi type, a
+/// `#[derive(CustomResource)]` or `#[derive(Resource)]` type or a
+/// [projection](crate::projection), whose scope the factory knows, decoded from the
+/// API server's JSON and shared across tasks), cheap to hand out and printable in
+/// logs. Every such type is one: nothing to implement.
+pub trait Primary: Cacheable + Clone + fmt::Debug {}
 
-/// A type a [`Controller`](super::Controller) can run on: a resource known at compile
-/// time (a k8s-openapi type, a `#[derive(CustomResource)]` or `#[derive(Resource)]`
-/// type) whose scope the factory knows, decoded from the API server's JSON, cheap to
-/// hand out, printable in logs, and shared across tasks. Every such type is one:
-/// nothing to implement.
-pub trait Primary:
-    Resource<DynamicType = (), Scope: FactoryScope>
-    + Clone
-    + DeserializeOwned
-    + fmt::Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Primary for K where
-    K: Resource<DynamicType = (), Scope: FactoryScope>
-        + Clone
-        + DeserializeOwned
-        + fmt::Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
+impl<K> Primary for K where K: Cacheable + Clone + fmt::Debug {}

@@ -63,6 +63,7 @@
 //! # }
 //! ```
 
+mod cacheable;
 mod dynamic;
 mod managed;
 mod metadata;
@@ -74,6 +75,7 @@ mod shared_informer_factory;
 mod state;
 mod sync_error;
 
+pub use cacheable::Cacheable;
 pub use options::FactoryOptions;
 pub use scope::{InformerScope, NamedKeyFilter};
 pub use shared_informer_factory::SharedInformerFactory;

@@ -13,6 +13,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+use super::cacheable::Cacheable;
 use super::managed::ManagedInformer;
 #[cfg(feature = "metrics")]
 use super::metrics_view::FactoryInformers;
@@ -111,14 +112,7 @@ impl SharedInformerFactory {
 
     /// The informer for `K` in the factory's namespace, made on first request and
     /// the same one ever after.
-    pub fn informer<K>(&self) -> SharedIndexInformer<K>
-    where
-        K: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn informer<K: Cacheable>(&self) -> SharedIndexInformer<K> {
         self.informer_for(self.default_scope())
     }
 
@@ -132,14 +126,7 @@ impl SharedInformerFactory {
 
     /// The informer for `K` in `scope` (namespace and selectors), shared like
     /// [`informer`](Self::informer). The factory's tweak applies on top of `scope`.
-    pub fn informer_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
-    where
-        K: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn informer_for<K: Cacheable>(&self, scope: InformerScope) -> SharedIndexInformer<K> {
         self.informer_with(Target::<K>::of(), scope, InformerOptions::default)
             .0
     }

@@ -4,12 +4,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use kube::{Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::Client;
 use tokio::sync::watch;
 
-use crate::factory::SharedInformerFactory;
-use crate::scope::FactoryScope;
+use crate::factory::{Cacheable, SharedInformerFactory};
 use crate::shared_informer::SharedIndexInformer;
 
 /// One cluster of a [`ClusterSet`](super::ClusterSet): its name, its client and its
@@ -76,14 +74,7 @@ impl Cluster {
     }
 
     /// The cluster's informer for `K` (the factory's, shared), started.
-    pub fn informer<K>(&self) -> SharedIndexInformer<K>
-    where
-        K: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn informer<K: Cacheable>(&self) -> SharedIndexInformer<K> {
         let informer = self.inner.factory.informer::<K>();
         self.inner.factory.start();
         informer

@@ -4,14 +4,11 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use kube::Resource;
-use serde::de::DeserializeOwned;
-
 use super::cluster::{Cluster, InCluster};
 use super::set::{AnySpread, ClusterSet};
+use crate::factory::Cacheable;
 use crate::lister::Lister;
 use crate::reflector::Phase;
-use crate::scope::FactoryScope;
 use crate::store::{AsIndexKey, Index, Selector};
 
 /// What [`FleetInformer::troubled`] says of a member whose watch failed and whose
@@ -47,14 +44,7 @@ impl<K> fmt::Debug for FleetInformer<K> {
 impl<S> ClusterSet<S> {
     /// The informer of `K` in every member, now and to come (each member's factory
     /// makes it and starts it as the member joins).
-    pub fn informer<K>(&self) -> FleetInformer<K>
-    where
-        K: Resource<DynamicType = (), Scope: FactoryScope>
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn informer<K: Cacheable>(&self) -> FleetInformer<K> {
         self.on_join(Arc::new(|cluster: &Cluster| {
             cluster.factory().informer::<K>();
         }));
@@ -67,7 +57,7 @@ impl<S> ClusterSet<S> {
 
 impl<K> FleetInformer<K>
 where
-    K: Resource<DynamicType = (), Scope: FactoryScope> + DeserializeOwned + Send + Sync + 'static,
+    K: Cacheable,
 {
     /// Each member's lister, with the member.
     pub fn listers(&self) -> Vec<(Cluster, Lister<K>)> {
