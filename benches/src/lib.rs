@@ -140,6 +140,7 @@ pub mod driver;
 pub mod fleet_worker;
 pub mod footprint;
 mod handshake;
+mod in_process;
 pub mod measure;
 pub mod objects;
 pub mod plot;
