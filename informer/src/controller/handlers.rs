@@ -273,6 +273,19 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    /// Waits until `count` keys are queued (a loaded machine may run the handlers
+    /// late), then [`settle`]s, so that one queued too many is seen too.
+    async fn queued(outputs: &HandlerOutputs, count: usize) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while outputs.queue.len() < count {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{count} keys queued"));
+        settle().await;
+    }
+
     #[tokio::test]
     async fn a_predicate_filters_updates_but_never_first_sights_deletions_or_tombstones() {
         let source = FakeSource::new();
@@ -280,7 +293,7 @@ mod tests {
         let (outputs, _registrations, informer) = wired(&source, Relation::Primary).await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
-        settle().await;
+        queued(&outputs, 1).await;
         // First sight from the initial list.
         assert_eq!(
             drain(&outputs).await,
@@ -288,7 +301,7 @@ mod tests {
         );
         // First sight from a watch event.
         source.add(config_map("default/added", &[], 1));
-        settle().await;
+        queued(&outputs, 1).await;
         assert_eq!(drain(&outputs).await.len(), 1, "an add always queues");
         // An update the predicate refuses queues nothing, but wakes read-your-writes.
         let woken = outputs.cache_changed.notified();
@@ -300,13 +313,13 @@ mod tests {
         assert_eq!(drain(&outputs).await, []);
         // One it accepts queues the key.
         source.modify(config_map("default/added", &[("app", "web")], 3));
-        settle().await;
+        queued(&outputs, 1).await;
         assert_eq!(drain(&outputs).await.len(), 1);
         // An update starting the deletion always queues, whatever the predicate.
         let mut deleting = config_map("default/added", &[("app", "web")], 4);
         deleting.metadata.deletion_timestamp = Some(Time(Default::default()));
         source.modify(deleting.clone());
-        settle().await;
+        queued(&outputs, 1).await;
         assert_eq!(
             drain(&outputs).await.len(),
             1,
@@ -314,7 +327,7 @@ mod tests {
         );
         // A deletion queues.
         source.delete(deleting);
-        settle().await;
+        queued(&outputs, 1).await;
         assert_eq!(drain(&outputs).await.len(), 1, "a deletion queues");
         // A deletion missed while disconnected arrives as a tombstone, and queues.
         source.delete_missed(&config_map("default/listed", &[], 1));
@@ -345,11 +358,12 @@ mod tests {
             wired_with(&source, Relation::Primary, None, InformerOptions::default()).await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
-        settle().await;
-        // While the backlog waits, b changes and d is created.
+        queued(&outputs, 3).await;
+        // While the backlog waits, b changes and d is created (after b, in the same
+        // stream: once d is queued, so is b's change).
         source.modify(config_map("default/b", &[("app", "web")], 2));
         source.add(config_map("default/d", &[], 1));
-        settle().await;
+        queued(&outputs, 4).await;
         let low = Priority::LOW;
         let normal = Priority::NORMAL;
         let entry =
@@ -427,7 +441,7 @@ mod tests {
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         source.add(config_map("default/child", &[], 1));
-        settle().await;
+        queued(&outputs, 1).await;
         assert_eq!(
             drain(&outputs).await,
             [(

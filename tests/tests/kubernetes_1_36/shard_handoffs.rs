@@ -115,14 +115,30 @@ impl Member {
 }
 
 /// Who owns each Widget of `widgets` (the server's) by `members`' handles now: those
-/// exactly one member may reconcile.
+/// exactly one member may reconcile (its view gives it the Widget and its lease
+/// holds).
 fn owners(members: &[&Member], widgets: &[Widget]) -> BTreeMap<String, &'static str> {
+    owners_by(members, widgets, |m, w| {
+        m.handle.may_reconcile_object(w.meta())
+    })
+}
+
+/// Whose share each Widget is in, by the members' views alone: once [`owners`] gave
+/// every Widget an owner, the same map, whatever a late renewal does to `owners` at
+/// the moment it is read.
+fn shares(members: &[&Member], widgets: &[Widget]) -> BTreeMap<String, &'static str> {
+    owners_by(members, widgets, |m, w| m.handle.in_shard_object(w.meta()))
+}
+
+fn owners_by(
+    members: &[&Member],
+    widgets: &[Widget],
+    owns: impl Fn(&Member, &Widget) -> bool,
+) -> BTreeMap<String, &'static str> {
     widgets
         .iter()
         .filter_map(|w| {
-            let mut owning = members
-                .iter()
-                .filter(|m| m.handle.may_reconcile_object(w.meta()));
+            let mut owning = members.iter().filter(|m| owns(m, w));
             let owner = owning.next()?;
             owning
                 .next()
@@ -177,7 +193,7 @@ async fn members_by_uid_hand_widgets_over_as_one_joins_and_one_leaves_never_two_
             && owners(&[&a, &b, &c], &widgets).len() == names.len()
     })
     .await;
-    let of_three = owners(&[&a, &b, &c], &widgets);
+    let of_three = shares(&[&a, &b, &c], &widgets);
     let joined = Instant::now();
     eventually("c to reconcile its share", Duration::from_secs(60), || {
         let of_c: BTreeSet<String> = of_three
@@ -196,7 +212,7 @@ async fn members_by_uid_hand_widgets_over_as_one_joins_and_one_leaves_never_two_
             && owners(&[&a, &c], &widgets).len() == names.len()
     })
     .await;
-    let of_two = owners(&[&a, &c], &widgets);
+    let of_two = shares(&[&a, &c], &widgets);
     for (widget, owner) in &of_three {
         if *owner != "b" {
             assert_eq!(of_two[widget], *owner, "{widget} moved though b left");
