@@ -16,7 +16,7 @@ mod server_history;
 use std::time::Duration;
 
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
-use informer::testenv::TestEnv;
+use informer::testenv::{FaultProxy, TestEnv};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use replicas::{JITTER, LEASE, RECONCILE, RENEW, RETRY, Replicas, SLACK, micros, now_micros};
@@ -32,6 +32,19 @@ async fn namespace_with_work(env: &TestEnv, prefix: &str) -> String {
 
 /// How long the first election may take: processes start, caches sync.
 const FIRST_ELECTION: Duration = Duration::from_secs(30);
+
+/// Starts "a" through `proxy` (the one a test will cut off), waits for it to lead,
+/// then starts "b" and "c" talking to the API server directly.
+async fn a_leads_through_the_proxy_then_b_and_c_start(replicas: &mut Replicas, proxy: &FaultProxy) {
+    replicas.spawn("a", Some(&proxy.config().cluster_url.to_string()));
+    replicas
+        .wait_for("a to lead", 0, FIRST_ELECTION, |l| {
+            l.identity == "a" && l.event == "leading"
+        })
+        .await;
+    replicas.spawn("b", None);
+    replicas.spawn("c", None);
+}
 
 /// The longest a standby needs to notice a dead leader and take over: it saw the
 /// last renewal at most one jittered retry after it was made, takes over a lease
@@ -183,15 +196,7 @@ async fn a_leader_cut_off_from_the_api_server_stops_before_its_lease_expires() {
     let namespace = namespace_with_work(env, "partition").await;
     let proxy = env.fault_proxy().await.unwrap();
     let mut replicas = Replicas::elected(&namespace, env.kubeconfig_path());
-    // "a" goes through the proxy and leads first; the others come afterwards.
-    replicas.spawn("a", Some(&proxy.config().cluster_url.to_string()));
-    replicas
-        .wait_for("a to lead", 0, FIRST_ELECTION, |l| {
-            l.identity == "a" && l.event == "leading"
-        })
-        .await;
-    replicas.spawn("b", None);
-    replicas.spawn("c", None);
+    a_leads_through_the_proxy_then_b_and_c_start(&mut replicas, &proxy).await;
     for standby in ["b", "c"] {
         replicas
             .wait_for("the standbys to follow a", 0, FIRST_ELECTION, |l| {
@@ -607,13 +612,7 @@ async fn a_paused_leader_sends_no_write_after_its_term_ended() {
     // term in hand (reconciles in flight, or Events not yet written) and dropped it
     // or had its writes refused.
     for paused in &paused_long {
-        let fenced = replicas.exit_count(stopping, paused, "dropped")
-            + replicas.exit_count(stopping, paused, "refused");
-        assert!(
-            fenced > 0,
-            "{paused} was paused past its lease, yet dropped no reconcile and had no write refused; {}",
-            replicas.describe()
-        );
+        replicas.assert_fenced_after_pause(stopping, paused);
     }
     // And its recorder had series counts pending, which it did not send after.
     let events_fenced: u64 = paused_long
@@ -679,15 +678,7 @@ async fn held_writes_after_a_takeover(conditional: bool) -> (usize, u64) {
         } else {
             "conditional=0"
         });
-    // "a" goes through the proxy and leads first; the others come afterwards.
-    replicas.spawn("a", Some(&proxy.config().cluster_url.to_string()));
-    replicas
-        .wait_for("a to lead", 0, FIRST_ELECTION, |l| {
-            l.identity == "a" && l.event == "leading"
-        })
-        .await;
-    replicas.spawn("b", None);
-    replicas.spawn("c", None);
+    a_leads_through_the_proxy_then_b_and_c_start(&mut replicas, &proxy).await;
     wait_for_writes(&history, "a", 0, 20).await;
 
     // The partition: a's writes in flight (one per worker) and its renewals are held.

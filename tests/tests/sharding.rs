@@ -982,13 +982,7 @@ async fn a_paused_member_sends_no_write_once_its_keys_may_be_anothers() {
     // The fault happened: each member frozen past its lease resumed with reconciles
     // in hand, and dropped them or had their writes refused.
     for paused in ["a", "b"] {
-        let fenced = replicas.exit_count(stopping, paused, "dropped")
-            + replicas.exit_count(stopping, paused, "refused");
-        assert!(
-            fenced > 0,
-            "{paused} was paused past its lease, yet dropped no reconcile and had no write refused; {}",
-            replicas.describe()
-        );
+        replicas.assert_fenced_after_pause(stopping, paused);
     }
     let stats = replicas.exit_stats(stopping);
     let refused = replicas.count("refused");

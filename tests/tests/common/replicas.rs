@@ -290,6 +290,20 @@ impl Replicas {
             .sum()
     }
 
+    /// Asserts that `identity`, paused past its lease, resumed with work of its
+    /// claim in hand and was fenced: by its `stats` lines printed after `after`, it
+    /// dropped reconciles or had writes refused (so that a fence test cannot pass
+    /// because the fault never happened).
+    pub fn assert_fenced_after_pause(&self, after: Micros, identity: &str) {
+        let fenced = self.exit_count(after, identity, "dropped")
+            + self.exit_count(after, identity, "refused");
+        assert!(
+            fenced > 0,
+            "{identity} was paused past its lease, yet dropped no reconcile and had no write refused; {}",
+            self.describe()
+        );
+    }
+
     /// How many `event` lines the replicas printed.
     pub fn count(&self, event: &str) -> usize {
         self.lines().iter().filter(|l| l.event == event).count()
