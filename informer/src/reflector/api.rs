@@ -35,7 +35,7 @@ use kube::Resource;
 use kube::core::{DynamicObject, TypeMeta};
 use serde::de::DeserializeOwned;
 
-use super::api_versions::ApiVersions;
+use super::api_versions::{ApiVersions, METADATA_ACCEPT, METADATA_LIST_ACCEPT};
 use super::decode::{
     ListDecoder, ManagedFields, decode_event, decode_list_stream, last_decoded_size,
 };
@@ -46,14 +46,6 @@ use super::lister_watcher::{
 use super::server_shards::{InitialEvents, ServerShards, is_refusal};
 use super::versions::VersionSource;
 use crate::cached::CachedObjects;
-
-/// The `Accept` of a list of metadata only, as kube-client and client-go send it.
-const METADATA_LIST_ACCEPT: &str =
-    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-
-/// The `Accept` of a watch of metadata only: each event's object is one
-/// `PartialObjectMetadata`.
-const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /// The kind of the objects the server sends for a metadata-only request.
 const METADATA_KIND: &str = "PartialObjectMetadata";

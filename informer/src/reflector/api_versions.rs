@@ -20,12 +20,15 @@ use super::versions::{
 };
 use crate::key::ObjectKey;
 
-/// The `Accept` of a list of metadata only.
-const METADATA_LIST_ACCEPT: &str =
+/// The `Accept` of a list of metadata only, as kube-client and client-go send it (also
+/// the metadata-only lists of an [`ApiListerWatcher`](super::ApiListerWatcher)).
+pub(super) const METADATA_LIST_ACCEPT: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
-/// The `Accept` of a watch of metadata only.
-const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/// The `Accept` of a watch of metadata only: each event's object is one
+/// `PartialObjectMetadata` (also the metadata-only watches of an `ApiListerWatcher`).
+pub(super) const METADATA_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /// Lists and watches the versions of one collection through the API server, with the
 /// namespace (in its URL) and selectors its lister-watcher lists with.
