@@ -480,12 +480,19 @@ async fn a_relist_after_410_goes_through_a_streaming_list_again() {
             .size,
         7
     );
-    let lines = log.lines();
-    assert!(lines.contains(&"update a".to_owned()), "{lines:?}");
-    assert!(
-        lines.contains(&"tombstone b".to_owned()) || lines.contains(&"delete b".to_owned()),
-        "{lines:?}"
-    );
+    // The cache is updated before its handlers hear of it (they are notified from
+    // their own queue), so the relist's notifications are waited for, not read at once.
+    eventually(
+        "the relist's update and deletion notifications",
+        WAIT,
+        || {
+            let lines = log.lines();
+            lines.contains(&"update a".to_owned())
+                && (lines.contains(&"tombstone b".to_owned())
+                    || lines.contains(&"delete b".to_owned()))
+        },
+    )
+    .await;
     running.stop().await;
 }
 
