@@ -277,4 +277,65 @@ mod tests {
         shards.listed("widgets", half, true, 0, 0);
         assert_eq!(said(&shards), Some(true));
     }
+
+    /// The lines logged on this thread while `run` runs, without time or colour.
+    fn logged(run: impl FnOnce()) -> Vec<String> {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.locked().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .without_time()
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, run);
+        let text = String::from_utf8(lines.0.locked().clone()).unwrap();
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn what_the_server_does_is_said_once_at_info_and_again_only_when_it_changes() {
+        let half = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+        let refusal = kube::Error::Api(
+            kube::core::Status::failure("unknown parameter", "BadRequest")
+                .with_code(400)
+                .boxed(),
+        );
+        let shards = ServerShards::default();
+        let lines = logged(|| {
+            shards.listed("widgets", half, false, 10, 0);
+            shards.listed("widgets", half, false, 1000, 0);
+            shards.listed("widgets", half, false, 1000, 0);
+            shards.listed("widgets", half, true, 0, 0);
+            shards.listed("widgets", half, false, 10, 3);
+            shards.listed("widgets", half, false, 1000, 1);
+            shards.listed("widgets", half, true, 5, 0);
+            shards.refused("widgets", &refusal);
+            shards.refused("widgets", &refusal);
+        });
+        let expected = [
+            "filters this collection by shard",
+            "does not filter by shard (sharded list and watch needs Kubernetes 1.36+ with the ShardedListAndWatch feature gate)",
+            "filters this collection by shard",
+            "refused the shard selector",
+        ];
+        assert_eq!(lines.len(), expected.len(), "{lines:#?}");
+        for (line, says) in lines.iter().zip(expected) {
+            assert!(line.starts_with(" INFO "), "{line}");
+            assert!(line.contains(says), "{line} should say {says}");
+            assert!(line.contains(r#"resource="widgets""#), "{line}");
+        }
+        assert!(lines[3].contains("unknown parameter"), "{}", lines[3]);
+    }
 }
