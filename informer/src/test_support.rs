@@ -64,3 +64,16 @@ pub(crate) fn spawn_run(
     });
     (stop, running)
 }
+
+/// Polls `check` every 5 ms until it holds; panics naming `what` once `limit` has
+/// passed on tokio's clock (so a test with paused time waits no real time).
+pub(crate) async fn until(what: &str, limit: std::time::Duration, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never happened within {limit:?}: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}

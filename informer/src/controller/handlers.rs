@@ -185,7 +185,7 @@ mod tests {
     use super::*;
     use crate::reflector::FakeSource;
     use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
-    use crate::test_support::{config_map, spawn_run};
+    use crate::test_support::{config_map, spawn_run, until};
     use crate::workqueue::Priority;
 
     /// The keys the handler queued so far, in the order the queue hands them out, each
@@ -276,13 +276,11 @@ mod tests {
     /// Waits until `count` keys are queued (a loaded machine may run the handlers
     /// late), then [`settle`]s, so that one queued too many is seen too.
     async fn queued(outputs: &HandlerOutputs, count: usize) {
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while outputs.queue.len() < count {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+        let what = format!("{count} keys queued");
+        until(&what, Duration::from_secs(10), || {
+            outputs.queue.len() >= count
         })
-        .await
-        .unwrap_or_else(|_| panic!("{count} keys queued"));
+        .await;
         settle().await;
     }
 

@@ -105,7 +105,7 @@ mod tests {
     use crate::key::ObjectKey;
     use crate::reflector::{FakeSource, ListWatch, ListerWatcher, WatchEvent};
     use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
-    use crate::test_support::{config_map, spawn_run};
+    use crate::test_support::{config_map, spawn_run, until};
 
     /// A lister-watcher over `source` whose watches lose the first MODIFIED event of
     /// `key`, silently: drift the reflector cannot see. Checks read the source itself.
@@ -157,15 +157,8 @@ mod tests {
         source
     }
 
-    async fn until(what: &str, mut done: impl FnMut() -> bool) {
-        for _ in 0..10_000 {
-            if done() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("never: {what}");
-    }
+    /// How long a test waits for what it expects.
+    const WAIT: Duration = Duration::from_secs(100);
 
     #[tokio::test]
     async fn a_cache_that_followed_every_change_is_consistent() {
@@ -179,7 +172,7 @@ mod tests {
         wait_for_cache_sync(&[&informer]).await;
         source.modify(config_map("ns/a", &[], 0));
         source.delete(config_map("ns/c", &[], 0));
-        until("the delete", || informer.indexer().len() == 2).await;
+        until("the delete", WAIT, || informer.indexer().len() == 2).await;
         let report = informer.verify().await.unwrap();
         assert!(report.consistent, "{report}");
         assert_eq!((report.cached, report.listed), (2, 2));
@@ -201,7 +194,7 @@ mod tests {
         wait_for_cache_sync(&[&informer]).await;
         source.modify(config_map("ns/b", &[], 0));
         source.add(config_map("ns/c", &[], 0));
-        until("the add after the lost update", || {
+        until("the add after the lost update", WAIT, || {
             informer.indexer().len() == 3
         })
         .await;
@@ -232,14 +225,14 @@ mod tests {
         wait_for_cache_sync(&[&informer]).await;
         source.modify(config_map("ns/b", &[], 0));
         source.add(config_map("ns/c", &[], 0));
-        until("a check that finds it", || {
+        until("a check that finds it", WAIT, || {
             informer.consistency_stats().inconsistent >= 1
         })
         .await;
         let found = informer.consistency_stats();
         assert_eq!((found.differences, found.heals), (1, 1));
         assert!(!informer.health().is_healthy(Duration::from_secs(60)));
-        until("a check after the relist", || {
+        until("a check after the relist", WAIT, || {
             informer.consistency_stats().consistent >= 1
         })
         .await;

@@ -21,7 +21,7 @@ use crate::reflector::{
 use crate::shared_informer::{
     InformerOptions, Notification, SharedIndexInformer, wait_for_cache_sync,
 };
-use crate::test_support::{config_map, names, spawn_run};
+use crate::test_support::{config_map, names, spawn_run, until};
 
 /// A filter keeping the names listed.
 fn keeping(kept: &[&str]) -> Arc<FnKeyFilter> {
@@ -57,15 +57,8 @@ fn filtered_informer(
         .expect("no indexes")
 }
 
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..1000 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("never happened: {what}");
-}
+/// How long a test waits for what it expects.
+const WAIT: Duration = Duration::from_secs(5);
 
 fn cached(informer: &SharedIndexInformer<ConfigMap>) -> Vec<String> {
     names(&informer.lister().list_all())
@@ -105,7 +98,7 @@ async fn watch_events_of_keys_not_kept_are_skipped() {
     source.delete(config_map("ns/b", &[], 0));
     // The last change is one not kept: the informer's version reaches it anyway.
     let last = source.resource_version();
-    until("the last skipped event", || {
+    until("the last skipped event", WAIT, || {
         informer.last_sync_resource_version() == last
     })
     .await;
@@ -264,7 +257,7 @@ async fn a_new_generation_relists_and_the_cache_holds_exactly_the_kept_set() {
         // Changes after the relist are filtered by the new generation.
         source.add(config_map("ns/a", &[("again", "yes")], 0));
         source.modify(config_map("ns/c", &[("v", "2")], 0));
-        until("the update of c", || {
+        until("the update of c", WAIT, || {
             informer.lister().namespaced("ns").get("c").is_ok_and(|c| {
                 c.metadata
                     .labels
@@ -542,10 +535,10 @@ async fn a_controlled_by_filter_follows_the_owners_filter() {
     // A new child of a kept owner arrives by watch; one of another owner does not.
     source.add(child("web-3", "web", true));
     source.add(child("api-2", "api", true));
-    until("web-3 to be cached", || cached(&informer).len() == 3).await;
+    until("web-3 to be cached", WAIT, || cached(&informer).len() == 3).await;
 
     keep(&owners, &["api"]);
-    until("the relist onto api's children", || {
+    until("the relist onto api's children", WAIT, || {
         cached(&informer) == ["api-1", "api-2"]
     })
     .await;
