@@ -189,6 +189,17 @@ mod tests {
 
     const WHOLE: &str =
         "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')";
+    const HALF: &str =
+        "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+
+    /// A server's refusal of the shard selector parameter.
+    fn refusal() -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("unknown parameter", "BadRequest")
+                .with_code(400)
+                .boxed(),
+        )
+    }
 
     struct Selecting;
 
@@ -212,11 +223,7 @@ mod tests {
         assert!(shards.selector(None).is_none());
         assert!(shards.selector(Some(&plain)).is_none());
         assert!(shards.selector(Some(&selecting)).is_some());
-        let error = kube::Error::Api(
-            kube::core::Status::failure("unknown parameter", "BadRequest")
-                .with_code(400)
-                .boxed(),
-        );
+        let error = refusal();
         assert!(is_refusal(&error));
         let invalid = kube::Error::Api(
             kube::core::Status::failure("invalid shard selector: hexStart must be …", "")
@@ -236,9 +243,8 @@ mod tests {
 
     #[test]
     fn a_streaming_lists_initial_events_tell_whether_the_server_filtered() {
-        let half = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
         let shards = Arc::new(ServerShards::default());
-        let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", half.into());
+        let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", HALF.into());
         let added = || Ok::<_, kube::Error>(WatchEvent::Added(()));
         for _ in 0..40 {
             assert!(!initial.ended_by(&added()));
@@ -251,7 +257,7 @@ mod tests {
         assert!(initial.ended_by(&Ok(WatchEvent::<()>::initial_events_end("7"))));
         assert_eq!(shards.said(), Some(true));
 
-        let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", half.into());
+        let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", HALF.into());
         assert!(!initial.ended_by(&added()));
         assert!(!initial.ended_by(&Ok(WatchEvent::<()>::filtered_out("8"))));
         assert!(initial.ended_by(&Ok(WatchEvent::<()>::initial_events_end("9"))));
@@ -260,21 +266,20 @@ mod tests {
 
     #[test]
     fn the_server_filtered_if_it_says_so_or_nothing_arrived_to_drop() {
-        let half = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
         let said = |shards: &ServerShards| *shards.said.locked();
         let shards = ServerShards::default();
-        shards.listed("widgets", half, false, 10, 0);
+        shards.listed("widgets", HALF, false, 10, 0);
         assert_eq!(said(&shards), None, "too few objects to tell");
         shards.listed("widgets", WHOLE, false, 1000, 0);
         assert_eq!(said(&shards), None, "everything asked for: nothing to tell");
-        let by_namespace = half.replace("metadata.uid", "metadata.namespace");
+        let by_namespace = HALF.replace("metadata.uid", "metadata.namespace");
         shards.listed("widgets", &by_namespace, false, 1000, 0);
         assert_eq!(said(&shards), None, "by namespace, only a drop tells");
-        shards.listed("widgets", half, false, 1000, 0);
+        shards.listed("widgets", HALF, false, 1000, 0);
         assert_eq!(said(&shards), Some(true));
-        shards.listed("widgets", half, false, 10, 3);
+        shards.listed("widgets", HALF, false, 10, 3);
         assert_eq!(said(&shards), Some(false));
-        shards.listed("widgets", half, true, 0, 0);
+        shards.listed("widgets", HALF, true, 0, 0);
         assert_eq!(said(&shards), Some(true));
     }
 
@@ -306,21 +311,16 @@ mod tests {
 
     #[test]
     fn what_the_server_does_is_said_once_at_info_and_again_only_when_it_changes() {
-        let half = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
-        let refusal = kube::Error::Api(
-            kube::core::Status::failure("unknown parameter", "BadRequest")
-                .with_code(400)
-                .boxed(),
-        );
+        let refusal = refusal();
         let shards = ServerShards::default();
         let lines = logged(|| {
-            shards.listed("widgets", half, false, 10, 0);
-            shards.listed("widgets", half, false, 1000, 0);
-            shards.listed("widgets", half, false, 1000, 0);
-            shards.listed("widgets", half, true, 0, 0);
-            shards.listed("widgets", half, false, 10, 3);
-            shards.listed("widgets", half, false, 1000, 1);
-            shards.listed("widgets", half, true, 5, 0);
+            shards.listed("widgets", HALF, false, 10, 0);
+            shards.listed("widgets", HALF, false, 1000, 0);
+            shards.listed("widgets", HALF, false, 1000, 0);
+            shards.listed("widgets", HALF, true, 0, 0);
+            shards.listed("widgets", HALF, false, 10, 3);
+            shards.listed("widgets", HALF, false, 1000, 1);
+            shards.listed("widgets", HALF, true, 5, 0);
             shards.refused("widgets", &refusal);
             shards.refused("widgets", &refusal);
         });

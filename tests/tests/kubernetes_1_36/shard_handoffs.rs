@@ -133,12 +133,12 @@ fn shares(members: &[&Member], widgets: &[Widget]) -> BTreeMap<String, &'static 
 fn owners_by(
     members: &[&Member],
     widgets: &[Widget],
-    owns: impl Fn(&Member, &Widget) -> bool,
+    has: impl Fn(&Member, &Widget) -> bool,
 ) -> BTreeMap<String, &'static str> {
     widgets
         .iter()
         .filter_map(|w| {
-            let mut owning = members.iter().filter(|m| owns(m, w));
+            let mut owning = members.iter().filter(|m| has(m, w));
             let owner = owning.next()?;
             owning
                 .next()
