@@ -1,83 +1,54 @@
 #!/usr/bin/env bash
-# Installs what the embedded control plane needs: etcd (Debian's etcd-server), and
-# kube-apiserver and kube-controller-manager built from Debian's Kubernetes 1.20.2
-# source; and the modern control plane for custom resources and streaming lists:
-# crd-apiserver (scripts/crd-apiserver/main.go around Kubernetes 1.36's
-# apiextensions-apiserver), built from Debian sid's Go source packages, with sid's etcd
-# 3.5 as etcd-3.5 and etcdctl-3.5, all without installing anything from sid into the
-# host (scripts/sid-go-build.sh says how). Idempotent: once the binaries are cached, a
-# second run only checks and exits; when only one is missing, only that one is built.
-# Prints the cache directory's bin/ path last.
+# Installs the control planes the tests and the demo run: for each Kubernetes release in
+# scripts/control-plane/ (1.37, the default, and 1.33, the oldest our k8s-openapi
+# supports), kube-apiserver and kube-controller-manager built as a Go module build of
+# k8s.io/kubernetes (its staging modules replaced by their published versions of the
+# same release), and etcd of the version that release is tested with, built from
+# go.etcd.io/etcd/server/v3. Every module is pinned by the go.sum beside its go.mod and
+# fetched through the Go module proxy; nothing comes from apt. Idempotent: a binary that
+# is in place and says the expected version is not built again; when only one is
+# missing, only that one is built.
 #
-# Usage: install-control-plane.sh [--client-go-peer] [--no-crd-apiserver]
-#   --client-go-peer  also build the benchmarks' client-go peer (benches/client-go/main.go,
-#                     linked against the tree's vendored client-go 1.20) into
-#                     $bin/client-go-bench-peer, where the benchmark driver looks for it;
-#                     rebuilt when main.go changes (its SHA-256 is kept beside the binary).
-#                     For scripts/bench.sh; the tests (scripts/test.sh) do not need it.
-#   --no-crd-apiserver  skip the modern control plane ($bin/crd-apiserver, rebuilt when
-#                     scripts/crd-apiserver/main.go changes, its SHA-256 kept beside it;
-#                     $bin/etcd-3.5, $bin/etcdctl-3.5).
+# Where: $INFORMER_CACHE_DIR (default ~/.cache/informer-testenv)/k8s/<version>-linux-amd64/,
+# the layout of controller-runtime's setup-envtest, so that such a folder can be
+# KUBEBUILDER_ASSETS for envtest too (kube-apiserver, etcd, and kube-controller-manager,
+# which envtest's folders lack; no kubectl). The Go module and build caches are kept
+# beside it ($cache/go/mod, $cache/go/build), shared by every build here (the
+# benchmarks' peers too), so that a rebuild or a second binary compiles only what it
+# adds. Prints the folder of the first release it installed last.
 #
-# Time on 2 idle cores: both binaries in one build (a fresh machine) about 8 minutes
-# (14 CPU-minutes) after the package downloads and installs; kube-controller-manager
-# alone, when kube-apiserver is cached, about 6-7 (12 CPU-minutes). They share most of
-# their dependencies, so one build of both costs little more than either alone. The
-# client-go peer alone, when both are cached: about 6 minutes (4 CPU-minutes) on a
-# loaded machine, most of it the tree's generated files and client-go's dependencies;
-# with a build of the others it shares those. The modern control plane (crd-apiserver
-# and sid's etcd) when the rest is cached: 6-7 minutes, 4.6-4.9 CPU-minutes (measured
-# twice, 5 min 57 s and 7 min 14 s, with other builds sharing the 2 cores); about 20 s
-# of it fetches sid's indexes and downloads and unpacks the 90 packages the build needs
-# (84 MB of .debs, 0.7 GB unpacked), the rest is the Go build. crd-apiserver is 78 MB,
-# etcd-3.5 27 MB, etcdctl-3.5 22 MB. A fresh machine's default run builds the 1.20
-# binaries and then the modern control plane: about 15 minutes. A run with everything
-# cached takes about half a second (0.4 s with --no-crd-apiserver); with only etcd-3.5
-# and etcdctl-3.5 missing, about 6 s.
+# Usage: install-control-plane.sh [--kubernetes MINOR]... [--no-controller-manager]
+#                                 [--client-go-peer] [--controller-runtime-peer]
+#   --kubernetes MINOR      only this release (1.37 or 1.33; may be repeated); without
+#                           it, every release in scripts/control-plane/, newest first
+#   --no-controller-manager kube-apiserver and etcd only (what the demo needs)
+#   --client-go-peer        also the benchmarks' client-go peer (benches/client-go, a Go
+#                           module of its own) into $cache/bin/client-go-bench-peer
+#   --controller-runtime-peer also the benchmarks' controller-runtime peer
+#                           (benches/controller-runtime) into
+#                           $cache/bin/controller-runtime-bench-peer
+#   A peer is rebuilt when its sources change (their SHA-256 is kept beside it).
 #
-# What the modern control plane leaves in $bin besides crd-apiserver, etcd-3.5 and
-# etcdctl-3.5: crd-apiserver.sha256 (the SHA-256 of the main.go it was built from: a
-# different main.go rebuilds it) and crd-apiserver.packages (the sid packages, name and
-# version, the build used). `crd-apiserver --version` prints `Kubernetes v1.36.4` (the
-# version is set at link time from the apiextensions-apiserver package's 0.36.4, since
-# clients parse it); `etcdctl-3.5 version` (it has no --version flag). sid's etcd is
-# dynamically linked against libc6 >= 2.34, which bookworm has. Bookworm's etcd 3.4
-# stays on PATH as etcd for the 1.20 control plane. How the testenv runs crd-apiserver
-# and what it serves: informer/src/testenv (the module docs and version.rs).
+# KUBEBUILDER_ASSETS: when it names a folder with kube-apiserver and etcd, the tests use
+# those for the default release (informer/src/testenv/install.rs), so this script does
+# not build the default release's kube-apiserver and etcd (it still builds
+# kube-controller-manager, which envtest's folders lack, and the other releases).
 #
-# Env:
-#   INFORMER_CACHE_DIR   where the built binaries are cached (default ~/.cache/informer-testenv)
+# Needs Go >= the go line of the module it builds (1.26 for Kubernetes 1.37); the
+# machine's `go` is used, or /usr/local/go/bin/go when that on PATH is older. Times
+# on 2 idle cores: see the README of scripts/control-plane/.
 set -euo pipefail
 
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
 cache="${INFORMER_CACHE_DIR:-$HOME/.cache/informer-testenv}"
 bin="$cache/bin"
-# The programs built from the Kubernetes tree (each from its cmd/<name>), cached in $bin.
-kubernetes_binaries=(kube-apiserver kube-controller-manager)
-# The benchmarks' client-go peer, built from its source in this repository when asked.
-peer=client-go-bench-peer
-peer_source="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/benches/client-go/main.go"
-# The modern control plane's build (crd-apiserver, etcd-3.5, etcdctl-3.5) from Debian sid.
-# shellcheck source-path=SCRIPTDIR source=sid-go-build.sh
-. "$(dirname "${BASH_SOURCE[0]}")/sid-go-build.sh"
-packages=(golang-go etcd-server etcd-client rsync jq golang-github-modern-go-reflect2-dev dpkg-dev make)
+releases_dir="$here/control-plane"
 
 # Progress goes to the script's stderr as it was at the start (fd 3), also from
 # inside a command whose output is redirected to a log (the heartbeat of a build).
 exec 3>&2
 log() { printf '[install-control-plane] %s\n' "$*" >&3; }
-
-# Only Debian (and its derivatives) have the packages and the Kubernetes source package
-# this builds from: elsewhere, say so and how to use binaries the user already has.
-require_apt() {
-  command -v apt-get >/dev/null && command -v dpkg-query >/dev/null && return 0
-  log "this install needs Debian's apt (apt-get, dpkg-query), which this system lacks."
-  log "Point the tests at binaries you already have instead (Kubernetes >= 1.20, etcd 3.x):"
-  log "  INFORMER_KUBE_APISERVER=/path/to/kube-apiserver"
-  log "  INFORMER_KUBE_CONTROLLER_MANAGER=/path/to/kube-controller-manager  (only for controller_manager(true))"
-  log "  INFORMER_ETCD=/path/to/etcd  INFORMER_ETCDCTL=/path/to/etcdctl  (or have them on PATH)"
-  log "and set INFORMER_TESTENV_NO_INSTALL=1 so that nothing tries to install them."
-  exit 1
-}
 
 # Runs "$@" while printing that it is still working every minute (a silent build of
 # several minutes looks hung).
@@ -93,201 +64,204 @@ with_heartbeat() {
   return "$status"
 }
 
-as_root() {
-  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+# The version a module's go.mod requires of `module`, e.g. v1.37.2.
+required_version() {
+  awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1/go.mod"
 }
 
-have_packages() {
-  local p
-  for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || return 1
+# The go line of a module's go.mod, e.g. 1.26.0.
+go_line() {
+  awk '$1 == "go" { print $2; exit }' "$1/go.mod"
+}
+
+# Whether version $1 (1.26.8, go1.26.8) is at least $2 (1.26, 1.26.0).
+at_least() {
+  local a="${1#go}" b="${2#go}"
+  [ "$(printf '%s\n%s\n' "$b" "$a" | sort -V | head -1)" = "$b" ]
+}
+
+# The Go to build a module needing Go $1 with: `go` on PATH, else /usr/local/go's.
+find_go() {
+  local need="$1" candidate version
+  for candidate in "$(command -v go 2>/dev/null || true)" /usr/local/go/bin/go; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+    version=$("$candidate" env GOVERSION 2>/dev/null || true)
+    if [ -n "$version" ] && at_least "$version" "$need"; then
+      echo "$candidate"
+      return 0
+    fi
   done
+  log "building needs Go >= $need; found: $(command -v go >/dev/null && go version || echo 'no go on PATH')"
+  log "install Go $need or later (https://go.dev/dl), or point the tests at binaries you have:"
+  log "  KUBEBUILDER_ASSETS=/folder/with/kube-apiserver-and-etcd (controller-runtime's setup-envtest lays one out)"
+  return 1
 }
 
-# The Kubernetes source only exists as a Debian source package: add a deb-src entry
-# mirroring the machine's own Debian suite.
-ensure_deb_src() {
-  local list=/etc/apt/sources.list.d/informer-deb-src.sources
-  [ -f "$list" ] && return 0
-  log "adding deb-src entry $list"
-  local suite
-  # shellcheck source=/dev/null
-  suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-  as_root tee "$list" >/dev/null <<SRC
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: $suite
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  as_root apt-get update -qq
+# go "$@" with this script's caches, in module dir $1.
+go_in() {
+  local dir="$1" go
+  shift
+  go=$(find_go "$(go_line "$dir")") || return 1
+  ( cd "$dir" &&
+    GOMODCACHE="$cache/go/mod" GOCACHE="$cache/go/build" CGO_ENABLED=0 GOTOOLCHAIN=local \
+      GOFLAGS="-mod=readonly -buildvcs=false" "$go" "$@" )
 }
 
-ensure_packages() {
-  if have_packages; then return 0; fi
-  log "installing Debian packages: ${packages[*]}"
-  as_root apt-get update -qq
-  with_heartbeat "installing Debian packages" \
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+# Whether $1 is an executable whose `--version` output contains $2.
+says_version() {
+  [ -x "$1" ] && "$1" --version 2>/dev/null | grep -qF "$2"
 }
 
-# Unpacks Debian's Kubernetes source into $build/k8s, patched so that this Go builds a
-# working binary, and sets k8s_src to the tree. Anything built from it goes through
-# make_in_kubernetes_source; a program of one's own (say, one linking the tree's
-# client-go) can be copied under "$k8s_src/cmd/<name>" and built the same way, since
-# make WHAT= takes any package of the tree.
-unpack_kubernetes_source() {
-  build="$cache/build"
-  rm -rf "$build"
-  mkdir -p "$build"
-  (
-    cd "$build"
-    log "downloading Debian's kubernetes source package"
-    apt-get source --download-only kubernetes >/dev/null 2>&1 || {
-      as_root apt-get update -qq
-      apt-get source --download-only kubernetes >/dev/null
-    }
-    dpkg-source --no-check -x kubernetes_*.dsc k8s >/dev/null
-  )
-  k8s_src="$build/k8s"
-  # The vendored reflect2 v1.0.1 panics under Go >= 1.18 while encoding responses;
-  # Debian ships the fixed 1.0.2.
-  local r2="$k8s_src/vendor/github.com/modern-go/reflect2"
-  rm -f "$r2"/go_above_17.go "$r2"/go_below_17.go "$r2"/go_below_19.go
-  cp /usr/share/gocode/src/github.com/modern-go/reflect2/*.go "$r2"/
-  mkdir -p "$k8s_src/.go/src/k8s.io"
-  ln -sfn "$k8s_src" "$k8s_src/.go/src/k8s.io/kubernetes"
+# The folder with kube-apiserver and etcd that KUBEBUILDER_ASSETS names, if any.
+kubebuilder_assets() {
+  local dir="${KUBEBUILDER_ASSETS:-}"
+  [ -n "$dir" ] && [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ] && echo "$dir"
 }
 
-# Builds the named programs (cmd/<name> of the unpacked tree) in one make, so that they
-# share the compiled dependencies, and installs them into $bin. On failure, shows the
-# end of the build log and exits.
-make_in_kubernetes_source() {
-  local names=("$@") what=() name
-  for name in "${names[@]}"; do what+=("cmd/$name"); done
-  log "building ${names[*]} (about 6-8 minutes on 2 idle cores)"
-  (
-    cd "$k8s_src/.go/src/k8s.io/kubernetes"
-    # GOPATH mode: the tree's vendor/ directory supplies every dependency.
-    export GOPATH="$k8s_src/.go" GO111MODULE=off CGO_ENABLED=0 GOCACHE="$cache/gocache"
-    with_heartbeat "building ${names[*]}" make WHAT="${what[*]}" >"$build/make.log" 2>&1 ||
-      { tail -40 "$build/make.log" >&2; exit 1; }
-  )
-  mkdir -p "$bin"
+# Installs release $1 (a folder of $releases_dir) into its envtest-style folder.
+install_release() {
+  local minor="$1" with_manager="$2" default="$3"
+  local modules="$releases_dir/$minor"
+  local kubernetes etcd
+  kubernetes=$(required_version "$modules/kubernetes" k8s.io/kubernetes)
+  etcd=$(required_version "$modules/etcd" go.etcd.io/etcd/server/v3)
+  local dir="$cache/k8s/${kubernetes#v}-linux-amd64"
+  mkdir -p "$dir"
+
+  local assets=""
+  if "$default"; then assets=$(kubebuilder_assets || true); fi
+  local wanted=(kube-apiserver)
+  if "$with_manager"; then wanted+=(kube-controller-manager); fi
+  local missing=() name
+  for name in "${wanted[@]}"; do
+    if [ "$name" = kube-apiserver ] && [ -n "$assets" ]; then
+      log "kube-apiserver: KUBEBUILDER_ASSETS=$assets is used for the default release"
+    elif says_version "$dir/$name" "Kubernetes $kubernetes"; then
+      log "$name $kubernetes cached at $dir/$name"
+    else
+      missing+=("$name")
+    fi
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    build_kubernetes "$modules/kubernetes" "$kubernetes" "$dir" "${missing[@]}"
+  fi
+
+  if [ -n "$assets" ]; then
+    log "etcd: KUBEBUILDER_ASSETS=$assets is used for the default release"
+  elif says_version "$dir/etcd" "etcd Version: ${etcd#v}"; then
+    log "etcd ${etcd#v} cached at $dir/etcd"
+  else
+    build_etcd "$modules/etcd" "$etcd" "$dir"
+  fi
+  installed+=("$dir")
+}
+
+# Builds the named programs of k8s.io/kubernetes $2 (module dir $1) into $3, in one go
+# build so that they share their compiled dependencies, stamped with the release's
+# version as Kubernetes' own build does (clients parse it from /version).
+build_kubernetes() {
+  local module="$1" version="$2" dir="$3"
+  shift 3
+  local names=("$@") packages=() name
+  for name in "${names[@]}"; do packages+=("k8s.io/kubernetes/cmd/$name"); done
+  local minor="${version#v1.}"
+  minor="${minor%%.*}"
+  local stamp=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    stamp+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    stamp+=" -X $pkg.gitTreeState=clean"
+  done
+  local started=$SECONDS
+  log "downloading the Go modules of Kubernetes $version (pinned by $module/go.sum)"
+  with_heartbeat "downloading Go modules" go_in "$module" mod download >&3 2>&1
+  log "building ${names[*]} $version with $(go_in "$module" env GOVERSION) (about 8-12 minutes on 2 idle cores for both, the first time)"
+  local out="$cache/go/out-$version"
+  rm -rf "$out"
+  mkdir -p "$out"
+  with_heartbeat "building ${names[*]} $version" \
+    go_in "$module" build -trimpath -ldflags "-s -w$stamp" -o "$out/" "${packages[@]}" \
+    >"$cache/go/build-$version.log" 2>&1 || { tail -40 "$cache/go/build-$version.log" >&2; exit 1; }
   for name in "${names[@]}"; do
-    install -m 0755 "$k8s_src/_output/local/bin/linux/amd64/$name" "$bin/$name.tmp"
-    mv "$bin/$name.tmp" "$bin/$name"
+    mv "$out/$name" "$dir/$name"
+    log "built $name: $("$dir/$name" --version) in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s"
   done
+  rm -rf "$out"
 }
 
-# The source tree and Go cache are 1.3 GB; only the binaries are worth keeping.
-remove_kubernetes_source() {
-  rm -rf "$build" "$cache/gocache"
+# Builds etcd $2 (module dir $1) into $3.
+build_etcd() {
+  local module="$1" version="$2" dir="$3" started=$SECONDS
+  log "building etcd ${version#v} (about 1-2 minutes)"
+  with_heartbeat "building etcd ${version#v}" \
+    go_in "$module" build -trimpath -ldflags "-s -w" -o "$dir/etcd.tmp" go.etcd.io/etcd/server/v3 \
+    >"$cache/go/build-etcd-$version.log" 2>&1 || { tail -40 "$cache/go/build-etcd-$version.log" >&2; exit 1; }
+  mv "$dir/etcd.tmp" "$dir/etcd"
+  log "built etcd: $("$dir/etcd" --version | head -1) in $(( SECONDS - started )) s"
 }
 
-# Whether $bin holds a working copy of the named program.
-is_cached() {
-  [ -x "$bin/$1" ] && "$bin/$1" --version >/dev/null 2>&1
-}
-
-# The SHA-256 of the client-go peer's source.
-peer_source_hash() {
-  sha256sum "$peer_source" | cut -d' ' -f1
-}
-
-# Whether $bin holds a working client-go peer built from the current source.
-peer_is_fresh() {
-  is_cached "$peer" && [ "$(cat "$bin/$peer.sha256" 2>/dev/null)" = "$(peer_source_hash)" ]
-}
-
-# Puts the peer's source into the unpacked tree as cmd/$peer, so that it builds with
-# the tree's vendored client-go (the version of the test server).
-add_peer_to_kubernetes_source() {
-  mkdir -p "$k8s_src/cmd/$peer"
-  cp "$peer_source" "$k8s_src/cmd/$peer/main.go"
-}
-
-# Records which source the installed peer was built from (after a successful build).
-record_peer_source() {
-  local hash
-  hash=$(peer_source_hash)
-  printf '%s\n' "$hash" >"$bin/$peer.sha256.tmp"
-  mv "$bin/$peer.sha256.tmp" "$bin/$peer.sha256"
+# Builds the benchmarks' peer in Go module folder $1 as $bin/$2, unless the binary there
+# was built from the folder's current sources.
+install_peer() {
+  local source="$1" name="$2" hash
+  hash=$(cat "$source"/go.mod "$source"/go.sum "$source"/*.go | sha256sum | cut -d' ' -f1)
+  if [ -x "$bin/$name" ] && [ "$(cat "$bin/$name.sha256" 2>/dev/null)" = "$hash" ]; then
+    log "$name cached at $bin/$name"
+    return 0
+  fi
+  # A peer of older sources must not outlive a failed rebuild: the driver would run it
+  # as if it were current.
+  rm -f "$bin/$name" "$bin/$name.sha256"
+  mkdir -p "$bin"
+  log "building $name from $source"
+  with_heartbeat "building $name" go_in "$source" build -trimpath -o "$bin/$name" . \
+    >"$cache/go/build-$name.log" 2>&1 || { tail -40 "$cache/go/build-$name.log" >&2; exit 1; }
+  printf '%s\n' "$hash" >"$bin/$name.sha256"
+  log "built $name: $("$bin/$name" --version)"
 }
 
 usage() {
   cat >&2 <<USAGE
-usage: install-control-plane.sh [--client-go-peer] [--no-crd-apiserver]
-  --client-go-peer    also build the benchmarks' client-go peer into $bin/$peer
-  --no-crd-apiserver  skip the modern control plane ($bin/$crd_apiserver, $bin/${sid_etcd_binaries[etcd]},
-                      $bin/${sid_etcd_binaries[etcdctl]}, from Debian sid)
+usage: install-control-plane.sh [--kubernetes MINOR]... [--no-controller-manager]
+                                [--client-go-peer] [--controller-runtime-peer]
+  --kubernetes MINOR         only this release (one of: $(ls "$releases_dir" | tr '\n' ' ')); may be repeated
+  --no-controller-manager    kube-apiserver and etcd only
+  --client-go-peer           also the benchmarks' client-go peer, into $bin
+  --controller-runtime-peer  also the benchmarks' controller-runtime peer, into $bin
 USAGE
 }
 
-with_peer=false
-with_crd_apiserver=true
-for arg in "$@"; do
-  case "$arg" in
-    --client-go-peer) with_peer=true ;;
-    --no-crd-apiserver) with_crd_apiserver=false ;;
+minors=()
+with_manager=true
+peers=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kubernetes)
+      [ $# -ge 2 ] && [ -d "$releases_dir/${2:-}" ] || { log "--kubernetes needs one of: $(ls "$releases_dir" | tr '\n' ' ')"; exit 2; }
+      minors+=("$2"); shift ;;
+    --no-controller-manager) with_manager=false ;;
+    --client-go-peer) peers+=(client-go) ;;
+    --controller-runtime-peer) peers+=(controller-runtime) ;;
     -h | --help) usage; exit 0 ;;
-    *) log "unknown argument $arg"; usage; exit 2 ;;
+    *) log "unknown argument $1"; usage; exit 2 ;;
   esac
+  shift
 done
-if "$with_peer" && [ ! -f "$peer_source" ]; then
-  log "--client-go-peer: its source $peer_source is missing (run this script from the repository)"
-  exit 1
-fi
+# Newest first: the default release is the newest.
+all=($(ls "$releases_dir" | grep -E '^[0-9]+\.[0-9]+$' | sort -rV))
+if [ "${#minors[@]}" -eq 0 ]; then minors=("${all[@]}"); fi
 
 # Two runs at once (say, two test binaries installing on first use) take turns.
-mkdir -p "$cache"
+mkdir -p "$cache/go"
 exec 9>"$cache/install.lock"
 flock 9
 
-require_apt
-ensure_packages
-missing=()
-for name in "${kubernetes_binaries[@]}"; do
-  if is_cached "$name"; then log "$name cached at $bin/$name"; else missing+=("$name"); fi
+installed=()
+for minor in "${minors[@]}"; do
+  default=false
+  [ "$minor" = "${all[0]}" ] && default=true
+  install_release "$minor" "$with_manager" "$default"
 done
-build_peer=false
-if "$with_peer"; then
-  if peer_is_fresh; then log "$peer cached at $bin/$peer"; else build_peer=true; fi
-fi
-# One build for everything missing, so that the programs share compiled dependencies.
-to_build=("${missing[@]}")
-if "$build_peer"; then to_build+=("$peer"); fi
-if [ "${#to_build[@]}" -gt 0 ]; then
-  ensure_deb_src
-  unpack_kubernetes_source
-  if "$build_peer"; then
-    # A peer of an older source must not outlive a failed rebuild: the driver would
-    # run it as if it were current.
-    rm -f "$bin/$peer" "$bin/$peer.sha256"
-    add_peer_to_kubernetes_source
-  fi
-  make_in_kubernetes_source "${to_build[@]}"
-  if "$build_peer"; then record_peer_source; fi
-  remove_kubernetes_source
-  for name in "${to_build[@]}"; do log "built $name: $("$bin/$name" --version)"; done
-fi
-if "$with_crd_apiserver"; then
-  build_crd_apiserver=false
-  if crd_apiserver_is_fresh; then
-    log "$crd_apiserver cached at $bin/$crd_apiserver"
-  else
-    build_crd_apiserver=true
-  fi
-  if sid_etcd_is_cached; then
-    log "${sid_etcd_binaries[etcd]} and ${sid_etcd_binaries[etcdctl]} cached in $bin"
-  fi
-  if "$build_crd_apiserver" || ! sid_etcd_is_cached; then
-    started=$SECONDS
-    build_sid_binaries "$build_crd_apiserver"
-    if "$build_crd_apiserver"; then log "built $crd_apiserver: $("$bin/$crd_apiserver" --version)"; fi
-    log "${sid_etcd_binaries[etcd]}: $("$bin/${sid_etcd_binaries[etcd]}" --version | head -1)"
-    log "modern control plane done in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s"
-  fi
-fi
-command -v etcd >/dev/null || { log "etcd missing after install"; exit 1; }
-echo "$bin"
+for peer in "${peers[@]}"; do
+  install_peer "$root/benches/$peer" "$peer-bench-peer"
+done
+echo "${installed[0]}"

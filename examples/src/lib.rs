@@ -70,8 +70,15 @@ impl Cluster {
             None => {
                 eprintln!("Starting an embedded control plane on loopback.");
                 let env = TestEnv::start().await?;
+                let client = env.client()?;
+                let version = client.apiserver_version().await?;
+                eprintln!(
+                    "The embedded control plane runs Kubernetes {} (KUBEBUILDER_ASSETS names \
+                     binaries of your own).",
+                    version.git_version
+                );
                 Ok(Self {
-                    client: env.client()?,
+                    client,
                     embedded: Some(env),
                 })
             }

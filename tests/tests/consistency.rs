@@ -1,13 +1,13 @@
-//! Consistency checks against the real API servers: 1.20 for ConfigMaps, 1.36 for a
-//! custom resource. Drift the informer cannot see (a watch event lost, two swapped,
+//! Consistency checks against the real API server, for a built-in type (ConfigMaps)
+//! and a custom resource. Drift the informer cannot see (a watch event lost, two swapped,
 //! made by `testenv::FaultyWatches` between the server's stream and the reflector) is
 //! named key by key within two check intervals, counted once by the metrics, and healed
 //! by a relist; a clean run under churn, an API server restart and etcd compaction
 //! finds nothing. Whether cache and server agree is decided from the server's own list,
 //! never from the check itself.
 //!
-//! This binary runs on both servers (the 1.36 tests start their own control planes or
-//! use the shared one).
+//! The clean runs start control planes of their own (they restart the API server); the
+//! rest share one.
 
 mod common;
 
@@ -22,7 +22,7 @@ use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::reflector::{ApiListerWatcher, Config};
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
-use informer::testenv::{FaultyWatches, Kubernetes, TestEnv};
+use informer::testenv::{FaultyWatches, TestEnv};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
@@ -472,7 +472,7 @@ async fn eventually_consistent<K: Subject>(api: &Api<K>, informer: &SharedIndexI
     assert_eq!(report.listed, server_versions(api).await.len());
 }
 
-// --- Kubernetes 1.20, ConfigMaps ---------------------------------------------------
+// --- A built-in type: ConfigMaps ----------------------------------------------------
 
 async fn config_maps(prefix: &str) -> (Api<ConfigMap>, String) {
     let env = TestEnv::shared().await.unwrap();
@@ -481,19 +481,19 @@ async fn config_maps(prefix: &str) -> (Api<ConfigMap>, String) {
 }
 
 #[tokio::test]
-async fn on_1_20_lost_and_swapped_events_are_named_within_two_checks_and_counted() {
+async fn config_maps_lost_and_swapped_events_are_named_within_two_checks_and_counted() {
     let (api, ns) = config_maps("drift").await;
     lost_and_swapped_events_are_named_and_counted(api, &ns).await;
 }
 
 #[tokio::test]
-async fn on_1_20_a_relist_heals_the_drift() {
+async fn config_maps_a_relist_heals_the_drift() {
     let (api, ns) = config_maps("heal").await;
     a_relist_heals_the_drift(api, &ns).await;
 }
 
 #[tokio::test]
-async fn on_1_20_a_clean_run_under_churn_restart_and_compaction_finds_nothing() {
+async fn config_maps_a_clean_run_under_churn_restart_and_compaction_finds_nothing() {
     let env = TestEnv::start().await.unwrap();
     let ns = env.create_namespace("clean").await.unwrap();
     a_clean_run_finds_nothing(
@@ -508,7 +508,7 @@ async fn on_1_20_a_clean_run_under_churn_restart_and_compaction_finds_nothing() 
 /// connection heals and the watch is replaced, the cache catches up and the gauge
 /// settles.
 #[tokio::test]
-async fn on_1_20_staleness_grows_while_the_cache_cannot_hear_the_server() {
+async fn config_maps_staleness_grows_while_the_cache_cannot_hear_the_server() {
     let env = TestEnv::shared().await.unwrap();
     let ns = env.create_namespace("stale").await.unwrap();
     let proxy = env.fault_proxy().await.unwrap();
@@ -555,7 +555,7 @@ async fn on_1_20_staleness_grows_while_the_cache_cannot_hear_the_server() {
     running.stop().await;
 }
 
-// --- Kubernetes 1.36, a custom resource --------------------------------------------
+// --- A custom resource ---------------------------------------------------------------
 
 async fn gadgets(env: &TestEnv, prefix: &str) -> (Api<Gadget>, String) {
     env.install_crd(&Gadget::crd()).await.unwrap();
@@ -564,36 +564,32 @@ async fn gadgets(env: &TestEnv, prefix: &str) -> (Api<Gadget>, String) {
 }
 
 #[tokio::test]
-async fn on_1_36_lost_and_swapped_events_are_named_within_two_checks_and_counted() {
-    let env = TestEnv::shared_1_36().await.unwrap();
+async fn custom_resources_lost_and_swapped_events_are_named_within_two_checks_and_counted() {
+    let env = TestEnv::shared().await.unwrap();
     let (api, ns) = gadgets(env, "drift").await;
     lost_and_swapped_events_are_named_and_counted(api, &ns).await;
 }
 
 #[tokio::test]
-async fn on_1_36_a_relist_heals_the_drift() {
-    let env = TestEnv::shared_1_36().await.unwrap();
+async fn custom_resources_a_relist_heals_the_drift() {
+    let env = TestEnv::shared().await.unwrap();
     let (api, ns) = gadgets(env, "heal").await;
     a_relist_heals_the_drift(api, &ns).await;
 }
 
 #[tokio::test]
-async fn on_1_36_a_clean_run_under_churn_restart_and_compaction_finds_nothing() {
-    let env = TestEnv::builder()
-        .kubernetes(Kubernetes::V1_36)
-        .start()
-        .await
-        .unwrap();
+async fn custom_resources_a_clean_run_under_churn_restart_and_compaction_finds_nothing() {
+    let env = TestEnv::start().await.unwrap();
     let (api, _) = gadgets(&env, "clean").await;
     a_clean_run_finds_nothing(&env, api).await;
 }
 
-/// The 1.36 server sends bookmarks: a quiet collection's cache gets fresh points from
+/// The server sends bookmarks: a quiet collection's cache gets fresh points from
 /// the probes (their watch proves nothing changed up to the server's version), so a
 /// check lists at a version the server keeps, even after compaction.
 #[tokio::test]
-async fn on_1_36_a_quiet_collection_is_checked_at_fresh_points() {
-    let env = TestEnv::shared_1_36().await.unwrap();
+async fn custom_resources_a_quiet_collection_is_checked_at_fresh_points() {
+    let env = TestEnv::shared().await.unwrap();
     let (api, _) = gadgets(env, "quiet").await;
     create(&api, "a").await;
     let informer = SharedIndexInformer::with_options(

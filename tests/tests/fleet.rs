@@ -1,6 +1,6 @@
-//! Fleets against real servers: three control planes on loopback (the shared 1.20
-//! one, which is also the management cluster, a second 1.20 one and the shared 1.36
-//! one), clusters joining, restarting and leaving through kubeconfig Secrets, a
+//! Fleets against real servers: three control planes on loopback (the shared 1.37
+//! one, which is also the management cluster, a second 1.37 one and a 1.33 one, the
+//! oldest supported release), clusters joining, restarting and leaving through kubeconfig Secrets, a
 //! controller in every cluster with that cluster's context, a noisy cluster that
 //! delays no other, and a cluster whose API server is stopped and started again.
 
@@ -20,7 +20,7 @@ use informer::fleet::{
 };
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
-use informer::testenv::TestEnv;
+use informer::testenv::{Kubernetes, TestEnv};
 use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -50,8 +50,8 @@ struct WidgetStatus {
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// A second 1.20 control plane, shared by this binary's tests.
-async fn second_1_20() -> &'static TestEnv {
+/// A second control plane of the default release, shared by this binary's tests.
+async fn second() -> &'static TestEnv {
     static SECOND: OnceCell<TestEnv> = OnceCell::const_new();
     SECOND.get_or_try_init(TestEnv::start).await.unwrap()
 }
@@ -61,8 +61,8 @@ async fn second_1_20() -> &'static TestEnv {
 async fn three_clusters() -> [(&'static str, &'static TestEnv); 3] {
     let clusters = [
         ("alpha", TestEnv::shared().await.unwrap()),
-        ("beta", second_1_20().await),
-        ("gamma", TestEnv::shared_1_36().await.unwrap()),
+        ("beta", second().await),
+        ("gamma", oldest().await),
     ];
     for (_, env) in clusters {
         env.install_crd(&Widget::crd()).await.unwrap();
@@ -70,19 +70,25 @@ async fn three_clusters() -> [(&'static str, &'static TestEnv); 3] {
     clusters
 }
 
-/// A namespace of this name in every cluster (the 1.36 server has no Namespace API:
-/// any name works there).
+/// The oldest supported release (1.33), shared by this binary's tests: a fleet's
+/// members need not run one release, and 1.33 serves no streaming lists.
+async fn oldest() -> &'static TestEnv {
+    static OLDEST: OnceCell<TestEnv> = OnceCell::const_new();
+    OLDEST
+        .get_or_try_init(|| TestEnv::builder().kubernetes(Kubernetes::V1_33).start())
+        .await
+        .unwrap()
+}
+
+/// A namespace of this name in every cluster.
 async fn namespace_everywhere(envs: &[&TestEnv], name: &str) {
     for env in envs {
-        if env.kubernetes() == informer::testenv::Kubernetes::V1_20 {
-            let namespace: Namespace =
-                serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))
-                    .unwrap();
-            Api::<Namespace>::all(env.client().unwrap())
-                .create(&PostParams::default(), &namespace)
-                .await
-                .unwrap();
-        }
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": name } })).unwrap();
+        Api::<Namespace>::all(env.client().unwrap())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
     }
 }
 
@@ -457,7 +463,7 @@ async fn a_controller_in_every_cluster_with_its_context_and_a_noisy_cluster_dela
 #[tokio::test]
 async fn a_cluster_whose_api_server_stops_stalls_no_other_and_resumes_by_itself() {
     let alpha = TestEnv::shared().await.unwrap();
-    let gamma = TestEnv::shared_1_36().await.unwrap();
+    let gamma = oldest().await;
     // Its own control plane: its API server is stopped and started again.
     let delta = TestEnv::start().await.unwrap();
     for env in [alpha, gamma, &delta] {
@@ -730,7 +736,7 @@ async fn with_leader_election_the_leader_works_the_whole_fleet() {
     use replicas::{LEASE, RENEW, RETRY};
 
     let alpha = TestEnv::shared().await.unwrap();
-    let gamma = TestEnv::shared_1_36().await.unwrap();
+    let gamma = oldest().await;
     for env in [alpha, gamma] {
         env.install_crd(&Widget::crd()).await.unwrap();
     }

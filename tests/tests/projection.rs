@@ -1,8 +1,8 @@
-//! Projections against a real 1.20 API server: a projection informer and a full
+//! Projections against a real API server: a projection informer and a full
 //! informer of Pods agree on every projected field through creates, updates,
 //! deletes, a relist after 410 Gone and a restart; a controller whose primary and
 //! owned types are projections converges; the cache-size gauges move with the
-//! objects. (A CRD projection on 1.36: `kubernetes_1_36.rs`.)
+//! objects. (A CRD projection: `custom_resources.rs`.)
 
 mod common;
 
@@ -134,7 +134,7 @@ fn pod(name: &str, image: &str, node: usize) -> Pod {
     .expect("a valid Pod")
 }
 
-/// A 1.20 control plane without the watch cache: compacting etcd gives a 410 at once.
+/// A control plane without the watch cache: compacting etcd gives a 410 at once.
 async fn uncached_env() -> &'static TestEnv {
     static ENV: OnceCell<TestEnv> = OnceCell::const_new();
     ENV.get_or_init(|| async { TestEnv::builder().watch_cache(false).start().await.unwrap() })

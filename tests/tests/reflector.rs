@@ -834,58 +834,30 @@ async fn a_watch_on_a_silently_dead_connection_is_noticed_and_replaced() {
     task.await.unwrap();
 }
 
-/// Streaming lists (client-go's WatchList) are on by default. This 1.20 server refuses
-/// them (`resourceVersionMatch` is forbidden for watches there: 422), so an informer
-/// with the default config warns once, lists and watches, syncs, and never asks for a
-/// streaming list again: not at the relist a watch cut past a compaction forces either.
+/// Streaming lists (client-go's WatchList) are on by default. A 1.37 server with its
+/// `WatchList` gate off refuses them (422), as 1.33 does by default
+/// (`oldest_release.rs` runs the same body there): the informer lists and watches, and
+/// never asks for a streaming list again.
 #[tokio::test]
 async fn a_server_that_refuses_streaming_lists_is_listed_and_watched_and_never_asked_again() {
-    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
-    let env = uncached_env().await;
-    let proxy = env.fault_proxy().await.unwrap();
-    let ns = env.create_namespace("reflector-streaming").await.unwrap();
-    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
-    common::create_watched_pair_and_noise(&api).await;
+    common::refused_streaming_lists_are_listed_and_watched(without_modern_lists().await).await;
+}
 
-    let through_proxy = Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns);
-    let informer = SharedIndexInformer::with_options(
-        ApiListerWatcher::new(through_proxy).labels("app=watched"),
-        InformerOptions::default(),
-    )
-    .unwrap();
-    let running = common::spawn_run(&informer);
-    wait_for_cache_sync(&[&informer]).await;
-    let names = || {
-        let mut names: Vec<_> = informer
-            .indexer()
-            .list()
-            .iter()
-            .map(|o| o.name_any())
-            .collect();
-        names.sort();
-        names
-    };
-    assert_eq!(names(), ["a", "b"]);
-    let stats = informer.reflector_stats().unwrap();
-    assert!(stats.streaming_list_refused);
-    assert_eq!((stats.streaming_list_requests, stats.lists), (1, 1));
-
-    // Cut the watch while etcd moves on and is compacted: it comes back to a 410, and
-    // the informer relists, by a plain list.
-    proxy.disconnect().await;
-    common::expire_watches_on_app_watched(env, &api).await;
-    proxy.reconnect().await.unwrap();
-    eventually("the relist", WAIT, || {
-        informer.reflector_stats().unwrap().lists == 2
+/// A control plane of this binary's own with what a modern server adds to lists turned
+/// off: streaming lists (the `WatchList` gate), sharded lists (`ShardedListAndWatch`)
+/// and the watch cache (so that a compaction makes an old version 410 at once).
+async fn without_modern_lists() -> &'static TestEnv {
+    static ENV: OnceCell<TestEnv> = OnceCell::const_new();
+    ENV.get_or_init(|| async {
+        TestEnv::builder()
+            .watch_cache(false)
+            .sharded_list_and_watch(false)
+            .apiserver_arg("--feature-gates=WatchList=false")
+            .start()
+            .await
+            .unwrap()
     })
-    .await;
-    api.delete("b", &DeleteParams::default()).await.unwrap();
-    eventually("the delete of b", WAIT, || names() == ["a"]).await;
-
-    let stats = informer.reflector_stats().unwrap();
-    assert!(stats.streaming_list_refused);
-    assert_eq!(stats.streaming_list_requests, 1, "never asked again");
-    running.stop().await;
+    .await
 }
 
 /// A key filter keeping the objects whose namespace's FNV-1a hash is in the lower half,
@@ -916,14 +888,15 @@ impl informer::reflector::KeyFilter for LowerHalfOfNamespaces {
     }
 }
 
-/// 1.20 has no sharded list and watch: a request with a shard selector is answered in
-/// full (the parameter is ignored, nothing fails), and the key filter keeps exactly its
-/// share of what arrives, dropping the rest before decoding. (On 1.36 with the gate on,
-/// `kubernetes_1_36.rs` shows the server dropping them instead.)
+/// A server without sharded list and watch (1.37 with `ShardedListAndWatch` off, any
+/// release before 1.36) answers a request with a shard selector in full (the parameter
+/// is ignored, nothing fails), and the key filter keeps exactly its share of what
+/// arrives, dropping the rest before decoding. (With the gate on,
+/// `custom_resources/server_shards.rs` shows the server dropping them instead.)
 #[tokio::test]
 async fn a_server_without_sharded_lists_sends_everything_and_the_filter_keeps_the_share() {
     use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
-    let env = TestEnv::shared().await.unwrap();
+    let env = without_modern_lists().await;
     let mut namespaces = Vec::new();
     for _ in 0..12 {
         let ns = env.create_namespace("reflector-shard").await.unwrap();

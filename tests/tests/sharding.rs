@@ -144,8 +144,9 @@ async fn replicas_joining_killed_and_cut_off_never_reconcile_a_key_twice_at_once
 }
 
 /// The same, the members deciding by uid (`ShardBy::Uid`): the keys follow their
-/// objects' uids, decided through each member's cache (1.20 sends every object, so
-/// each member drops the others' itself), with the same exclusivity.
+/// objects' uids, decided through each member's cache (the server sends each member
+/// only its share where it filters by uid; elsewhere each member drops the others'
+/// itself), with the same exclusivity.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_by_uid_joining_killed_and_cut_off_never_reconcile_a_key_twice_at_once() {
     joining_killed_and_cut_off("uid").await;

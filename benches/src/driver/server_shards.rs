@@ -20,7 +20,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use futures::StreamExt;
-use informer::testenv::{FaultProxy, Kubernetes, TestEnv};
+use informer::testenv::{FaultProxy, TestEnv};
 use kube::Api;
 use kube::api::PostParams;
 use kube::core::CustomResourceExt;
@@ -64,14 +64,13 @@ pub(super) async fn run(
 ) -> anyhow::Result<()> {
     let objects = bench.options.large_objects;
     let label = format!(
-        "17. sharded by uid on 1.36, the server filtering or not, {} objects",
+        "17. sharded by uid on 1.37, the server filtering or not, {} objects",
         thousands(objects)
     );
     let mut runs = Vec::new();
     for gate in [true, false] {
-        eprintln!("[{label}] starting a 1.36 control plane, ShardedListAndWatch {gate}");
+        eprintln!("[{label}] starting a control plane, ShardedListAndWatch {gate}");
         let env = TestEnv::builder()
-            .kubernetes(Kubernetes::V1_36)
             .sharded_list_and_watch(gate)
             .start()
             .await?;

@@ -68,9 +68,6 @@ fn args(kubeconfig: &Path, port: u16, pki: &Pki) -> Vec<String> {
         format!("--controllers={CONTROLLERS}"),
         "--leader-elect=false".to_owned(),
         "--use-service-account-credentials=false".to_owned(),
-        // The deprecated insecure port would bind the fixed port 10252 on every
-        // address: off, so that several control planes can run side by side.
-        "--port=0".to_owned(),
         "--bind-address=127.0.0.1".to_owned(),
         format!("--secure-port={port}"),
         format!("--tls-cert-file={}", pki.serving_cert.display()),

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use super::Kubernetes;
 use crate::cause::kube_cause;
 
 /// Errors from starting or driving a [`TestEnv`](super::TestEnv).
@@ -36,7 +35,7 @@ pub enum TestEnvError {
     /// A server did not become ready in time, or exited.
     #[error("{component} did not become ready: {reason}\n--- last log lines ---\n{log_tail}")]
     NotReady {
-        /// `etcd`, `kube-apiserver`, `crd-apiserver` or `kube-controller-manager`.
+        /// `etcd`, `kube-apiserver` or `kube-controller-manager`.
         component: &'static str,
         /// What was seen.
         reason: String,
@@ -49,21 +48,12 @@ pub enum TestEnvError {
     /// A client could not be built or a request failed.
     #[error("talking to the API server: {}", kube_cause(.0))]
     Client(#[source] kube::Error),
-    /// The control plane's Kubernetes lacks what was asked for (say, a controller
-    /// manager or RBAC on [`Kubernetes::V1_36`]).
-    #[error("{what} is not available on the {kubernetes} control plane")]
-    Unsupported {
-        /// What was asked for.
-        what: &'static str,
-        /// The control plane's version.
-        kubernetes: Kubernetes,
-    },
-    /// `etcdctl` failed.
-    #[error("etcdctl {action} failed: {message}")]
-    Etcdctl {
+    /// A request to etcd's own API failed.
+    #[error("etcd {action} failed: {message}")]
+    Etcd {
         /// What was asked of it.
         action: &'static str,
-        /// Its output.
+        /// What went wrong, or what it answered.
         message: String,
     },
 }

@@ -1,87 +1,115 @@
 //! Finding the control plane's binaries, and installing them when they are missing.
 //!
-//! Lookup order for each binary: its environment variable when set; else the install
-//! cache (`$INFORMER_CACHE_DIR`, default `~/.cache/informer-testenv`).
+//! Lookup, for a control plane of the default release (no
+//! [`TestEnvBuilder::kubernetes`](super::TestEnvBuilder::kubernetes) call):
 //!
-//! - Kubernetes 1.20: `INFORMER_KUBE_APISERVER` or the cache's `kube-apiserver`;
-//!   `INFORMER_KUBE_CONTROLLER_MANAGER` or the cache's `kube-controller-manager`, only
-//!   looked for when a control plane asks for it, so a plain one never waits for it to
-//!   be built; `INFORMER_ETCD` and `INFORMER_ETCDCTL`, or `etcd` and `etcdctl` on `PATH`
-//!   (Debian's etcd 3.4; an etcdctl beside a given etcd is preferred).
-//! - Kubernetes 1.36: `INFORMER_CRD_APISERVER` or the cache's `crd-apiserver`;
-//!   `INFORMER_ETCD_3_5` or the cache's `etcd-3.5`; `INFORMER_ETCDCTL_3_5`, an
-//!   `etcdctl-3.5` or `etcdctl` beside a given etcd, or the cache's `etcdctl-3.5`.
-//!   Streaming lists need etcd 3.5.13 or later.
+//! 1. `KUBEBUILDER_ASSETS`, the ecosystem's convention (controller-runtime's envtest,
+//!    laid out by its `setup-envtest`): a folder holding `kube-apiserver` and `etcd`,
+//!    used whatever their release, so binaries a kube-rs or controller-runtime user
+//!    already has just work. `kube-controller-manager` is taken from there too when the
+//!    folder has one (envtest's do not).
+//! 2. The install cache, `$INFORMER_CACHE_DIR` (default `~/.cache/informer-testenv`),
+//!    `k8s/<release>-linux-amd64/`: the same layout, so that folder can be
+//!    `KUBEBUILDER_ASSETS` for envtest in turn.
+//!
+//! A control plane that names its release takes `KUBEBUILDER_ASSETS` only when its
+//! `kube-apiserver --version` is that release's minor version, and the cache otherwise.
+//! `INFORMER_KUBE_CONTROLLER_MANAGER` names a kube-controller-manager for the default
+//! release, before both.
 //!
 //! When something needed is still missing, the project's install script builds and
 //! caches it, unless `INFORMER_TESTENV_NO_INSTALL` is set. The script
-//! (`scripts/install-control-plane.sh`) sources `scripts/sid-go-build.sh` beside it and
-//! reads `scripts/crd-apiserver/main.go` (and, for `--client-go-peer`,
-//! `benches/client-go/main.go`) relative to itself; all four are embedded here and laid
-//! out in a temporary directory as in the repository, so the library installs what it
-//! needs from any working directory, also outside the repository. A 1.20 control plane
-//! runs it with `--no-crd-apiserver`, so that it never waits for the 1.36 build.
+//! (`scripts/install-control-plane.sh`) reads the pinned Go modules of each release
+//! from `scripts/control-plane/` beside it; script and modules are embedded here and
+//! laid out in a temporary directory as in the repository, so the library installs
+//! what it needs from any working directory, also outside the repository. A control
+//! plane only waits for what it runs: its release, and kube-controller-manager only
+//! when it asks for one.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use super::version::minor_of;
 use super::{Kubernetes, TestEnvError};
 
 /// The install script and the files it reads, embedded with their paths relative to
 /// the repository's root, so that the library can lay them out as the script expects
 /// them and run it from any working directory.
-const INSTALL_FILES: [(&str, &str); 4] = [
+const INSTALL_FILES: [(&str, &str); 9] = [
     (
         INSTALL_SCRIPT,
         include_str!("../../../scripts/install-control-plane.sh"),
     ),
     (
-        "scripts/sid-go-build.sh",
-        include_str!("../../../scripts/sid-go-build.sh"),
+        "scripts/control-plane/1.37/kubernetes/go.mod",
+        include_str!("../../../scripts/control-plane/1.37/kubernetes/go.mod"),
     ),
     (
-        "scripts/crd-apiserver/main.go",
-        include_str!("../../../scripts/crd-apiserver/main.go"),
+        "scripts/control-plane/1.37/kubernetes/go.sum",
+        include_str!("../../../scripts/control-plane/1.37/kubernetes/go.sum"),
     ),
     (
-        "benches/client-go/main.go",
-        include_str!("../../../benches/client-go/main.go"),
+        "scripts/control-plane/1.37/etcd/go.mod",
+        include_str!("../../../scripts/control-plane/1.37/etcd/go.mod"),
+    ),
+    (
+        "scripts/control-plane/1.37/etcd/go.sum",
+        include_str!("../../../scripts/control-plane/1.37/etcd/go.sum"),
+    ),
+    (
+        "scripts/control-plane/1.33/kubernetes/go.mod",
+        include_str!("../../../scripts/control-plane/1.33/kubernetes/go.mod"),
+    ),
+    (
+        "scripts/control-plane/1.33/kubernetes/go.sum",
+        include_str!("../../../scripts/control-plane/1.33/kubernetes/go.sum"),
+    ),
+    (
+        "scripts/control-plane/1.33/etcd/go.mod",
+        include_str!("../../../scripts/control-plane/1.33/etcd/go.mod"),
+    ),
+    (
+        "scripts/control-plane/1.33/etcd/go.sum",
+        include_str!("../../../scripts/control-plane/1.33/etcd/go.sum"),
     ),
 ];
 
 /// Where the install script sits among [`INSTALL_FILES`].
 const INSTALL_SCRIPT: &str = "scripts/install-control-plane.sh";
 
-/// Paths of the programs a control plane runs.
+/// Paths of the programs a control plane runs, and the release they are.
 #[derive(Debug, Clone)]
 pub(crate) struct Binaries {
-    /// kube-apiserver (1.20) or crd-apiserver (1.36).
     pub(crate) apiserver: PathBuf,
     pub(crate) etcd: PathBuf,
-    pub(crate) etcdctl: PathBuf,
     /// Found only when asked for ([`ensure_installed`] with `controller_manager`).
     pub(crate) kube_controller_manager: Option<PathBuf>,
+    /// The API server's minor version, from its `--version` (`None` when that names
+    /// no release, as a build from an untagged tree does).
+    pub(crate) minor: Option<u32>,
 }
 
-/// Finds the binaries of `version`, running the install script first if any is
-/// missing; kube-controller-manager only counts when `controller_manager` is set.
+/// Finds the binaries of `release` (`None`: the default release, or whatever
+/// `KUBEBUILDER_ASSETS` holds), running the install script first if any is missing;
+/// kube-controller-manager only counts when `controller_manager` is set.
 pub(crate) async fn ensure_installed(
-    version: Kubernetes,
+    release: Option<Kubernetes>,
     controller_manager: bool,
 ) -> Result<Binaries, TestEnvError> {
-    if let Some(found) = find(version, controller_manager)? {
+    if let Some(found) = find(release, controller_manager)? {
         return Ok(found);
     }
+    let kubernetes = release.unwrap_or_default();
     if std::env::var_os("INFORMER_TESTENV_NO_INSTALL").is_some() {
         return Err(TestEnvError::NotInstalled(format!(
-            "a binary of the {version} control plane is missing and \
+            "a binary of the {kubernetes} control plane is missing and \
              INFORMER_TESTENV_NO_INSTALL is set"
         )));
     }
-    run_install_script(version).await?;
-    find(version, controller_manager)?.ok_or_else(|| {
+    run_install_script(kubernetes, controller_manager).await?;
+    find(release, controller_manager)?.ok_or_else(|| {
         TestEnvError::NotInstalled(format!(
-            "the install script ran but a binary of the {version} control plane is still missing"
+            "the install script ran but a binary of the {kubernetes} control plane is still missing"
         ))
     })
 }
@@ -94,19 +122,51 @@ fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/informer-testenv"))
 }
 
-fn find(version: Kubernetes, controller_manager: bool) -> Result<Option<Binaries>, TestEnvError> {
-    match version {
-        Kubernetes::V1_20 => find_1_20(controller_manager),
-        Kubernetes::V1_36 => find_1_36(),
-    }
+/// The install cache's folder for `release`, in setup-envtest's layout.
+fn release_dir(release: Kubernetes) -> Option<PathBuf> {
+    cache_dir().map(|dir| {
+        dir.join("k8s")
+            .join(format!("{}-linux-amd64", release.release()))
+    })
 }
 
-fn find_1_20(controller_manager: bool) -> Result<Option<Binaries>, TestEnvError> {
-    let kube_apiserver =
-        from_env("INFORMER_KUBE_APISERVER")?.or_else(|| in_cache("kube-apiserver"));
+fn find(
+    release: Option<Kubernetes>,
+    controller_manager: bool,
+) -> Result<Option<Binaries>, TestEnvError> {
+    let kubernetes = release.unwrap_or_default();
+    let assets = kubebuilder_assets()
+        .map(|dir| Ok::<_, TestEnvError>((version_minor(&dir.join("kube-apiserver"))?, dir)))
+        .transpose()?
+        .filter(|(minor, _)| match release {
+            None => true,
+            Some(release) => minor.is_some_and(|m| release.minor() == format!("1.{m}")),
+        });
+    let (minor, dir) = match assets {
+        Some((minor, dir)) => (minor, dir),
+        None => {
+            let Some(dir) = release_dir(kubernetes) else {
+                return Ok(None);
+            };
+            let apiserver = dir.join("kube-apiserver");
+            if !is_executable(&apiserver) || !is_executable(&dir.join("etcd")) {
+                return Ok(None);
+            }
+            (version_minor(&apiserver)?, dir)
+        }
+    };
     let kube_controller_manager = if controller_manager {
-        let found = from_env("INFORMER_KUBE_CONTROLLER_MANAGER")?
-            .or_else(|| in_cache("kube-controller-manager"));
+        let named = match release {
+            None => from_env("INFORMER_KUBE_CONTROLLER_MANAGER")?,
+            Some(_) => None,
+        };
+        let found = named
+            .or_else(|| Some(dir.join("kube-controller-manager")).filter(|p| is_executable(p)))
+            .or_else(|| {
+                release_dir(kubernetes)
+                    .map(|d| d.join("kube-controller-manager"))
+                    .filter(|p| is_executable(p))
+            });
         if found.is_none() {
             return Ok(None);
         }
@@ -114,53 +174,31 @@ fn find_1_20(controller_manager: bool) -> Result<Option<Binaries>, TestEnvError>
     } else {
         None
     };
-    let etcd = from_env("INFORMER_ETCD")?.or_else(|| on_path("etcd"));
-    let etcdctl = from_env("INFORMER_ETCDCTL")?
-        .or_else(|| beside(etcd.as_deref(), &["etcdctl"]))
-        .or_else(|| on_path("etcdctl"));
-    Ok(match (kube_apiserver, etcd, etcdctl) {
-        (Some(apiserver), Some(etcd), Some(etcdctl)) => Some(Binaries {
-            apiserver,
-            etcd,
-            etcdctl,
-            kube_controller_manager,
-        }),
-        _ => None,
-    })
+    Ok(Some(Binaries {
+        apiserver: dir.join("kube-apiserver"),
+        etcd: dir.join("etcd"),
+        kube_controller_manager,
+        minor,
+    }))
 }
 
-fn find_1_36() -> Result<Option<Binaries>, TestEnvError> {
-    let crd_apiserver = from_env("INFORMER_CRD_APISERVER")?.or_else(|| in_cache("crd-apiserver"));
-    let etcd = from_env("INFORMER_ETCD_3_5")?.or_else(|| in_cache("etcd-3.5"));
-    let etcdctl = from_env("INFORMER_ETCDCTL_3_5")?
-        .or_else(|| beside(etcd.as_deref(), &["etcdctl-3.5", "etcdctl"]))
-        .or_else(|| in_cache("etcdctl-3.5"));
-    Ok(match (crd_apiserver, etcd, etcdctl) {
-        (Some(apiserver), Some(etcd), Some(etcdctl)) => Some(Binaries {
-            apiserver,
-            etcd,
-            etcdctl,
-            kube_controller_manager: None,
-        }),
-        _ => None,
-    })
+/// The folder `KUBEBUILDER_ASSETS` names, when it holds kube-apiserver and etcd.
+fn kubebuilder_assets() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("KUBEBUILDER_ASSETS")?);
+    (is_executable(&dir.join("kube-apiserver")) && is_executable(&dir.join("etcd"))).then_some(dir)
 }
 
-/// The first of `names` that is an executable beside `etcd`: the etcdctl that came
-/// with a user-provided etcd is preferred over one found elsewhere.
-fn beside(etcd: Option<&Path>, names: &[&str]) -> Option<PathBuf> {
-    let dir = etcd?.parent()?;
-    names
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|p| is_executable(p))
-}
-
-/// The program `name` in the install cache's `bin/`, if it is there.
-fn in_cache(name: &str) -> Option<PathBuf> {
-    cache_dir()
-        .map(|dir| dir.join("bin").join(name))
-        .filter(|p| is_executable(p))
+/// The minor version `apiserver --version` names.
+fn version_minor(apiserver: &Path) -> Result<Option<u32>, TestEnvError> {
+    let output = std::process::Command::new(apiserver)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| TestEnvError::Spawn {
+            program: apiserver.to_path_buf(),
+            source,
+        })?;
+    Ok(minor_of(&String::from_utf8_lossy(&output.stdout)))
 }
 
 /// A binary named by an environment variable; it is an error for the variable to name
@@ -180,13 +218,6 @@ fn from_env(var: &'static str) -> Result<Option<PathBuf>, TestEnvError> {
             }
         }
     }
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -212,20 +243,19 @@ fn lay_out_install_files(root: &Path) -> Result<PathBuf, TestEnvError> {
     Ok(root.join(INSTALL_SCRIPT))
 }
 
-async fn run_install_script(version: Kubernetes) -> Result<(), TestEnvError> {
-    let (what, minutes) = match version {
-        Kubernetes::V1_20 => (
-            "etcd, kube-apiserver or kube-controller-manager",
-            "about 10-15 minutes",
-        ),
-        Kubernetes::V1_36 => (
-            "crd-apiserver, etcd-3.5 or etcdctl-3.5 (or the 1.20 control plane, built too)",
-            "about 6-7 minutes for the 1.36 control plane, 15 with the 1.20 one",
-        ),
+async fn run_install_script(
+    kubernetes: Kubernetes,
+    controller_manager: bool,
+) -> Result<(), TestEnvError> {
+    let what = if controller_manager {
+        "kube-apiserver, kube-controller-manager or etcd"
+    } else {
+        "kube-apiserver or etcd"
     };
     eprintln!(
-        "informer-testenv: a control-plane binary ({what}) is missing; installing it (the \
-         first install takes {minutes} on 2 cores, later runs reuse the cache)"
+        "informer-testenv: a binary of the {kubernetes} control plane ({what}) is missing; \
+         building it from Go modules (the first build takes about 8-12 minutes on 2 cores, \
+         later runs reuse the cache; KUBEBUILDER_ASSETS names binaries you already have)"
     );
     let root = tempfile::Builder::new()
         .prefix("informer-install-")
@@ -236,13 +266,15 @@ async fn run_install_script(version: Kubernetes) -> Result<(), TestEnvError> {
         })?;
     let script = lay_out_install_files(root.path())?;
     let mut command = tokio::process::Command::new("bash");
-    command.arg(&script);
-    if version == Kubernetes::V1_20 {
-        command.arg("--no-crd-apiserver");
+    command
+        .arg(&script)
+        .args(["--kubernetes", kubernetes.minor()]);
+    if !controller_manager {
+        command.arg("--no-controller-manager");
     }
     let status = command
         .stdin(Stdio::null())
-        // The script prints the bin directory on stdout; progress goes to stderr.
+        // The script prints the release's folder on stdout; progress goes to stderr.
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .status()
@@ -254,19 +286,11 @@ async fn run_install_script(version: Kubernetes) -> Result<(), TestEnvError> {
     if status.success() {
         return Ok(());
     }
-    let variables = match version {
-        Kubernetes::V1_20 => {
-            "INFORMER_KUBE_APISERVER, INFORMER_ETCD and INFORMER_ETCDCTL (or put etcd and \
-             etcdctl on PATH), INFORMER_KUBE_CONTROLLER_MANAGER if the control plane runs one"
-        }
-        Kubernetes::V1_36 => {
-            "INFORMER_CRD_APISERVER (a server built from scripts/crd-apiserver/main.go), \
-             INFORMER_ETCD_3_5 and INFORMER_ETCDCTL_3_5 (etcd >= 3.5.13)"
-        }
-    };
     Err(TestEnvError::NotInstalled(format!(
-        "scripts/install-control-plane.sh failed ({status}; its output is above). It needs \
-         Debian's apt; to use binaries you already have, set {variables}, and \
+        "scripts/install-control-plane.sh failed ({status}; its output is above). It needs Go \
+         (1.26 or later for Kubernetes 1.37) and the Go module proxy; to use binaries you \
+         already have, set KUBEBUILDER_ASSETS to a folder with kube-apiserver and etcd (and \
+         INFORMER_KUBE_CONTROLLER_MANAGER if the control plane runs one), and \
          INFORMER_TESTENV_NO_INSTALL=1"
     )))
 }
@@ -275,46 +299,38 @@ async fn run_install_script(version: Kubernetes) -> Result<(), TestEnvError> {
 mod tests {
     use super::*;
 
-    /// The embedded files, laid out in a directory of their own, are what the script
-    /// finds: it sources its helper and names the files the sources of its builds,
-    /// byte for byte the repository's (so crd-apiserver's recorded SHA-256 matches
-    /// and a cached server is not rebuilt).
+    /// The embedded files, laid out in a directory of their own, are the repository's
+    /// byte for byte, and the script finds every release's modules there.
     #[test]
     fn the_embedded_install_script_finds_its_files_outside_the_repository() {
         let root = tempfile::tempdir().unwrap();
         let script = lay_out_install_files(root.path()).unwrap();
-        let probe = format!(
-            r#"set -euo pipefail
-            . "$(dirname "{script}")/sid-go-build.sh"
-            peer_source="$(cd "$(dirname "{script}")/.." && pwd)/benches/client-go/main.go"
-            sha256sum "$crd_apiserver_source" "$peer_source" | cut -d' ' -f1"#,
-            script = script.display()
-        );
-        let embedded = std::process::Command::new("bash")
-            .args(["-c", &probe])
-            .output()
-            .unwrap();
-        assert!(
-            embedded.status.success(),
-            "{}",
-            String::from_utf8_lossy(&embedded.stderr)
-        );
         let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let original = std::process::Command::new("sha256sum")
-            .arg(repository.join("scripts/crd-apiserver/main.go"))
-            .arg(repository.join("benches/client-go/main.go"))
-            .output()
-            .unwrap();
-        let hashes = |out: &[u8]| {
-            String::from_utf8_lossy(out)
-                .lines()
-                .map(|l| l.split(' ').next().unwrap_or_default().to_owned())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(hashes(&embedded.stdout), hashes(&original.stdout));
-        assert_eq!(hashes(&embedded.stdout).len(), 2);
+        for (relative, contents) in INSTALL_FILES {
+            assert_eq!(
+                std::fs::read_to_string(repository.join(relative)).unwrap(),
+                contents,
+                "{relative}"
+            );
+        }
+        // Every release folder of the repository is embedded.
+        let releases = std::fs::read_dir(repository.join("scripts/control-plane"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect::<Vec<_>>();
+        for release in &releases {
+            for module in ["kubernetes", "etcd"] {
+                for file in ["go.mod", "go.sum"] {
+                    let relative = format!("scripts/control-plane/{release}/{module}/{file}");
+                    assert!(
+                        INSTALL_FILES.iter().any(|(path, _)| *path == relative),
+                        "{relative} is not embedded"
+                    );
+                }
+            }
+        }
 
-        // The script itself starts, sources its helper and reads its arguments.
+        // The script starts, reads its arguments and lists the releases it found.
         let help = std::process::Command::new("bash")
             .arg(&script)
             .arg("--help")
@@ -325,6 +341,10 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&help.stderr)
         );
-        assert!(String::from_utf8_lossy(&help.stderr).contains("--no-crd-apiserver"));
+        let usage = String::from_utf8_lossy(&help.stderr);
+        for release in Kubernetes::ALL {
+            assert!(usage.contains(release.minor()), "{usage}");
+        }
+        assert_eq!(releases.len(), Kubernetes::ALL.len(), "{releases:?}");
     }
 }

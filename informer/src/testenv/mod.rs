@@ -11,51 +11,32 @@
 //! for consistency checks to find. The binaries
 //! are built by `scripts/install-control-plane.sh`, which runs by itself on first use.
 //!
-//! # Two Kubernetes versions
+//! # Which Kubernetes
 //!
-//! [`TestEnvBuilder::kubernetes`] picks the server ([`Kubernetes`] says what each
-//! serves); [`TestEnv::shared`] and [`TestEnv::shared_1_36`] are one of each per
-//! process.
+//! A whole control plane of a real release, built as a Go module build of
+//! `k8s.io/kubernetes` (see [`Kubernetes`]): kube-apiserver with every built-in API
+//! (Namespaces, ConfigMaps, Pods, Leases, Events, RBAC, CustomResourceDefinitions), and
+//! on request ([`TestEnvBuilder::controller_manager`]) kube-controller-manager's
+//! garbage collector and namespace controller, so that owner references cascade and
+//! deleted namespaces go away, as on a cluster.
 //!
-//! - **1.20** (the default): kube-apiserver 1.20.2, built from Debian bookworm's
-//!   Kubernetes source, on Debian's etcd 3.4. The whole API with RBAC; on request
-//!   ([`TestEnvBuilder::controller_manager`]) kube-controller-manager's garbage
-//!   collector and namespace controller, so that owner references cascade and deleted
-//!   namespaces go away, as on a cluster. It refuses streaming lists.
-//! - **1.36**: crd-apiserver (`scripts/crd-apiserver/main.go` around Kubernetes
-//!   1.36.4's apiextensions-apiserver, built from Debian sid's Go source packages) on
-//!   sid's etcd 3.5.30 (streaming lists need etcd 3.5.13 or later). It serves only
-//!   `apiextensions.k8s.io` and custom resources, as a 1.36 cluster serves them: streaming
-//!   lists (ADDED events, then a BOOKMARK annotated `k8s.io/initial-events-end: "true"`;
-//!   without `allowWatchBookmarks` the events come but not that bookmark, without
-//!   `resourceVersionMatch=NotOlderThan` it is 422), paging (a `resourceVersion=0` list
-//!   is served whole from the watch cache, the limit ignored), metadata-only and Table
-//!   requests, discovery (legacy and aggregated) and OpenAPI v2/v3, status
-//!   subresources, server-side apply (strategic merge patches are 415 on custom
-//!   resources, as on any cluster). Starting it takes about a second: etcd is healthy
-//!   0.7 s after it starts, crd-apiserver ready 0.3-0.4 s later; idle, they use about
-//!   30 and 70 MB.
+//! - **1.37** (the default, [`Kubernetes::V1_37`]): kube-apiserver 1.37.2 on etcd
+//!   3.7.0. Streaming lists are served (ADDED events, then a BOOKMARK annotated
+//!   `k8s.io/initial-events-end: "true"`), consistent lists come from the watch cache,
+//!   and the alpha gate `ShardedListAndWatch` is on
+//!   ([`TestEnvBuilder::sharded_list_and_watch`]).
+//! - **1.33** ([`Kubernetes::V1_33`]): kube-apiserver 1.33.13 on etcd 3.5.24, the
+//!   oldest release `k8s-openapi` 0.29 supports, for compatibility tests. It does not
+//!   serve streaming lists (its `WatchList` gate is off by default: a watch asking for
+//!   initial events is 422), and has no sharded lists.
 //!
-//! What the 1.36 server lacks, and what stands in for it:
-//!
-//! - No core group (`/api` is 404): no Namespaces, ConfigMaps, Secrets, no built-in
-//!   Leases or Events. [`TestEnv::create_namespace`] only hands out a unique name:
-//!   custom resources can be created in any namespace.
-//! - Stand-in CRDs, installed at start, let [`leader`](crate::leader),
-//!   [`shard`](crate::shard) and [`events`](crate::events) run unchanged:
-//!   `leases.coordination.k8s.io` and `events.events.k8s.io`, with the built-in types'
-//!   fields (protected groups, accepted with the `api-approved.kubernetes.io`
-//!   annotation). They check only their schema, and return timestamps as written.
-//! - No RBAC: authorisation is by group, `system:masters` may do everything, anyone may
-//!   read `/healthz`, `/livez`, `/readyz` and `/version`, everyone else is 403 (so the
-//!   [`RESTRICTED_USER`] is forbidden everything, as under RBAC with no bindings); an
-//!   unknown token is 401. Besides the token file, client certificates signed by the
-//!   control plane's CA authenticate (`CN` the user, `O` the groups).
-//! - No admission plugins (they would wait for a kube-apiserver), no API priority and
-//!   fairness, no controller manager.
-//! - Right after a CRD is created its resource answers 404 for a moment, or 429
-//!   `storage is (re)initializing` with `Retry-After: 1`; [`TestEnv::install_crd`]
-//!   waits until the CRD is Established and a list answers.
+//! [`TestEnvBuilder::kubernetes`] picks one; [`TestEnv::shared`] is one control plane of
+//! the default release per process. With `KUBEBUILDER_ASSETS` set (a folder with
+//! `kube-apiserver` and `etcd`, as controller-runtime's `setup-envtest` lays it out),
+//! those binaries run instead of the ones built here, whatever their release, unless
+//! the control plane names its release (then only a folder of that release is used);
+//! see `install.rs` for the exact lookup. Any feature a test relies on must be in the
+//! release it runs: [`TestEnv::kubernetes`] says which release was asked for.
 //!
 //! On both, a watch or list from a compacted resourceVersion is 410 Gone at once only
 //! without the watch cache ([`TestEnvBuilder::watch_cache`]); with it, the server
@@ -67,30 +48,27 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use informer::testenv::TestEnv;
+//! use informer::testenv::{Kubernetes, TestEnv};
 //!
 //! // One control plane for the whole test binary; each test takes its own namespace.
 //! let env = TestEnv::shared().await?;
 //! let client = env.client()?;
 //! let namespace = env.create_namespace("my-test").await?;
 //!
-//! // Kubernetes 1.36, for custom resources and streaming lists.
-//! let modern = TestEnv::shared_1_36().await?;
-//! let namespace_136 = modern.create_namespace("my-test").await?;
-//! # let _ = (client, namespace, namespace_136);
+//! // The oldest supported release, for a compatibility test of its own.
+//! let oldest = TestEnv::builder().kubernetes(Kubernetes::V1_33).start().await?;
+//! let namespace_133 = oldest.create_namespace("my-test").await?;
+//! # let _ = (client, namespace, namespace_133);
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! Environment variables: `INFORMER_KUBE_APISERVER`,
-//! `INFORMER_KUBE_CONTROLLER_MANAGER`, `INFORMER_ETCD` and `INFORMER_ETCDCTL` (1.20),
-//! `INFORMER_CRD_APISERVER`, `INFORMER_ETCD_3_5` and `INFORMER_ETCDCTL_3_5` (1.36)
-//! point at already-installed binaries; `INFORMER_CACHE_DIR` moves the install cache
-//! (default `~/.cache/informer-testenv`); `INFORMER_TESTENV_NO_INSTALL` forbids
-//! installing; `INFORMER_TESTENV_KEEP` keeps the servers' directory (logs, data,
-//! certificates) after they stop, for debugging.
+//! Environment variables: `KUBEBUILDER_ASSETS` (above) and
+//! `INFORMER_KUBE_CONTROLLER_MANAGER` point at binaries you already have;
+//! `INFORMER_CACHE_DIR` moves the install cache (default `~/.cache/informer-testenv`);
+//! `INFORMER_TESTENV_NO_INSTALL` forbids installing; `INFORMER_TESTENV_KEEP` keeps the
+//! servers' directory (logs, data, certificates) after they stop, for debugging.
 
-mod builtin_crds;
 mod controller_manager;
 mod credentials;
 mod error;
@@ -135,7 +113,8 @@ pub const ADMIN_USER: &str = "admin";
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct TestEnvBuilder {
-    kubernetes: Kubernetes,
+    /// `None`: the default release, or what `KUBEBUILDER_ASSETS` holds.
+    kubernetes: Option<Kubernetes>,
     watch_cache: bool,
     sharded_list_and_watch: bool,
     extra_apiserver_args: Vec<String>,
@@ -146,7 +125,7 @@ pub struct TestEnvBuilder {
 impl Default for TestEnvBuilder {
     fn default() -> Self {
         Self {
-            kubernetes: Kubernetes::default(),
+            kubernetes: None,
             watch_cache: true,
             sharded_list_and_watch: true,
             extra_apiserver_args: Vec::new(),
@@ -157,10 +136,12 @@ impl Default for TestEnvBuilder {
 }
 
 impl TestEnvBuilder {
-    /// Which Kubernetes to run: [`Kubernetes::V1_20`] (the default) or
-    /// [`Kubernetes::V1_36`]. See [`Kubernetes`] for what each serves.
-    pub fn kubernetes(mut self, version: Kubernetes) -> Self {
-        self.kubernetes = version;
+    /// Which Kubernetes to run: [`Kubernetes::V1_37`] (the default) or
+    /// [`Kubernetes::V1_33`]. See [`Kubernetes`] for what each serves. Naming the
+    /// release also means that `KUBEBUILDER_ASSETS` is used only when it holds that
+    /// release (see the [module docs](self)).
+    pub fn kubernetes(mut self, release: Kubernetes) -> Self {
+        self.kubernetes = Some(release);
         self
     }
 
@@ -174,19 +155,20 @@ impl TestEnvBuilder {
         self
     }
 
-    /// Runs a [`Kubernetes::V1_36`] server with its sharded list and watch (`true`, the
-    /// default: the alpha feature gate `ShardedListAndWatch` on) or without (`false`:
-    /// the gate off, as on a cluster that never turned it on). With it, a list or
-    /// watch with a `shardSelector` gets only the objects whose field hashes into the
-    /// selector's ranges, and a list says so in `metadata.shardInfo`; without it the
-    /// parameter is ignored. 1.20 has no such feature: this changes nothing there.
+    /// Runs the API server with its sharded list and watch (`true`, the default: the
+    /// alpha feature gate `ShardedListAndWatch` on) or without (`false`: the gate off,
+    /// as on a cluster that never turned it on). With it, a list or watch with a
+    /// `shardSelector` gets only the objects whose field hashes into the selector's
+    /// ranges, and a list says so in `metadata.shardInfo`; without it the parameter is
+    /// ignored. Releases before 1.36 have no such feature: this changes nothing there.
     pub fn sharded_list_and_watch(mut self, enabled: bool) -> Self {
         self.sharded_list_and_watch = enabled;
         self
     }
 
-    /// Adds a command-line flag for the API server (kube-apiserver or crd-apiserver),
-    /// e.g. `--v=4`.
+    /// Adds a command-line flag for kube-apiserver, e.g. `--v=4`, or
+    /// `--feature-gates=WatchList=false` for a server that refuses streaming lists
+    /// (several `--feature-gates` flags add up).
     pub fn apiserver_arg(mut self, arg: impl Into<String>) -> Self {
         self.extra_apiserver_args.push(arg.into());
         self
@@ -206,16 +188,12 @@ impl TestEnvBuilder {
     /// ReplicaSets, no ServiceAccount gets a token. Its log is
     /// `kube-controller-manager.log` in [`TestEnv::dir`].
     ///
-    /// What it costs: each start waits about 1 s more, for it to serve its health
-    /// endpoint. The first use builds it (about 12 CPU-minutes, 6-7 minutes on 2 idle
-    /// cores, when kube-apiserver is already cached; then it is cached too, see
-    /// `scripts/install-control-plane.sh`), unless `INFORMER_KUBE_CONTROLLER_MANAGER`
-    /// points at one you have. Off by default, so that a plain control plane starts
-    /// as fast as before and never waits for that build.
-    ///
-    /// Only on [`Kubernetes::V1_20`]: there is no 1.36 controller manager, and
-    /// starting a 1.36 control plane with one fails with
-    /// [`TestEnvError::Unsupported`].
+    /// What it costs: each start waits a moment more, for it to serve its health
+    /// endpoint. The first use builds it, when kube-apiserver was built alone before
+    /// (then it is cached too, see `scripts/install-control-plane.sh`), unless
+    /// `INFORMER_KUBE_CONTROLLER_MANAGER` points at one you have. Off by default, so
+    /// that a plain control plane starts as fast as it can and never waits for that
+    /// build.
     pub fn controller_manager(mut self, enabled: bool) -> Self {
         self.controller_manager = enabled;
         self
@@ -231,9 +209,7 @@ impl TestEnvBuilder {
     }
 
     /// Installs the binaries if needed, starts etcd and the API server (and
-    /// kube-controller-manager when asked), and waits until they are ready; on
-    /// [`Kubernetes::V1_36`] also installs the built-in stand-in CRDs (see the
-    /// [module docs](self)) and waits until they are served.
+    /// kube-controller-manager when asked), and waits until they are ready.
     pub async fn start(self) -> Result<TestEnv, TestEnvError> {
         TestEnv::start_with(self).await
     }
@@ -259,7 +235,7 @@ pub struct TestEnv {
 
 impl TestEnv {
     /// Starts a control plane with default options: a fresh etcd and a Kubernetes
-    /// 1.20 API server with its watch cache on.
+    /// 1.37 API server with its watch cache on.
     pub async fn start() -> Result<Self, TestEnvError> {
         Self::builder().start().await
     }
@@ -280,27 +256,10 @@ impl TestEnv {
         SHARED.get_or_try_init(Self::start).await
     }
 
-    /// Like [`TestEnv::shared`], a [`Kubernetes::V1_36`] control plane shared by
-    /// everything in this process, started on first use (about a second).
-    ///
-    /// Tests isolate themselves by namespace there too: [`TestEnv::create_namespace`]
-    /// hands out a unique name, in which custom resources can be created at once.
-    pub async fn shared_1_36() -> Result<&'static Self, TestEnvError> {
-        static SHARED: OnceCell<TestEnv> = OnceCell::const_new();
-        SHARED
-            .get_or_try_init(|| Self::builder().kubernetes(Kubernetes::V1_36).start())
-            .await
-    }
-
     async fn start_with(options: TestEnvBuilder) -> Result<Self, TestEnvError> {
-        let kubernetes = options.kubernetes;
-        if options.controller_manager && kubernetes != Kubernetes::V1_20 {
-            return Err(TestEnvError::Unsupported {
-                what: "kube-controller-manager",
-                kubernetes,
-            });
-        }
-        let binaries = install::ensure_installed(kubernetes, options.controller_manager).await?;
+        let kubernetes = options.kubernetes.unwrap_or_default();
+        let binaries =
+            install::ensure_installed(options.kubernetes, options.controller_manager).await?;
         let dir = tempfile::Builder::new()
             .prefix("informer-testenv-")
             .tempdir()
@@ -356,17 +315,15 @@ impl TestEnv {
         readiness::wait_for_port(&etcd, etcd_port).await?;
 
         let mut apiserver_args = flags::apiserver_args(
-            kubernetes,
+            binaries.minor,
             &etcd_url,
             apiserver_port,
             &dir,
             &pki,
             &tokens,
             options.watch_cache,
+            options.sharded_list_and_watch,
         );
-        if kubernetes == Kubernetes::V1_36 && options.sharded_list_and_watch {
-            apiserver_args.push("--feature-gates=ShardedListAndWatch=true".to_owned());
-        }
         apiserver_args.extend(options.extra_apiserver_args);
 
         let mut env = Self {
@@ -385,9 +342,6 @@ impl TestEnv {
             namespaces: AtomicU64::new(0),
         };
         env.start_apiserver().await?;
-        if kubernetes == Kubernetes::V1_36 {
-            env.install_builtin_crds().await?;
-        }
         if options.controller_manager {
             let program = env
                 .binaries
@@ -412,7 +366,7 @@ impl TestEnv {
     }
 
     /// A client for [`RESTRICTED_USER`], whom RBAC denies everything until a test
-    /// grants it a role (on [`Kubernetes::V1_36`], which has no RBAC, for good).
+    /// grants it a role ([`TestEnv::allow_restricted`]).
     pub fn restricted_client(&self) -> Result<Client, TestEnvError> {
         Client::try_from(self.restricted.clone()).map_err(TestEnvError::Client)
     }
@@ -433,7 +387,9 @@ impl TestEnv {
         &self.kubeconfig
     }
 
-    /// The Kubernetes this control plane runs.
+    /// The Kubernetes release this control plane was asked for (the default when none
+    /// was named; with `KUBEBUILDER_ASSETS`, its binaries may be another release: the
+    /// server's `/version` tells).
     pub fn kubernetes(&self) -> Kubernetes {
         self.kubernetes
     }
@@ -448,9 +404,8 @@ impl TestEnv {
         &self.etcd_url
     }
 
-    /// The directory holding certificates, logs (`etcd.log`, `kube-apiserver.log` or
-    /// `crd-apiserver.log`, `kube-controller-manager.log` when it runs) and etcd's
-    /// data.
+    /// The directory holding certificates, logs (`etcd.log`, `kube-apiserver.log`,
+    /// `kube-controller-manager.log` when it runs) and etcd's data.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

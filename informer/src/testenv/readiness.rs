@@ -23,8 +23,7 @@ use super::{READY_TIMEOUT, TestEnv, TestEnvError};
 impl TestEnv {
     /// Polls `/readyz` until the API server running as `server` is ready.
     pub(super) async fn wait_for_apiserver(&self, server: &Supervised) -> Result<(), TestEnvError> {
-        let name = self.kubernetes.apiserver_name();
-        wait_for_ok(&self.client()?, "/readyz", name, server).await
+        wait_for_ok(&self.client()?, "/readyz", "kube-apiserver", server).await
     }
 }
 

@@ -4,10 +4,6 @@
 //! RoleBinding that let [`RESTRICTED_USER`] do one thing (to test what an informer does
 //! when RBAC says no, then yes), and CustomResourceDefinitions, waited for until
 //! they are served, as envtest does.
-//!
-//! On [`Kubernetes::V1_36`](super::Kubernetes::V1_36) there is no Namespace API and no RBAC: a namespace is only
-//! a unique name (custom resources can be created in any namespace), and granting the
-//! restricted user anything is [`TestEnvError::Unsupported`].
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,17 +17,10 @@ use super::{READY_TIMEOUT, RESTRICTED_USER, TestEnv, TestEnvError};
 impl TestEnv {
     /// Creates a namespace with a unique name starting with `prefix`, for a test to
     /// isolate its objects from other tests sharing this control plane.
-    ///
-    /// On [`Kubernetes::V1_36`](super::Kubernetes::V1_36), which has no Namespace API, it only hands out the
-    /// unique name: custom resources can be created in any namespace there, without
-    /// one existing.
     pub async fn create_namespace(&self, prefix: &str) -> Result<String, TestEnvError> {
         let n = self.namespaces.fetch_add(1, Ordering::Relaxed);
         let suffix: u32 = rand::rng().random_range(0..0x10000);
         let name = format!("{prefix}-{n}-{suffix:04x}");
-        if !self.kubernetes.has_core_api() {
-            return Ok(name);
-        }
         let namespace: Namespace = serde_json::from_value(serde_json::json!({
             "metadata": { "name": name }
         }))
@@ -47,10 +36,8 @@ impl TestEnv {
     /// ([`TestEnvBuilder::controller_manager`](super::TestEnvBuilder::controller_manager))
     /// its objects are deleted and then the namespace itself; without it, the
     /// namespace stays Terminating with its objects in it (which no new object can
-    /// join), and its name is not reused. [`TestEnvError::Unsupported`] on
-    /// [`Kubernetes::V1_36`](super::Kubernetes::V1_36), which has no namespaces to delete.
+    /// join), and its name is not reused.
     pub async fn delete_namespace(&self, name: &str) -> Result<(), TestEnvError> {
-        self.require_core_api("deleting a namespace")?;
         Api::<Namespace>::all(self.client()?)
             .delete(name, &DeleteParams::default())
             .await
@@ -62,7 +49,6 @@ impl TestEnv {
     /// `""` for the core group) in `namespace`, through a Role and RoleBinding named
     /// after the resource. RBAC's authorizer learns of the binding through its own
     /// informer, so allow a moment before the user is let in.
-    /// [`TestEnvError::Unsupported`] on [`Kubernetes::V1_36`](super::Kubernetes::V1_36), which has no RBAC.
     pub async fn allow_restricted(
         &self,
         namespace: &str,
@@ -70,7 +56,6 @@ impl TestEnv {
         resource: &str,
         verbs: &[&str],
     ) -> Result<(), TestEnvError> {
-        self.require_core_api("RBAC")?;
         use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
         let name = format!("restricted-{resource}");
         let role: Role = serde_json::from_value(serde_json::json!({
@@ -102,9 +87,9 @@ impl TestEnv {
     /// kept) and waits until the API server serves its resource, as envtest does:
     /// until the CRD is `Established` and a list of its resource answers.
     ///
-    /// Both waits matter on [`Kubernetes::V1_36`](super::Kubernetes::V1_36): for a moment after the CRD is
-    /// created its resource answers 404 (the handler does not know it yet) or 429
-    /// `storage is (re)initializing`, and one request in that moment took 2 s.
+    /// Both waits matter: for a moment after the CRD is created its resource answers
+    /// 404 (the handler does not know it yet) or 429 `storage is (re)initializing`, and
+    /// one request in that moment took 2 s (seen on 1.36's apiextensions-apiserver).
     /// kube's [`CustomResourceExt::crd`](kube::CustomResourceExt::crd) makes the CRD
     /// of a `#[derive(CustomResource)]` type.
     pub async fn install_crd(
@@ -164,19 +149,6 @@ impl TestEnv {
                 Err(e) if Instant::now() >= deadline => return Err(TestEnvError::Client(e)),
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
-        }
-    }
-
-    /// Fails with [`TestEnvError::Unsupported`] on a control plane without the core
-    /// API.
-    fn require_core_api(&self, what: &'static str) -> Result<(), TestEnvError> {
-        if self.kubernetes.has_core_api() {
-            Ok(())
-        } else {
-            Err(TestEnvError::Unsupported {
-                what,
-                kubernetes: self.kubernetes,
-            })
         }
     }
 }

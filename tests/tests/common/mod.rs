@@ -163,3 +163,90 @@ where
     let informer = informer.clone();
     spawn_until_stopped(|stopped| async move { informer.run(stopped).await })
 }
+
+/// On a server that refuses streaming lists (`env`, without the watch cache, so that a
+/// compaction makes an old version 410 at once): an informer with the default config
+/// asks for one once, lists and watches instead, syncs, follows changes, relists by a
+/// plain list after a 410, and never asks for a streaming list again. Shared by the
+/// 1.37 test with the `WatchList` gate off and the 1.33 one, where it is off by default.
+pub async fn refused_streaming_lists_are_listed_and_watched(env: &TestEnv) {
+    use informer::reflector::ApiListerWatcher;
+    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+    use kube::ResourceExt;
+    const WAIT: Duration = Duration::from_secs(30);
+
+    let proxy = env.fault_proxy().await.unwrap();
+    let ns = env.create_namespace("streaming-refused").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    create_watched_pair_and_noise(&api).await;
+
+    let through_proxy = Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns);
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(through_proxy).labels("app=watched"),
+        InformerOptions::default(),
+    )
+    .unwrap();
+    let running = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    let values = || {
+        informer
+            .indexer()
+            .list()
+            .iter()
+            .map(|o| {
+                let value = o.data.as_ref().and_then(|d| d.get("key").cloned());
+                (o.name_any(), value.unwrap_or_default())
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let expect = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    assert_eq!(values(), expect(&[("a", "1"), ("b", "1")]));
+    let stats = informer.reflector_stats().unwrap();
+    assert!(stats.streaming_list_refused, "{stats:?}");
+    assert_eq!((stats.streaming_list_requests, stats.lists), (1, 1));
+
+    // The watch follows a change.
+    let patch = serde_json::json!({ "data": { "key": "2" } });
+    api.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    eventually("the update of a", WAIT, || {
+        values() == expect(&[("a", "2"), ("b", "1")])
+    })
+    .await;
+
+    // Cut the watch while etcd moves on and is compacted: it comes back to a 410, and
+    // the informer relists, by a plain list, with what changed meanwhile.
+    proxy.disconnect().await;
+    let patch = serde_json::json!({ "data": { "key": "3" } });
+    api.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    expire_watches_on_app_watched(env, &api).await;
+    proxy.reconnect().await.unwrap();
+    eventually("the relist", WAIT, || {
+        informer.reflector_stats().unwrap().lists == 2
+    })
+    .await;
+    eventually("the relisted a", WAIT, || {
+        values() == expect(&[("a", "3"), ("b", "1")])
+    })
+    .await;
+    api.delete("b", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the delete of b", WAIT, || {
+        values() == expect(&[("a", "3")])
+    })
+    .await;
+
+    let stats = informer.reflector_stats().unwrap();
+    assert!(stats.streaming_list_refused);
+    assert_eq!(stats.streaming_list_requests, 1, "never asked again");
+    running.stop().await;
+}

@@ -1,5 +1,5 @@
 //! Server-side sharded list and watch (KEP-5866, gate `ShardedListAndWatch`), on the
-//! real 1.36 server with the gate on (the shared control plane) and off (one of its
+//! real 1.37 server with the gate on (the shared control plane) and off (one of its
 //! own): what the server does with a shard selector, decided from its own answers,
 //! and shard members that decide by namespace receiving only their share where the
 //! server filters, and the same share, filtered here, where it does not.
@@ -27,19 +27,19 @@ fn fnv1a(value: &str) -> u64 {
     })
 }
 
-/// A 1.36 control plane with the gate off.
+/// A control plane with the gate off.
 async fn gate_off_env() -> &'static TestEnv {
     static ENV: OnceCell<TestEnv> = OnceCell::const_new();
     own_env(&ENV, TestEnv::builder().sharded_list_and_watch(false)).await
 }
 
 async fn gate_on_env() -> &'static TestEnv {
-    let env = TestEnv::shared_1_36().await.unwrap();
+    let env = TestEnv::shared().await.unwrap();
     install_crds(env).await;
     env
 }
 
-/// `count` namespaces (only names, on 1.36) with two Widgets each.
+/// `count` namespaces with two Widgets each.
 async fn widgets_in_namespaces(env: &TestEnv, prefix: &str, count: usize) -> Vec<ObjectKey> {
     let client = env.client().unwrap();
     let mut keys = Vec::new();
@@ -97,8 +97,8 @@ async fn the_server_keeps_the_objects_whose_field_hashes_into_the_ranges() {
         let half =
             "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')";
         let (listed, said) = raw_list(env, half, &namespaces).await;
-        // The gate off, nothing is said; the gate on, 1.36.4 filters custom
-        // resources without setting `shardInfo` on their lists.
+        // The gate off, nothing is said; the gate on, the server filters custom
+        // resources without (always) saying so in `shardInfo` on their lists.
         assert!(filters || !said);
         assert_eq!(
             listed,
@@ -297,7 +297,7 @@ async fn members_cache_their_share(env: &TestEnv, prefix: &str, filters: bool, b
         }
         // And the informer tells which, from what arrived (some 60 objects each): by
         // uid, either way; by namespace, only when objects arrive to be dropped (the
-        // 1.36.4 server does not say so on custom resources, and objects of one
+        // server does not say so on custom resources' lists, and objects of one
         // namespace fall in or out of a share together).
         let told = match by {
             ShardBy::Uid => Some(filters),

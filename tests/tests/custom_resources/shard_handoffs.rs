@@ -1,4 +1,4 @@
-//! Shard members deciding by uid, on the 1.36 server with sharded list and watch on:
+//! Shard members deciding by uid, on a server with sharded list and watch on:
 //! a member joining and one leaving while every Widget is reconciled over and over,
 //! and no Widget ever reconciled by two members at once.
 

@@ -1,33 +1,29 @@
-//! The suites that matter, on Kubernetes 1.36 (crd-apiserver, the apiextensions-apiserver
-//! of Kubernetes 1.36.4, on etcd 3.5): custom resources only, since that server has no
-//! core API. The rest of this directory runs on kube-apiserver 1.20.
+//! The suites that matter, on custom resources (CRDs), on the default control plane
+//! (Kubernetes 1.37): streaming lists, 410 Gone, paging, the factory's typed,
+//! metadata-only and dynamic informers, the controller, leader election's and
+//! sharding's Leases, Events and projections, with custom resources as primaries,
+//! owned children and watched objects.
 //!
-//! What belongs to which version:
-//! - Streaming lists (client-go's WatchList, the reflector's default): 1.36 serves them
+//! What the server does, as these tests rely on it:
+//! - Streaming lists (client-go's WatchList, the reflector's default): 1.37 serves them
 //!   (ADDED events, then a bookmark annotated `k8s.io/initial-events-end`), so the
 //!   initial sync and every relist, also after 410 Gone, go through one, and no plain
-//!   list is made. 1.20 refuses them (422) and the reflector lists and watches
-//!   (`reflector.rs`, the last test).
-//! - 410 Gone: on both, only a server without the watch cache answers an old
-//!   resourceVersion with 410 right after an etcd compaction; with the cache, 1.36
-//!   answers from the cache until it restarts.
-//! - Paging: both page a list served by etcd (watch cache off, or a consistent read),
-//!   and serve a resourceVersion "0" list whole from the watch cache.
-//! - Leases and Events: built-in on 1.20; on 1.36 the testenv installs CRDs of the
-//!   same groups, kinds and fields (`leases.coordination.k8s.io`,
-//!   `events.events.k8s.io`), and `informer::leader`, `informer::shard` and
-//!   `informer::events` run on them unchanged.
-//! - No Namespaces, ConfigMaps or RBAC on 1.36: a test's namespace is only a name, the
-//!   objects are custom resources, and owned children are custom resources too.
+//!   list is made. A server that refuses them (1.37 with the `WatchList` gate off,
+//!   1.33 by default) is listed and watched (`reflector.rs`, `oldest_release.rs`).
+//! - 410 Gone: only a server without the watch cache answers an old resourceVersion
+//!   with 410 right after an etcd compaction; with the cache, it answers from the cache
+//!   until it restarts.
+//! - Paging: a list served by etcd (watch cache off, or an exact resourceVersion) is
+//!   paged; a resourceVersion "0" list is served whole from the watch cache.
 //!
-//! One control plane for the binary ([`TestEnv::shared_1_36`]), and one without the
-//! watch cache for the tests that compact etcd or page lists (those faults would reach
-//! every other test on the shared one).
+//! One control plane for the binary ([`TestEnv::shared`]), and one without the watch
+//! cache for the tests that compact etcd or page lists (those faults would reach every
+//! other test on the shared one).
 
 mod common;
-#[path = "kubernetes_1_36/server_shards.rs"]
+#[path = "custom_resources/server_shards.rs"]
 mod server_shards;
-#[path = "kubernetes_1_36/shard_handoffs.rs"]
+#[path = "custom_resources/shard_handoffs.rs"]
 mod shard_handoffs;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,7 +40,6 @@ use informer::events::EventSpec;
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::fifo::DeletedObject;
 use informer::informable::Informable;
-use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use informer::lister::Lister;
 use informer::projection::Projection;
 use informer::reflector::{
@@ -55,9 +50,8 @@ use informer::shard::{ShardBy, ShardConfig, ShardMember};
 use informer::shared_informer::{
     InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
-use informer::testenv::{Kubernetes, TestEnv, TestEnvBuilder, TestEnvError};
+use informer::testenv::{TestEnv, TestEnvBuilder};
 use informer::workqueue::Action;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -152,9 +146,9 @@ fn widget(name: &str, palette: &str, size: u32) -> Widget {
     )
 }
 
-/// The shared 1.36 control plane with the CRDs installed, and a fresh namespace name.
+/// The shared control plane with the CRDs installed, and a fresh namespace.
 async fn setup(prefix: &str) -> (&'static TestEnv, String) {
-    let env = TestEnv::shared_1_36().await.unwrap();
+    let env = TestEnv::shared().await.unwrap();
     install_crds(env).await;
     (env, env.create_namespace(prefix).await.unwrap())
 }
@@ -165,7 +159,7 @@ async fn install_crds(env: &TestEnv) {
     }
 }
 
-/// A 1.36 control plane without the watch cache, for this binary's tests that compact
+/// A control plane without the watch cache, for this binary's tests that compact
 /// etcd (a 410 at once, no restart needed) or need lists to page (the watch cache
 /// serves resourceVersion "0" lists whole).
 async fn uncached_env() -> &'static TestEnv {
@@ -173,11 +167,11 @@ async fn uncached_env() -> &'static TestEnv {
     own_env(&ENV, TestEnv::builder().watch_cache(false)).await
 }
 
-/// A 1.36 control plane of this binary's own in `cell`, started once with `builder`'s
+/// A control plane of this binary's own in `cell`, started once with `builder`'s
 /// options, the CRDs installed.
 async fn own_env(cell: &'static OnceCell<TestEnv>, builder: TestEnvBuilder) -> &'static TestEnv {
     cell.get_or_init(|| async {
-        let env = builder.kubernetes(Kubernetes::V1_36).start().await.unwrap();
+        let env = builder.start().await.unwrap();
         install_crds(&env).await;
         env
     })
@@ -331,7 +325,7 @@ async fn the_initial_sync_is_a_streaming_list_and_the_watch_goes_on_with_bookmar
 
     let stats = informer.reflector_stats().unwrap();
     eprintln!(
-        "1.36 initial sync of 50 Widgets in {synced_in:?}: streaming_list_requests={} \
+        "initial sync of 50 Widgets in {synced_in:?}: streaming_list_requests={} \
          streaming_list_refused={} lists={} list_items={} plain list requests={} \
          initial-events-end bookmarks={} watches={} errors={} last_resource_version={}",
         stats.streaming_list_requests,
@@ -345,7 +339,7 @@ async fn the_initial_sync_is_a_streaming_list_and_the_watch_goes_on_with_bookmar
         stats.last_resource_version,
     );
     assert_eq!(stats.streaming_list_requests, 1);
-    assert!(!stats.streaming_list_refused, "1.36 serves streaming lists");
+    assert!(!stats.streaming_list_refused, "1.37 serves streaming lists");
     assert_eq!(stats.lists, 1, "the streaming list counts as the one list");
     assert_eq!(stats.list_items, 50);
     assert_eq!(
@@ -403,10 +397,10 @@ async fn the_initial_sync_is_a_streaming_list_and_the_watch_goes_on_with_bookmar
     running.stop().await;
 }
 
-/// After 410 Gone the informer relists through a streaming list again (1.20 would
-/// relist with a plain list, having refused the first), and nothing is lost: a change
-/// made while it was cut off arrives, a deletion arrives as a tombstone. On 1.36 with
-/// the watch cache, compaction alone would not expire the watch (the cache still
+/// After 410 Gone the informer relists through a streaming list again (a server that
+/// refuses them is relisted with a plain list), and nothing is lost: a change made
+/// while it was cut off arrives, a deletion arrives as a tombstone. With the watch
+/// cache, compaction alone would not expire the watch (the cache still
 /// serves the old version until the server restarts): this server runs without it.
 #[tokio::test]
 async fn a_relist_after_410_goes_through_a_streaming_list_again() {
@@ -460,7 +454,7 @@ async fn a_relist_after_410_goes_through_a_streaming_list_again() {
     .await;
     let stats = informer.reflector_stats().unwrap();
     eprintln!(
-        "1.36 relist after 410: streaming_list_requests={} expired={} lists={} plain list requests={}",
+        "relist after 410: streaming_list_requests={} expired={} lists={} plain list requests={}",
         stats.streaming_list_requests,
         stats.expired,
         stats.lists,
@@ -733,7 +727,7 @@ async fn the_controller_owns_and_watches_custom_resources() {
     running.stop().await;
     factory.shutdown().await;
 
-    // The Events CRD took the reconciles' Events, as the built-in type would have.
+    // The server took the reconciles' Events.
     let events = Api::<Event>::namespaced(client, &ns)
         .list(&ListParams::default())
         .await
@@ -855,82 +849,6 @@ async fn read_your_writes_and_finalizer_cleanup_on_custom_resources() {
     assert_eq!(*cleaned.lock().unwrap(), ["w0"]);
     running.stop().await;
     factory.shutdown().await;
-}
-
-/// Leader election on the Lease CRD, code unchanged: two electors in this process
-/// elect one leader, the other follows it, and a shutdown releases the lease so the
-/// follower leads at its next look, with the client-go record
-/// (holderIdentity, leaseTransitions) in the Lease.
-#[tokio::test]
-async fn two_electors_elect_one_leader_and_hand_over_on_shutdown() {
-    let (env, ns) = setup("modern-leader").await;
-    let (lease, renew, retry) = (
-        Duration::from_secs(4),
-        Duration::from_secs(3),
-        Duration::from_millis(500),
-    );
-    let config = |identity: &str| {
-        LeaderElectionConfig::default()
-            .lease(ns.clone(), "record")
-            .identity(identity)
-            .lease_duration(lease)
-            .renew_deadline(renew)
-            .retry_period(retry)
-    };
-    let leases = Api::<Lease>::namespaced(env.client().unwrap(), &ns);
-    let first = LeaderElector::new(env.client().unwrap(), config("first")).unwrap();
-    let first_handle = first.handle();
-    let (stop_first, first_stopped) = tokio::sync::oneshot::channel::<()>();
-    let first_run = tokio::spawn(first.run(async {
-        first_stopped.await.ok();
-    }));
-    let term = tokio::time::timeout(WAIT, first_handle.leading())
-        .await
-        .unwrap()
-        .expect("first leads");
-    assert!(term.is_leading());
-
-    let second = LeaderElector::new(env.client().unwrap(), config("second")).unwrap();
-    let mut second_handle = second.handle();
-    let second_run = tokio::spawn(second.run(std::future::pending()));
-    assert_eq!(
-        tokio::time::timeout(WAIT, second_handle.changed())
-            .await
-            .unwrap(),
-        Some(Leadership::Following {
-            leader: Some("first".into())
-        })
-    );
-    let record = leases.get("record").await.unwrap();
-    let spec = record.spec.unwrap();
-    assert_eq!(spec.holder_identity.as_deref(), Some("first"));
-    assert_eq!(spec.lease_transitions, Some(0));
-    assert_eq!(spec.lease_duration_seconds, Some(4));
-    assert!(spec.renew_time.is_some(), "a MicroTime the CRD took");
-
-    // Shutting down ends the term at once and releases the lease once it is dropped.
-    let stopped_at = tokio::time::Instant::now();
-    stop_first.send(()).unwrap();
-    tokio::time::timeout(renew, term.lost()).await.unwrap();
-    drop(term);
-    tokio::time::timeout(renew, first_run)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(first_handle.leadership(), Leadership::Stopped);
-    let second_term = tokio::time::timeout(lease, second_handle.leading())
-        .await
-        .unwrap()
-        .expect("second leads after the release");
-    assert!(
-        stopped_at.elapsed() < lease,
-        "handed over without waiting for the lease to expire"
-    );
-    let spec = leases.get("record").await.unwrap().spec.unwrap();
-    assert_eq!(spec.holder_identity.as_deref(), Some("second"));
-    assert_eq!(spec.lease_transitions, Some(1));
-    drop(second_term);
-    second_run.abort();
 }
 
 /// Sharding on the Lease CRD, code unchanged: two members in this process find each
@@ -1068,39 +986,6 @@ async fn two_shard_members_reconcile_each_widget_on_one(by: ShardBy) {
     }
 }
 
-/// What the 1.36 control plane is, and what it refuses: the version, no core API, and
-/// the testenv calls that need one say so in a typed error.
-#[tokio::test]
-async fn the_modern_control_plane_is_1_36_with_only_custom_resources() {
-    let env = TestEnv::shared_1_36().await.unwrap();
-    assert_eq!(env.kubernetes(), Kubernetes::V1_36);
-    let client = env.client().unwrap();
-    let version = client.apiserver_version().await.unwrap();
-    assert_eq!(
-        (version.major.as_str(), version.minor.as_str()),
-        ("1", "36")
-    );
-    let namespace = env.create_namespace("modern-plain").await.unwrap();
-    assert!(namespace.starts_with("modern-plain-"));
-    // No core group: its paths are not found (a plain-text 404, not a Status).
-    for path in ["/api", "/api/v1/namespaces", "/api/v1/configmaps"] {
-        let request = http::Request::get(path)
-            .body(kube::client::Body::empty())
-            .unwrap();
-        let response = client.send(request).await.unwrap();
-        assert_eq!(response.status(), http::StatusCode::NOT_FOUND, "{path}");
-    }
-    assert!(matches!(
-        env.allow_restricted(&namespace, "", "configmaps", &["get"])
-            .await,
-        Err(TestEnvError::Unsupported { .. })
-    ));
-    assert!(matches!(
-        env.delete_namespace(&namespace).await,
-        Err(TestEnvError::Unsupported { .. })
-    ));
-}
-
 /// The palettes of the Widgets a cache holds, by name, read through a projection or
 /// the full type.
 fn palettes<K: Resource>(
@@ -1128,7 +1013,7 @@ fn agree(full: &SharedIndexInformer<Widget>, view: &SharedIndexInformer<WidgetVi
         })
 }
 
-/// A projection of a CRD and the full type agree on 1.36, through a streaming list,
+/// A projection of a CRD and the full type agree, through a streaming list,
 /// changes, a relist after 410 Gone (streamed too) and a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crd_projection_and_the_full_type_agree_through_streaming_lists_and_a_relist() {
