@@ -172,7 +172,7 @@ fn deployment(name: &str, replicas: i32) -> anyhow::Result<Deployment> {
 }
 
 fn replicas(deployment: &Deployment) -> Option<i32> {
-    deployment.spec.as_ref()?.replicas
+    deployment.spec.replicas
 }
 
 /// The uid of `deployment`'s controller, if it is a Foo.

@@ -975,3 +975,76 @@ async fn a_server_without_sharded_lists_sends_everything_and_the_filter_keeps_th
     );
     running.stop().await;
 }
+
+/// On the default control plane (1.37, `WatchList` on) the informer's initial sync of a
+/// built-in type is one streaming list: asked for once, not refused, counted as the one
+/// list, every object arriving as an initial event, and the watch going on from it.
+/// ConfigMaps and Pods, full and metadata-only (`PartialObjectMeta`).
+#[tokio::test]
+async fn the_initial_sync_of_built_in_types_is_one_streaming_list() {
+    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::core::PartialObjectMeta;
+
+    async fn synced_by_one_streaming_list<K>(lister_watcher: ApiListerWatcher<K>, expected: u64)
+    where
+        K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+        K: Send + Sync + 'static,
+    {
+        let informer =
+            SharedIndexInformer::with_options(lister_watcher, InformerOptions::default()).unwrap();
+        let running = common::spawn_run(&informer);
+        wait_for_cache_sync(&[&informer]).await;
+        let stats = informer.reflector_stats().unwrap();
+        assert_eq!(stats.streaming_list_requests, 1, "{stats:?}");
+        assert!(!stats.streaming_list_refused, "{stats:?}");
+        assert_eq!((stats.lists, stats.list_items), (1, expected), "{stats:?}");
+        assert_eq!(informer.indexer().len() as u64, expected);
+        eventually("the watch after the streaming list", WAIT, || {
+            informer.reflector_stats().unwrap().watches >= 1
+        })
+        .await;
+        running.stop().await;
+    }
+
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("reflector-watch-list").await.unwrap();
+    let client = env.client().unwrap();
+    create_config_maps(
+        &Api::<ConfigMap>::namespaced(client.clone(), &ns),
+        "cm",
+        20,
+        &[],
+    )
+    .await;
+    let pods = Api::<Pod>::namespaced(client.clone(), &ns);
+    for i in 0..10 {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": format!("pod-{i}") },
+            "spec": { "containers": [{ "name": "app", "image": "registry.k8s.io/pause:3.10" }] },
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let in_ns = Some(ns.as_str());
+    synced_by_one_streaming_list(
+        ApiListerWatcher::<ConfigMap>::in_namespace(client.clone(), in_ns),
+        20,
+    )
+    .await;
+    synced_by_one_streaming_list(
+        ApiListerWatcher::<Pod>::in_namespace(client.clone(), in_ns),
+        10,
+    )
+    .await;
+    synced_by_one_streaming_list(
+        ApiListerWatcher::<PartialObjectMeta<ConfigMap>>::in_namespace(client.clone(), in_ns),
+        20,
+    )
+    .await;
+    synced_by_one_streaming_list(
+        ApiListerWatcher::<PartialObjectMeta<Pod>>::in_namespace(client, in_ns),
+        10,
+    )
+    .await;
+}

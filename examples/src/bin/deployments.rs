@@ -95,11 +95,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 fn replicas(deployment: &Deployment) -> i32 {
-    deployment
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.replicas)
-        .unwrap_or(1)
+    deployment.spec.replicas.unwrap_or(1)
 }
 
 fn deployment(name: &str) -> anyhow::Result<Deployment> {

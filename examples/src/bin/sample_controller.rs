@@ -123,7 +123,7 @@ fn error_policy(_foo: &Foo, error: &Error, _ctx: &Context<Foo>) -> Retry {
 
 /// Whether `deployment` has other replicas than `foo` asks for, if it asks.
 fn needs_scaling(deployment: &Deployment, foo: &Foo) -> bool {
-    let current = deployment.spec.as_ref().and_then(|s| s.replicas);
+    let current = deployment.spec.replicas;
     foo.spec
         .replicas
         .is_some_and(|wanted| current != Some(wanted))

@@ -138,7 +138,7 @@ fn is_controlled_by(deployment: &Deployment, foo: &Foo) -> bool {
 
 /// Whether `deployment` has other replicas than `foo` asks for, if it asks.
 fn needs_scaling(deployment: &Deployment, foo: &Foo) -> bool {
-    let current = deployment.spec.as_ref().and_then(|s| s.replicas);
+    let current = deployment.spec.replicas;
     foo.spec
         .replicas
         .is_some_and(|wanted| current != Some(wanted))

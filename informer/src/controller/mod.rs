@@ -48,7 +48,7 @@
 //!
 //! /// Keeps a ConfigMap `{name}-replicas` beside every Deployment, owned by it.
 //! async fn reconcile(deployment: Arc<Deployment>, ctx: Context<Deployment>) -> Result<Action, kube::Error> {
-//!     let replicas = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+//!     let replicas = deployment.spec.replicas.unwrap_or(1); // k8s-openapi v1_37: spec is required
 //!     let name = format!("{}-replicas", deployment.name_any());
 //!     let current = ctx.owned::<ConfigMap>(&deployment);
 //!     if current.iter().any(|cm| cm.data.as_ref().and_then(|d| d.get("replicas")) == Some(&replicas.to_string())) {

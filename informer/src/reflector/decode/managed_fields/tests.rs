@@ -78,7 +78,7 @@ fn nested_object_meta_is_stripped_too() {
     let dropped: Deployment = from_str(&text, ManagedFields::Drop).unwrap();
     let expected = plain_without_managed_fields(&text, |d: &mut Deployment| {
         d.metadata.managed_fields = None;
-        let template = &mut d.spec.as_mut().unwrap().template;
+        let template = &mut d.spec.template;
         template.metadata.as_mut().unwrap().managed_fields = None;
     });
     assert_eq!(dropped, expected);
