@@ -460,15 +460,30 @@ async fn managed_fields_are_left_out_by_default_and_an_update_keeps_them_on_the_
     };
     assert_eq!(managers(on_server.as_ref().unwrap()), ["creator"]);
 
-    let dropping = SharedIndexInformer::new(api.clone());
+    // Each through a proxy of its own, which counts the bytes the server sent it: the
+    // dropping one asks the server to leave managedFields out (KEP-5958); 1.37.2 does
+    // not know the request and serves it as if it were not there.
+    let (to_dropping, to_keeping) = (
+        env.fault_proxy().await.unwrap(),
+        env.fault_proxy().await.unwrap(),
+    );
+    let through = |proxy: &informer::testenv::FaultProxy| {
+        Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)
+    };
+    let dropping = SharedIndexInformer::new(through(&to_dropping));
     let keeping = SharedIndexInformer::with_options(
-        ApiListerWatcher::new(api.clone()).managed_fields(ManagedFields::Keep),
+        ApiListerWatcher::new(through(&to_keeping)).managed_fields(ManagedFields::Keep),
         InformerOptions::default(),
     )
     .unwrap();
     let (stop_dropping, dropping_task) = start(&dropping);
     let (stop_keeping, keeping_task) = start(&keeping);
     wait_for_cache_sync(&[&dropping, &keeping]).await;
+    eprintln!(
+        "bytes received to sync, asking to leave managedFields out: {}; not asking: {}",
+        to_dropping.bytes_to_clients(),
+        to_keeping.bytes_to_clients()
+    );
 
     let cached = dropping.lister().namespaced(&ns).get("x").unwrap();
     assert!(cached.metadata.managed_fields.is_none());

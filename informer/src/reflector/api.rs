@@ -43,6 +43,7 @@ use super::decoded_sizes::DecodedSizes;
 use super::lister_watcher::{
     ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
+use super::managed_fields_opt_out::ManagedFieldsOptOut;
 use super::server_shards::{InitialEvents, ServerShards, is_refusal};
 use super::versions::VersionSource;
 use crate::cached::CachedObjects;
@@ -81,6 +82,8 @@ pub struct ApiListerWatcher<K> {
     sizes: Arc<DecodedSizes>,
     /// Whether the server filters by shard selector (shared by clones).
     shards: Arc<ServerShards>,
+    /// Whether to ask the server to leave managedFields out (shared by clones).
+    opt_out: Arc<ManagedFieldsOptOut>,
     _type: PhantomData<fn() -> K>,
 }
 
@@ -160,6 +163,7 @@ impl<K: Resource> ApiListerWatcher<K> {
             managed_fields: ManagedFields::default(),
             sizes: Arc::default(),
             shards: Arc::default(),
+            opt_out: Arc::new(ManagedFieldsOptOut::new(true)),
             _type: PhantomData,
         }
     }
@@ -207,10 +211,15 @@ impl<K: Resource> ApiListerWatcher<K> {
     }
 
     /// Whether decoded objects keep `metadata.managedFields`; by default they are
-    /// dropped while decoding (see [`ManagedFields`]).
+    /// dropped while decoding (see [`ManagedFields`]), and the server is asked to leave
+    /// them out where it can (Kubernetes 1.37's KEP-5958; a server without it ignores
+    /// the request).
     #[must_use]
     pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
         self.managed_fields = managed_fields;
+        self.opt_out = Arc::new(ManagedFieldsOptOut::new(
+            managed_fields == ManagedFields::Drop,
+        ));
         self
     }
 
@@ -242,12 +251,16 @@ where
         params: &[(&str, &str)],
         shard_selector: Option<&str>,
     ) -> Result<impl futures::AsyncBufRead + Unpin + use<K>, kube::Error> {
-        let mut http = http::Request::get(self.url(params, shard_selector));
-        if self.metadata_only {
-            http = http.header(http::header::ACCEPT, METADATA_LIST_ACCEPT);
-        }
-        let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
-        self.client.request_stream(http).await
+        let base = self.metadata_only.then_some(METADATA_LIST_ACCEPT);
+        self.without_managed_fields(|| {
+            let mut http = http::Request::get(self.url(params, shard_selector));
+            if let Some(accept) = self.opt_out.accept(base) {
+                http = http.header(http::header::ACCEPT, accept);
+            }
+            let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
+            Ok(self.client.request_stream(http))
+        })
+        .await
     }
 
     /// One list request, decoded as it streams in; objects that `cache` holds at the
@@ -277,9 +290,11 @@ where
         if request.continue_token.is_none() {
             self.sizes.list_started();
         }
+        let first_item = |item: &[u8]| self.opt_out.first_listed(&self.resource, item);
         let decoder = ListDecoder::new(&self.kind, self.managed_fields, cache.as_deref())
             .key_filter(request.key_filter.as_ref())
-            .sizes(Some(&self.sizes));
+            .sizes(Some(&self.sizes))
+            .first_item(&first_item);
         let mut page = decode_list_stream(body, decoder).await?;
         if let Some(selector) = &self.shards.still_sent(selector) {
             let kept = page.items.len() + page.unchanged.len() + page.undecodable.len();
@@ -321,20 +336,41 @@ impl<K: Resource> ApiListerWatcher<K> {
         }
     }
 
+    /// `send`'s answer, asking the server to leave managedFields out where that is
+    /// asked for; if the server refuses to (406), `send`'s answer without, and it is
+    /// not asked again.
+    async fn without_managed_fields<T, F>(
+        &self,
+        send: impl Fn() -> Result<F, kube::Error>,
+    ) -> Result<T, kube::Error>
+    where
+        F: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        let asked = self.opt_out.asked();
+        match send()?.await {
+            Err(e) if asked && self.opt_out.refused(&self.resource, &e) => send()?.await,
+            answer => answer,
+        }
+    }
+
     /// The body of one watch request with `params` (and `shard_selector`).
     async fn watch_body(
         &self,
         params: &[(&str, &str)],
         shard_selector: Option<&str>,
     ) -> Result<impl futures::AsyncBufRead + Unpin + use<K>, kube::Error> {
-        let mut http = http::Request::get(self.url(params, shard_selector))
-            // Watch streams must not be compressed: each event is read as it comes.
-            .header(http::header::ACCEPT_ENCODING, "identity");
-        if self.metadata_only {
-            http = http.header(http::header::ACCEPT, METADATA_ACCEPT);
-        }
-        let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
-        self.client.request_stream(http).await
+        let base = self.metadata_only.then_some(METADATA_ACCEPT);
+        self.without_managed_fields(|| {
+            let mut http = http::Request::get(self.url(params, shard_selector))
+                // Watch streams must not be compressed: each event is read as it comes.
+                .header(http::header::ACCEPT_ENCODING, "identity");
+            if let Some(accept) = self.opt_out.accept(base) {
+                http = http.header(http::header::ACCEPT, accept);
+            }
+            let http = http.body(Vec::new()).map_err(kube::Error::HttpError)?;
+            Ok(self.client.request_stream(http))
+        })
+        .await
     }
 }
 
@@ -414,13 +450,15 @@ where
                 self.kind.clone(),
                 request.key_filter,
                 Arc::clone(&self.sizes),
+                // The first object of a watch tells whether managedFields were left out.
+                Some((Arc::clone(&self.opt_out), self.resource.clone())),
             );
             let managed_fields = self.managed_fields;
             // One event per line, read into a buffer reused from line to line.
             let events = futures::stream::unfold(
                 (body, Vec::new(), decoding, evidence),
-                move |(mut body, mut line, decoding, mut evidence)| async move {
-                    let (kind, key_filter, sizes) = &decoding;
+                move |(mut body, mut line, mut decoding, mut evidence)| async move {
+                    let (kind, key_filter, sizes, opt_out) = &mut decoding;
                     loop {
                         line.clear();
                         let event = match body.read_until(b'\n', &mut line).await {
@@ -430,6 +468,13 @@ where
                                 let event =
                                     decode_event(&line, kind, managed_fields, key_filter.as_ref());
                                 count(sizes, &event);
+                                if matches!(
+                                    event,
+                                    Ok(WatchEvent::Added(_) | WatchEvent::Modified(_))
+                                ) && let Some((opt_out, resource)) = opt_out.take()
+                                {
+                                    opt_out.first_listed(&resource, &line);
+                                }
                                 if evidence.as_mut().is_some_and(|e| e.ended_by(&event)) {
                                     evidence = None;
                                 }

@@ -73,6 +73,7 @@ mod filtering;
 mod key_filter;
 mod list_watch;
 mod lister_watcher;
+mod managed_fields_opt_out;
 mod metrics;
 mod progress;
 mod relist;

@@ -167,6 +167,9 @@ fn malformed(what: &str) -> kube::Error {
     )))
 }
 
+/// What is shown an item's bytes as they arrived ([`ListDecoder::first_item`]).
+pub(in crate::reflector) type ItemObserver<'a> = dyn Fn(&[u8]) + Sync + 'a;
+
 /// An incremental decoder of one list response (`{"metadata": {..}, "items": [..]}`).
 ///
 /// [`advance`](Self::advance) takes the bytes received so far and returns how many it
@@ -189,6 +192,8 @@ pub(in crate::reflector) struct ListDecoder<'k, K> {
     key_filter: Option<&'k SharedKeyFilter>,
     /// Where each decoded item's estimated size goes.
     sizes: Option<&'k DecodedSizes>,
+    /// Shown the first item's bytes, as they arrived.
+    first_item: Option<&'k ItemObserver<'k>>,
     filtered_out: usize,
     state: ListState,
     /// The current item did not decode, with this error: only its end is sought.
@@ -215,6 +220,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
             cache,
             key_filter: None,
             sizes: None,
+            first_item: None,
             filtered_out: 0,
             state: ListState::Start,
             skipping: None,
@@ -237,6 +243,21 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
     pub(in crate::reflector) fn sizes(mut self, sizes: Option<&'k DecodedSizes>) -> Self {
         self.sizes = sizes;
         self
+    }
+
+    /// Shows `observe` the first item of the list, as it arrived (before it is skipped,
+    /// taken from the cache or decoded).
+    pub(in crate::reflector) fn first_item(mut self, observe: &'k ItemObserver<'k>) -> Self {
+        self.first_item = Some(observe);
+        self
+    }
+
+    /// Shows the item `bytes` to the [`first_item`](Self::first_item) observer, if it
+    /// has seen none yet.
+    fn observe(&mut self, bytes: &[u8]) {
+        if let Some(observe) = self.first_item.take() {
+            observe(bytes);
+        }
     }
 
     /// A decoded item, measured as it was decoded.
@@ -365,6 +386,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
         if self.skipping.is_none() {
             match parse_object::<K>(input, eof, self.managed_fields) {
                 Ok(Parsed::Value(object, used)) => {
+                    self.observe(&input[..used]);
                     self.push(object);
                     self.retry_len = 0;
                     return Ok(Some(used));
@@ -425,6 +447,7 @@ impl<'k, K: DeserializeOwned> ListDecoder<'k, K> {
     /// The item `item` (whole), whose header is `header`: skipped, taken from the
     /// cache, or decoded.
     fn take(&mut self, header: &RawHeader<'_>, item: &[u8]) -> Result<(), kube::Error> {
+        self.observe(item);
         if let Some(filter) = self.key_filter
             && !header.kept_by(filter)
         {
