@@ -234,6 +234,9 @@ pub fn meta_namespace_key<K: Resource>(obj: &K) -> ObjectKey {
 pub struct KeyFn<K>(KeyFnRepr<K>);
 
 enum KeyFnRepr<K> {
+    /// client-go's `MetaNamespaceKeyFunc`, borrowed: the key is the object's namespace
+    /// and name (told apart so that a key can be looked up by a name).
+    MetaNamespace(for<'a> fn(&'a K) -> ObjectKeyRef<'a>),
     /// Borrows the key from the object: no allocation unless the key is new to the cache.
     Borrowed(for<'a> fn(&'a K) -> ObjectKeyRef<'a>),
     /// Builds an owned key.
@@ -243,7 +246,7 @@ enum KeyFnRepr<K> {
 impl<K: Resource> KeyFn<K> {
     /// client-go's `MetaNamespaceKeyFunc` ([`meta_namespace_key_ref`]).
     pub fn meta_namespace() -> Self {
-        Self(KeyFnRepr::Borrowed(meta_namespace_key_ref::<K>))
+        Self(KeyFnRepr::MetaNamespace(meta_namespace_key_ref::<K>))
     }
 }
 
@@ -267,7 +270,7 @@ impl<K> KeyFn<K> {
     /// The key of `obj`.
     pub fn key(&self, obj: &K) -> ObjectKey {
         match &self.0 {
-            KeyFnRepr::Borrowed(f) => f(obj).to_object_key(),
+            KeyFnRepr::MetaNamespace(f) | KeyFnRepr::Borrowed(f) => f(obj).to_object_key(),
             KeyFnRepr::Owned(f) => f(obj),
         }
     }
@@ -275,15 +278,21 @@ impl<K> KeyFn<K> {
     /// The key of `obj`, borrowed where the key function allows it.
     pub(crate) fn candidate<'a>(&self, obj: &'a K) -> KeyCandidate<'a> {
         match &self.0 {
-            KeyFnRepr::Borrowed(f) => KeyCandidate::Ref(f(obj)),
+            KeyFnRepr::MetaNamespace(f) | KeyFnRepr::Borrowed(f) => KeyCandidate::Ref(f(obj)),
             KeyFnRepr::Owned(f) => KeyCandidate::Owned(f(obj)),
         }
+    }
+
+    /// Whether the key of an object is its namespace and name (the default).
+    pub(crate) fn is_meta_namespace(&self) -> bool {
+        matches!(self.0, KeyFnRepr::MetaNamespace(_))
     }
 }
 
 impl<K> Clone for KeyFn<K> {
     fn clone(&self) -> Self {
         Self(match &self.0 {
+            KeyFnRepr::MetaNamespace(f) => KeyFnRepr::MetaNamespace(*f),
             KeyFnRepr::Borrowed(f) => KeyFnRepr::Borrowed(*f),
             KeyFnRepr::Owned(f) => KeyFnRepr::Owned(Arc::clone(f)),
         })
@@ -293,6 +302,7 @@ impl<K> Clone for KeyFn<K> {
 impl<K> fmt::Debug for KeyFn<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.0 {
+            KeyFnRepr::MetaNamespace(_) => "KeyFn(meta_namespace)",
             KeyFnRepr::Borrowed(_) => "KeyFn(borrowed)",
             KeyFnRepr::Owned(_) => "KeyFn(owned)",
         })

@@ -21,6 +21,8 @@
 //! other test on the shared one).
 
 mod common;
+#[path = "custom_resources/owned_shards.rs"]
+mod owned_shards;
 #[path = "custom_resources/server_shards.rs"]
 mod server_shards;
 #[path = "custom_resources/shard_handoffs.rs"]

@@ -18,6 +18,7 @@ use super::error::{DecodeError, ReflectorError};
 use super::key_filter::SharedKeyFilter;
 use super::versions::VersionSource;
 use crate::cached::CachedObjects;
+use crate::key::ObjectKey;
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
 ///
@@ -115,12 +116,16 @@ pub enum WatchEvent<K> {
     },
     /// An event (added, modified or deleted) about an object the request's
     /// [`key_filter`](WatchRequest::key_filter) does not keep: not decoded, and known
-    /// only by the resourceVersion the watch has reached with it. Made with
-    /// [`WatchEvent::filtered_out`].
+    /// only by the resourceVersion the watch has reached with it and, where the
+    /// lister-watcher read it, the object's key. Made with [`WatchEvent::filtered_out`].
     #[non_exhaustive]
     FilteredOut {
         /// The object's resourceVersion: the watch resumes after it.
         resource_version: String,
+        /// The object's `namespace/name`, when known: a cache that holds an object
+        /// under it drops it, since its new state is not the cache's to keep (a key
+        /// filter on the object's controller reference, say, whose controller moved).
+        key: Option<ObjectKey>,
     },
     /// An event whose object did not decode (or was of another kind); the reflector
     /// reports it and goes on.
@@ -149,6 +154,7 @@ impl<K> WatchEvent<K> {
     pub fn filtered_out(resource_version: impl Into<String>) -> Self {
         WatchEvent::FilteredOut {
             resource_version: resource_version.into(),
+            key: None,
         }
     }
 }

@@ -38,6 +38,15 @@ pub trait ReflectorStore<K>: Send + Sync {
     fn forget(&self, key: &ObjectKey) {
         let _ = key;
     }
+    /// A watch event says the object named `key` (`namespace/name`) now is, or was when
+    /// deleted, in a state the key filter does not keep (say its controller reference
+    /// moved to an owner in another member's shard): the store must stop holding what
+    /// it holds under that name, as a relist would drop it. Only watches whose events
+    /// carry the key say so (an [`ApiListerWatcher`](super::ApiListerWatcher)'s do).
+    /// The default does nothing.
+    fn left_filter(&self, key: &ObjectKey) {
+        let _ = key;
+    }
     /// The watch reached `resource_version` without a change for the store: a
     /// bookmark, or an event about an object the key filter does not keep. What the
     /// store holds is now the collection as of that version (once it has applied what

@@ -17,6 +17,7 @@ use super::{
     Phase, Reflector, ReflectorError, SHORT_WATCH, WatchEvent, WatchRequest, dead_watch_grace,
     random_in,
 };
+use crate::key::ObjectKey;
 
 /// Why reading a watch stopped.
 enum Stopped {
@@ -231,22 +232,31 @@ where
         let mut rv = std::mem::take(&mut progress.event_resource_version);
         rv.clear();
         match event {
+            // An object whose new state the key filter does not keep leaves the store,
+            // as a relist would drop it: a filter can stop keeping an object that
+            // changes (one on its controller reference, say).
             WatchEvent::Added(object) => {
                 push_resource_version(&mut rv, &object);
                 if self.passes_filter(&object) {
                     self.store.add(object);
+                } else {
+                    self.store.left_filter(&ObjectKey::of(&object));
                 }
             }
             WatchEvent::Modified(object) => {
                 push_resource_version(&mut rv, &object);
                 if self.passes_filter(&object) {
                     self.store.update(object);
+                } else {
+                    self.store.left_filter(&ObjectKey::of(&object));
                 }
             }
             WatchEvent::Deleted(object) => {
                 push_resource_version(&mut rv, &object);
                 if self.passes_filter(&object) {
                     self.store.delete(object);
+                } else {
+                    self.store.left_filter(&ObjectKey::of(&object));
                 }
             }
             WatchEvent::Bookmark {
@@ -256,8 +266,14 @@ where
                 rv = resource_version;
             }
             // Skipped as a bookmark is: the watch has got this far.
-            WatchEvent::FilteredOut { resource_version } => {
+            WatchEvent::FilteredOut {
+                resource_version,
+                key,
+            } => {
                 self.record(|metrics| metrics.filtered_out(1));
+                if let Some(key) = key {
+                    self.store.left_filter(&key);
+                }
                 self.store.progressed(&resource_version);
                 rv = resource_version;
             }

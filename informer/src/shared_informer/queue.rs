@@ -8,7 +8,7 @@ use std::sync::Arc;
 use educe::Educe;
 
 use crate::fifo::{DeltaBatch, DeltaFifo, DeltaFifoOptions, RealFifo, RealFifoOptions};
-use crate::key::KeyFn;
+use crate::key::{KeyFn, ObjectKey};
 use crate::store::Indexer;
 use crate::synced::HasSynced;
 
@@ -78,6 +78,10 @@ impl<K: 'static> Queue<K> {
 
     pub(super) fn delete_stale(&self, last_known: Arc<K>) {
         dispatch!(self, fifo => fifo.delete_stale(last_known))
+    }
+
+    pub(super) fn newest_queued(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        dispatch!(self, fifo => fifo.newest_queued(key))
     }
 
     pub(super) fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) {

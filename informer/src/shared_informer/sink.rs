@@ -49,6 +49,40 @@ impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
 }
 
 impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
+    /// Queues a tombstone for the object named `key` if the cache holds it, or a watch
+    /// brought it and it waits in the queue (with its newest state either way), as a
+    /// relist would for an object it no longer lists; whether there was one.
+    fn evict(&self, key: &ObjectKey) -> bool {
+        // The cache is keyed by the informer's key function, which need not be
+        // `namespace/name`: look the name up, and check that what was found is it.
+        let named = |object: &Arc<K>| {
+            let meta = object.meta();
+            meta.name.as_deref() == Some(key.name.as_str())
+                && meta.namespace.as_deref() == key.namespace.as_deref()
+        };
+        let by_name = self.indexer.keyed_by_name();
+        let cached = self.indexer.get(key).filter(named).or_else(|| {
+            if by_name {
+                // Keyed by name: what the key does not find is not there.
+                return None;
+            }
+            let namespace = key.namespace.as_deref().unwrap_or_default();
+            let candidates = match self.indexer.by_index(NAMESPACE_INDEX, namespace) {
+                Ok(in_namespace) if key.namespace.is_some() => in_namespace,
+                _ => self.indexer.list(),
+            };
+            candidates.into_iter().find(named)
+        });
+        // Not stored yet: a watch event queued it (found by key where the key function
+        // is `namespace/name`, the default).
+        let Some(last_known) = cached.or_else(|| self.queue.newest_queued(key).filter(named))
+        else {
+            return false;
+        };
+        self.queue.delete_stale(last_known);
+        true
+    }
+
     /// Queues a watch event's object with `queue`, noting its version.
     fn queue_event(&self, object: K, queue: impl FnOnce(&Queue<K>, Arc<K>)) {
         if let Some(object) = self.prepare(object) {
@@ -95,27 +129,16 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for QueueSink<K> {
         self.queue.resync();
     }
     fn forget(&self, key: &ObjectKey) {
-        // The cache is keyed by the informer's key function, which need not be
-        // `namespace/name`: look the name up, and check that what was found is it.
-        let named = |object: &Arc<K>| {
-            let meta = object.meta();
-            meta.name.as_deref() == Some(key.name.as_str())
-                && meta.namespace.as_deref() == key.namespace.as_deref()
-        };
-        let cached = self.indexer.get(key).filter(named).or_else(|| {
-            let namespace = key.namespace.as_deref().unwrap_or_default();
-            let candidates = match self.indexer.by_index(NAMESPACE_INDEX, namespace) {
-                Ok(in_namespace) if key.namespace.is_some() => in_namespace,
-                _ => self.indexer.list(),
-            };
-            candidates.into_iter().find(named)
-        });
-        if let Some(last_known) = cached {
+        if self.evict(key) {
             tracing::warn!(
                 %key,
                 "a newer state of this object does not decode: it leaves the cache until it does"
             );
-            self.queue.delete_stale(last_known);
+        }
+    }
+    fn left_filter(&self, key: &ObjectKey) {
+        if self.evict(key) {
+            tracing::debug!(%key, "this object's new state is not this cache's to keep: it leaves the cache");
         }
     }
     fn progressed(&self, resource_version: &str) {

@@ -33,6 +33,14 @@ pub struct Indexer<K> {
     pub(super) shared: Arc<Shared<K>>,
 }
 
+impl<K> Indexer<K> {
+    /// Whether its keys are the objects' namespaces and names (the default key
+    /// function), so that a name is a key.
+    pub(crate) fn keyed_by_name(&self) -> bool {
+        self.shared.key_fn.is_meta_namespace()
+    }
+}
+
 impl<K> fmt::Debug for Indexer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Indexer")

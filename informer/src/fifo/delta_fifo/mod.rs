@@ -290,6 +290,15 @@ impl<K: 'static> DeltaFifo<K> {
         }
     }
 
+    /// The newest queued state of `key`, unless that is a deletion: an object a watch
+    /// brought that the process loop has not stored yet.
+    pub(crate) fn newest_queued(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        let state = self.lock();
+        let key = key.as_key_ref();
+        let newest = state.find(state.hash(key), &key)?.newest();
+        (!matches!(newest, Delta::Deleted(_))).then(|| Arc::clone(newest.object()))
+    }
+
     /// Queues a tombstone ([`DeletedObject::Unknown`]) for the key of `last_known`:
     /// the object is no longer what the server would list for this cache (a later
     /// state of it could not be decoded), and its final state is unknown. The

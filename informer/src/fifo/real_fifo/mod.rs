@@ -371,6 +371,19 @@ impl<K: 'static> RealFifo<K> {
         self.queue_change(obj.into(), |obj| Delta::Deleted(DeletedObject::Final(obj)));
     }
 
+    /// The newest queued state of `key`, unless that is a deletion: an object a watch
+    /// brought that the process loop has not stored yet.
+    pub(crate) fn newest_queued(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        match self.lock().newest_queued(key.as_key_ref()) {
+            Some(Item {
+                delta: Delta::Deleted(_),
+                ..
+            })
+            | None => None,
+            Some(item) => Some(Arc::clone(item.delta.object())),
+        }
+    }
+
     /// Queues a tombstone ([`DeletedObject::Unknown`]) for the key of `last_known`: the
     /// object is no longer what the server would list for this cache (a later state of
     /// it could not be decoded). The tombstone carries the newest queued state of the

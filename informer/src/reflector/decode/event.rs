@@ -84,6 +84,9 @@ pub(in crate::reflector) fn decode_event<K: DeserializeOwned>(
                 .resource_version()
                 .unwrap_or_default()
                 .to_owned(),
+            key: head.object.name().map(|name| {
+                crate::key::ObjectKey::new(head.object.namespace().map(str::to_owned), name)
+            }),
         });
     }
     let event: RawEvent<'_> = serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
@@ -354,7 +357,7 @@ mod tests {
                 r#"{{"type":"{kind}","object":{{"kind":"ConfigMap","metadata":{{"name":"other","namespace":"n","resourceVersion":"7"}},"data":[]}}}}"#
             );
             assert!(
-                matches!(decode(&line), WatchEvent::FilteredOut { resource_version } if resource_version == "7"),
+                matches!(decode(&line), WatchEvent::FilteredOut { resource_version, .. } if resource_version == "7"),
                 "{kind}"
             );
         }
@@ -400,7 +403,7 @@ mod tests {
         };
         for kind in ["ADDED", "MODIFIED", "DELETED"] {
             assert!(
-                matches!(event(kind, "api"), WatchEvent::FilteredOut { resource_version } if resource_version == "3"),
+                matches!(event(kind, "api"), WatchEvent::FilteredOut { resource_version, .. } if resource_version == "3"),
                 "{kind}"
             );
         }

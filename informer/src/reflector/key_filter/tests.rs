@@ -136,9 +136,7 @@ async fn the_resource_version_moves_past_skipped_events() {
         Ok(WatchEvent::Added(cm("c", "11"))),
         Ok(WatchEvent::Modified(cm("a", "12"))),
         Ok(WatchEvent::Deleted(cm("b", "13"))),
-        Ok(WatchEvent::FilteredOut {
-            resource_version: "14".into(),
-        }),
+        Ok(WatchEvent::filtered_out("14")),
     ]));
     script
         .watches
@@ -621,4 +619,94 @@ fn a_controlled_by_filter_decides_by_the_owners_uid_and_passes_on_namespace_sele
         selector: Some(namespace_selector),
     }));
     assert!(cluster_owner.server_selector().is_none());
+}
+
+/// Keeps the objects whose controller is named `mine`.
+struct ControlledByMine(tokio::sync::watch::Sender<u64>);
+
+impl KeyFilter for ControlledByMine {
+    fn keeps(&self, _: Option<&str>, _: &str) -> bool {
+        false
+    }
+    fn generation(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+    fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
+        head.controller.is_some_and(|c| c.name == "mine")
+    }
+}
+
+fn controlled(key: &str, controller: Option<&str>, version: &str) -> ConfigMap {
+    let mut cm = config_map(key, &[("v", version)], 0);
+    cm.metadata.owner_references = controller.map(|name| {
+        vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: name.into(),
+                uid: format!("{name}-uid"),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]
+    });
+    cm
+}
+
+/// An object the cache holds whose new state the key filter no longer keeps (its
+/// controller changed, or went) leaves the cache at that event, the handlers told with
+/// its last cached state, as a relist would drop it; a deletion of one that left is
+/// nothing more. The filter's generation never moves, so no relist comes.
+#[tokio::test]
+async fn an_object_whose_new_state_the_filter_does_not_keep_leaves_the_cache() {
+    let source = FakeSource::new();
+    for name in ["a", "b", "c"] {
+        source.add(controlled(&format!("ns/{name}"), Some("mine"), "1"));
+    }
+    let filter = Arc::new(ControlledByMine(tokio::sync::watch::Sender::new(0)));
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default().reflector(Config::default().key_filter(filter)),
+    )
+    .expect("no indexes");
+    let mut notifications = informer.subscribe().expect("subscribed");
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    assert_eq!(cached(&informer), ["a", "b", "c"]);
+
+    source.modify(controlled("ns/a", Some("theirs"), "2"));
+    source.modify(controlled("ns/b", None, "2"));
+    source.delete(controlled("ns/a", Some("theirs"), "2"));
+    source.modify(controlled("ns/c", Some("mine"), "2"));
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        seen.push(match notifications.next().await.expect("a notification") {
+            Notification::Add { object, .. } => format!("add {}", ObjectKey::of(&*object)),
+            Notification::Update { new, .. } => format!("update {}", ObjectKey::of(&*new)),
+            Notification::Delete(gone) => {
+                let last = gone.object();
+                let version = kube::ResourceExt::labels(&**last)
+                    .get("v")
+                    .cloned()
+                    .unwrap_or_default();
+                format!("delete {} at v{version}", ObjectKey::of(&**last))
+            }
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "add ns/a",
+            "add ns/b",
+            "add ns/c",
+            "delete ns/a at v1",
+            "delete ns/b at v1",
+            "update ns/c"
+        ]
+    );
+    assert_eq!(cached(&informer), ["c"]);
+    let stats = informer.reflector_stats().expect("started");
+    assert_eq!(stats.lists, 1, "no relist");
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
 }
