@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use common::scrape::{scrape, value};
@@ -611,4 +611,145 @@ async fn custom_resources_a_quiet_collection_is_checked_at_fresh_points() {
     })
     .await;
     running.stop().await;
+}
+
+// --- A shard member's cache across hand-offs --------------------------------------
+
+/// A shard member's cache, checked back to back and periodically while another member
+/// joins and leaves three times (each change moves part of the member's share, and its
+/// cache relists to follow): no check says inconsistent, though the shares really
+/// moved; then a watch event really lost is still found and named. 300 ConfigMaps that
+/// never change, by key (filtered here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_across_shard_hand_offs_raise_no_false_alarm_and_still_find_a_loss() {
+    use informer::shard::{ShardConfig, ShardMember};
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("handoff-checks").await.unwrap();
+    let client = env.client().unwrap();
+    let api = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+    common::create_config_maps(&api, "cm", 300, &[]).await;
+    let config = |identity: &str| {
+        ShardConfig::new(ns.clone(), "checks")
+            .identity(identity)
+            .lease_duration(Duration::from_secs(4))
+            .renew_deadline(Duration::from_secs(3))
+            .retry_period(Duration::from_millis(250))
+    };
+    let join = |identity: &str| {
+        let member = ShardMember::new(client.clone(), config(identity)).unwrap();
+        let handle = member.handle();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(member.run(async {
+            stopped.await.ok();
+        }));
+        (handle, stop, run)
+    };
+    let (a, stop_a, run_a) = join("a");
+    eventually("a alone", WAIT, || a.members() == ["a"]).await;
+
+    let faulty = FaultyWatches::new(ApiListerWatcher::new(api.clone()));
+    let informer = SharedIndexInformer::with_options(
+        faulty.clone(),
+        InformerOptions::default()
+            .consistency(every_two_seconds())
+            .reflector(Config::default().key_filter(std::sync::Arc::new(a.clone()))),
+    )
+    .unwrap();
+    let running: Running = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    assert_eq!(informer.indexer().len(), 300);
+
+    // Checks back to back, as long as the membership moves.
+    let checking = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let checks = tokio::spawn({
+        let (informer, checking) = (informer.clone(), std::sync::Arc::clone(&checking));
+        async move {
+            let mut reports = Vec::new();
+            while checking.load(std::sync::atomic::Ordering::SeqCst) {
+                reports.push(informer.verify().await);
+            }
+            reports
+        }
+    });
+    let mut sizes = BTreeSet::new();
+    let periodic = |informer: &SharedIndexInformer<ConfigMap>| {
+        let stats = informer.consistency_stats();
+        stats.consistent + stats.inconsistent + stats.skipped + stats.errors
+    };
+    let mut changes = 0;
+    while changes < 6 || periodic(&informer) < 3 {
+        assert!(
+            changes < 40,
+            "periodic checks ran: {:?}",
+            informer.consistency_stats()
+        );
+        changes += 2;
+        let (_c, stop_c, run_c) = join("c");
+        eventually("a to see c", WAIT, || a.members() == ["a", "c"]).await;
+        eventually("a's cache to follow its smaller share", WAIT, || {
+            let len = informer.indexer().len();
+            (1..300).contains(&len)
+                && informer
+                    .indexer()
+                    .list()
+                    .iter()
+                    .all(|cm| a.in_shard_object(cm.meta()))
+        })
+        .await;
+        sizes.insert(informer.indexer().len());
+        stop_c.send(()).unwrap();
+        run_c.await.unwrap();
+        eventually("a alone again", WAIT, || a.members() == ["a"]).await;
+        eventually("a's cache to hold everything again", WAIT, || {
+            informer.indexer().len() == 300
+        })
+        .await;
+    }
+    checking.store(false, std::sync::atomic::Ordering::SeqCst);
+    let reports = checks.await.unwrap();
+    let consistent = reports
+        .iter()
+        .filter(|r| r.as_ref().is_ok_and(|r| r.consistent))
+        .count();
+    let alarms: Vec<_> = reports
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .filter(|r| !r.consistent)
+        .collect();
+    eprintln!(
+        "{} back-to-back checks across {changes} membership changes (a's share {sizes:?} of 300): {consistent} consistent, {} inconsistent, {} skipped or failed; periodic: {:?}",
+        reports.len(),
+        alarms.len(),
+        reports.iter().filter(|r| r.is_err()).count(),
+        informer.consistency_stats()
+    );
+    assert!(alarms.is_empty(), "false alarms: {alarms:?}");
+    assert!(
+        consistent >= 6,
+        "checks ran through the hand-offs: {consistent}"
+    );
+    let stats = informer.consistency_stats();
+    assert_eq!(
+        stats.inconsistent, 0,
+        "no periodic check said inconsistent either: {stats:?}"
+    );
+
+    // A real loss is still named.
+    let lost = ObjectKey::namespaced(&ns, "cm-7");
+    faulty.lose_next(lost.clone());
+    change(&api, "cm-7", 1).await;
+    common::eventually_async("a check naming the lost update", WAIT, || async {
+        informer.verify().await.is_ok_and(|report| {
+            !report.consistent
+                && report
+                    .differences
+                    .iter()
+                    .any(|d| d.key == lost && d.kind == DifferenceKind::Older)
+        })
+    })
+    .await;
+    assert_eq!(faulty.faults_done(), 1);
+    running.stop().await;
+    stop_a.send(()).unwrap();
+    run_a.await.unwrap();
 }

@@ -91,7 +91,19 @@ impl<K: Resource + 'static> Checker<K> {
         if !fresh {
             probe(&self.tracker, source, self.timeout).await;
         }
+        // A cache is compared with the server only under the key filter's generation
+        // its objects were filtered with: after a filter change (a shard hand-off) the
+        // newest point may still be the old share's, until the relist the change brings
+        // is applied.
+        let generation = self.filter_generation();
         let mut point = self.newest_point()?;
+        if point.filter_generation != generation {
+            point = self
+                .tracker
+                .point_after(None, generation, self.timeout)
+                .await
+                .ok_or_else(|| self.filter_changed())?;
+        }
         let mut requests = 0;
         let mut compacted = 0;
         let listed = loop {
@@ -104,7 +116,9 @@ impl<K: Resource + 'static> Checker<K> {
                     compacted += 1;
                     let newer = match compacted {
                         ..=COMPACTED_RETRIES => {
-                            self.tracker.point_after(&point, self.timeout).await
+                            self.tracker
+                                .point_after(Some(&point), generation, self.timeout)
+                                .await
                         }
                         _ => None,
                     };
@@ -120,6 +134,10 @@ impl<K: Resource + 'static> Checker<K> {
                 Err(failure) => return Err(self.failed(&point, failure)),
             }
         };
+        // What was listed was filtered as the point was, unless the filter moved meanwhile.
+        if self.filter_generation() != generation {
+            return Err(self.filter_changed());
+        }
         let mut report = ConsistencyReport {
             resource: self.resource.clone(),
             resource_version: point.resource_version.clone(),
@@ -131,9 +149,23 @@ impl<K: Resource + 'static> Checker<K> {
             requests,
         };
         if !report.consistent {
-            self.name_differences(source, &mut report).await?;
+            self.name_differences(source, generation, &mut report)
+                .await?;
         }
         Ok(report)
+    }
+
+    /// The key filter's generation now (0 without one).
+    fn filter_generation(&self) -> u64 {
+        self.key_filter
+            .as_ref()
+            .map_or(0, |filter| *filter.filter().generation().borrow())
+    }
+
+    fn filter_changed(&self) -> VerifyError {
+        VerifyError::FilterChanged {
+            resource: self.resource.clone(),
+        }
     }
 
     fn newest_point(&self) -> Result<Point, VerifyError> {
@@ -176,10 +208,15 @@ impl<K: Resource + 'static> Checker<K> {
         })
     }
 
-    /// Compares again key by key, at the cache's point now.
+    /// Compares again key by key, at the cache's point now (under the key filter's
+    /// `generation`): names every difference, or, when there is none, says the cache is
+    /// consistent at that point (it differed at the first one, and no longer does). A
+    /// report never says inconsistent while naming nothing: a comparison that cannot be
+    /// made is an error instead (a skipped check).
     async fn name_differences(
         &self,
         source: &dyn VersionSource,
+        generation: u64,
         report: &mut ConsistencyReport,
     ) -> Result<(), VerifyError> {
         let at_point = self
@@ -187,9 +224,13 @@ impl<K: Resource + 'static> Checker<K> {
             .at_a_point(self.timeout, || snapshot(&self.indexer))
             .await;
         let Some((point, cached)) = at_point else {
-            // The cache never settled: the digests' word stands, unnamed.
-            return Ok(());
+            return Err(VerifyError::NoPoint {
+                resource: self.resource.clone(),
+            });
         };
+        if point.filter_generation != generation {
+            return Err(self.filter_changed());
+        }
         let mut comparison = KeyedComparison::new(cached);
         let listed = self
             .list(
@@ -202,14 +243,25 @@ impl<K: Resource + 'static> Checker<K> {
             )
             .await;
         match listed {
-            Ok(_) => {
+            Ok(_) if self.filter_generation() != generation => Err(self.filter_changed()),
+            Ok(listed) => {
                 let (differences, _, _) = comparison.finish();
+                if differences.is_empty() {
+                    tracing::info!(
+                        resource = %self.resource,
+                        differed_at = %report.resource_version,
+                        consistent_at = %point.resource_version,
+                        "the cache differed from the server and no longer does"
+                    );
+                    report.consistent = true;
+                    report.resource_version = point.resource_version.clone();
+                    report.cached = point.objects;
+                    report.listed = listed.objects;
+                }
                 report.differences = differences;
                 report.keyed_at = Some(point.resource_version);
                 Ok(())
             }
-            // Compacted at once: the digests' word stands, unnamed.
-            Err(ListFailure::Gone) => Ok(()),
             Err(failure) => Err(self.failed(&point, failure)),
         }
     }

@@ -30,6 +30,9 @@ pub(crate) struct Point {
     pub(crate) digest: Digest,
     /// How many objects the cache held.
     pub(crate) objects: usize,
+    /// The key filter's generation the cache's objects were filtered with (0 without a
+    /// filter): a check compares the point only with a list under the same one.
+    pub(crate) filter_generation: u64,
     /// When the cache got there (or, for a point a probe vouched for, when the probe
     /// found the collection unchanged since).
     pub(crate) at: Instant,
@@ -52,6 +55,7 @@ impl Points {
                 // earlier time, when the cache got there.
                 newest.digest = point.digest;
                 newest.objects = point.objects;
+                newest.filter_generation = point.filter_generation;
             }
             Some(newest) if several && point.at.duration_since(newest.at) < SPACING => {
                 *newest = point;
@@ -88,6 +92,7 @@ mod tests {
 
     fn point(version: u32, at: Instant) -> Point {
         Point {
+            filter_generation: 0,
             resource_version: version.to_string(),
             digest: Digest::default(),
             objects: 0,

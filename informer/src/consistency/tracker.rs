@@ -17,7 +17,8 @@
 //! takes the queue's lock, then the state; nobody takes another lock while holding the
 //! state, so no two of them wait on each other.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -39,6 +40,9 @@ pub(crate) struct Tracker {
     /// Woken whenever a point is taken or the queue is found empty.
     settled: Notify,
     queue_is_empty: QueueIsEmpty,
+    /// The key filter's generation the cache's objects were filtered with, as the
+    /// reflector sets it (see [`follow_filter_generation`](Tracker::follow_filter_generation)).
+    store_generation: OnceLock<Arc<AtomicU64>>,
 }
 
 /// The last resourceVersion the reflector queued or skipped over.
@@ -127,7 +131,20 @@ impl Tracker {
             }),
             settled: Notify::new(),
             queue_is_empty,
+            store_generation: OnceLock::new(),
         }
+    }
+
+    /// Points record the key filter's generation `generation` holds (the reflector's
+    /// for its store), from now on.
+    pub(crate) fn follow_filter_generation(&self, generation: Arc<AtomicU64>) {
+        let _ = self.store_generation.set(generation);
+    }
+
+    fn filter_generation(&self) -> u64 {
+        self.store_generation
+            .get()
+            .map_or(0, |g| g.load(Ordering::Acquire))
     }
 
     /// Holds the marks lock while the caller queues something and notes its version.
@@ -181,16 +198,17 @@ impl Tracker {
             return None;
         }
         let now = Instant::now();
+        let filter_generation = self.filter_generation();
         let mut state = self.state.locked();
-        let unchanged = state
-            .points
-            .newest()
-            .is_some_and(|p| p.resource_version == version);
+        let unchanged = state.points.newest().is_some_and(|p| {
+            p.resource_version == version && p.filter_generation == filter_generation
+        });
         if !unchanged || state.moved {
             let point = Point {
                 resource_version: version.to_owned(),
                 digest: state.digest,
                 objects: state.objects,
+                filter_generation,
                 at: now,
             };
             state.points.record(point);
@@ -212,14 +230,20 @@ impl Tracker {
         self.state.locked().points.older(than).cloned()
     }
 
-    /// Waits until the newest point is another than `than`, for at most `limit`;
-    /// returns it.
-    pub(crate) async fn point_after(&self, than: &Point, limit: Duration) -> Option<Point> {
+    /// Waits until the newest point is another than `than` (any, with `None`) and was
+    /// taken under the key filter's `generation`, for at most `limit`; returns it.
+    pub(crate) async fn point_after(
+        &self,
+        than: Option<&Point>,
+        generation: u64,
+        limit: Duration,
+    ) -> Option<Point> {
         let deadline = Instant::now() + limit;
         loop {
             let settled = self.settled.notified();
             if let Some(newest) = self.newest_point()
-                && newest.resource_version != than.resource_version
+                && than.is_none_or(|than| newest.resource_version != than.resource_version)
+                && newest.filter_generation == generation
             {
                 return Some(newest);
             }

@@ -26,6 +26,13 @@ impl Progress {
             .is_some_and(FilterGeneration::has_moved)
     }
 
+    /// The key filter's generation the last sync started with (0 without a filter).
+    pub(super) fn synced_filter_generation(&self) -> u64 {
+        self.key_filter_generation
+            .as_ref()
+            .map_or(0, FilterGeneration::synced)
+    }
+
     /// The key filter's generation, for a watch to follow.
     pub(super) fn key_filter_generation(&self) -> Option<FilterGeneration> {
         self.key_filter_generation.clone()
@@ -36,6 +43,15 @@ impl<K> Reflector<K>
 where
     K: Resource + Send + 'static,
 {
+    /// A sync's objects are about to replace the store's: from now on the store holds
+    /// the objects of the key filter's generation that sync started with.
+    pub(super) fn replacing(&self, progress: &Progress) {
+        self.store_filter_generation.store(
+            progress.synced_filter_generation(),
+            std::sync::atomic::Ordering::Release,
+        );
+    }
+
     /// The key filter requests carry, for the lister-watcher to apply while decoding.
     pub(super) fn request_key_filter(&self) -> Option<SharedKeyFilter> {
         self.config

@@ -85,7 +85,7 @@ mod watch_list;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube::Resource;
@@ -165,6 +165,9 @@ pub struct Reflector<K> {
     streaming_list_refused: AtomicBool,
     /// Relists asked for from outside (a consistency check healing the store).
     relist: RelistTrigger,
+    /// The key filter's generation the store's objects were filtered with (see
+    /// [`filter_generation_of_store`](Self::filter_generation_of_store)).
+    store_filter_generation: Arc<AtomicU64>,
 }
 
 impl<K> std::fmt::Debug for Reflector<K> {
@@ -213,7 +216,16 @@ where
             running: AtomicBool::new(false),
             streaming_list_refused: AtomicBool::new(false),
             relist: RelistTrigger::new(),
+            store_filter_generation: Arc::default(),
         }
+    }
+
+    /// The key filter's generation the store's objects were filtered with: that of the
+    /// sync whose list last replaced them, set just before the replace is written (0
+    /// without a key filter). A consistency check compares a cache with the server only
+    /// under the generation the cache follows.
+    pub(crate) fn filter_generation_of_store(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.store_filter_generation)
     }
 
     /// A handle that makes this reflector relist at once, whenever it is running
@@ -363,6 +375,7 @@ where
         };
         progress.resource_version_unavailable = false;
         let count = listed.items.len() + listed.unchanged.len();
+        self.replacing(progress);
         self.store
             .replace(listed.items, listed.unchanged, &listed.resource_version);
         self.set_resource_version(progress, listed.resource_version);

@@ -32,28 +32,40 @@ pub(super) struct Progress {
 /// The key filter's generation as a reflector follows it: the one its last sync
 /// started with, and whether it has moved since.
 #[derive(Clone)]
-pub(super) struct FilterGeneration(watch::Receiver<u64>);
+pub(super) struct FilterGeneration {
+    receiver: watch::Receiver<u64>,
+    /// The generation the last sync started with.
+    synced: u64,
+}
 
 impl FilterGeneration {
     pub(super) fn of(filter: &dyn KeyFilter) -> Self {
-        Self(filter.generation())
+        let receiver = filter.generation();
+        let synced = *receiver.borrow();
+        Self { receiver, synced }
     }
 
     /// A sync starts: it filters with the generation there is now.
     pub(super) fn mark_synced(&mut self) {
-        self.0.borrow_and_update();
+        self.synced = *self.receiver.borrow_and_update();
+    }
+
+    /// The generation the last sync started with: what a store filled by that sync
+    /// holds objects of.
+    pub(super) fn synced(&self) -> u64 {
+        self.synced
     }
 
     /// Whether the generation moved since the last sync started. A filter that
     /// dropped its sender never changes again.
     pub(super) fn has_moved(&self) -> bool {
-        self.0.has_changed().unwrap_or(false)
+        self.receiver.has_changed().unwrap_or(false)
     }
 
     /// Completes once the generation has moved since the last sync started (at once
     /// if it already has); never, if the filter can no longer change.
     pub(super) async fn moved(&self) {
-        let mut generation = self.0.clone();
+        let mut generation = self.receiver.clone();
         if generation.changed().await.is_err() {
             std::future::pending::<()>().await;
         }

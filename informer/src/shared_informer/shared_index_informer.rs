@@ -412,7 +412,12 @@ where
                 sync_signal: Arc::clone(&inner.sync_signal),
                 tracker: Arc::clone(&inner.tracker),
             };
-            Reflector::from_parts(Arc::clone(&inner.lister_watcher), Arc::new(sink), config)
+            let reflector =
+                Reflector::from_parts(Arc::clone(&inner.lister_watcher), Arc::new(sink), config);
+            inner
+                .tracker
+                .follow_filter_generation(reflector.filter_generation_of_store());
+            reflector
         };
         let _ = inner.reflector_stats.set(reflector.stats_handle());
         inner.processor.start(tokio::runtime::Handle::current());

@@ -257,6 +257,7 @@ where
     ) {
         progress.resource_version_unavailable = false;
         let count = initial.items.len() + initial.unchanged.len();
+        self.replacing(progress);
         self.store
             .replace(initial.items, initial.unchanged, &resource_version);
         self.set_resource_version(progress, resource_version);
