@@ -107,9 +107,12 @@ go_in() {
       GOFLAGS="-mod=readonly -buildvcs=false" "$go" "$@" )
 }
 
-# Whether $1 is an executable whose `--version` output contains $2.
+# Whether $1 is an executable whose `--version` output contains $2. (Read whole first:
+# `grep -q` stops at the first match, and under pipefail the program's SIGPIPE would
+# fail the check now and then.)
 says_version() {
-  [ -x "$1" ] && "$1" --version 2>/dev/null | grep -qF "$2"
+  local said
+  [ -x "$1" ] && said=$("$1" --version 2>/dev/null) && grep -qF "$2" <<<"$said"
 }
 
 # The folder with kube-apiserver and etcd that KUBEBUILDER_ASSETS names, if any.
