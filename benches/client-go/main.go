@@ -1,15 +1,31 @@
 // The client-go peer of the benchmark worker (benches/src/worker.rs): the same
 // scenarios, run by a client-go SharedInformerFactory informer, reporting the same
-// JSON line. Built from the Kubernetes source tree the control-plane install unpacks
-// (its vendored client-go, the version of the test server) by
-// `scripts/install-control-plane.sh --client-go-peer` (which scripts/bench.sh runs): it
-// copies this file to cmd/client-go-bench-peer/, runs make WHAT=cmd/client-go-bench-peer
-// and installs the binary into the cache's bin/, where the driver looks for it.
+// JSON line. A Go module of its own (go.mod, go.sum beside this file: client-go,
+// k8s.io/api and k8s.io/apimachinery v0.37.2, the newest release the Go module proxy
+// serves), built by `scripts/install-control-plane.sh --client-go-peer` (which
+// scripts/bench.sh runs) into the cache's bin/, where the driver looks for it.
 //
+//	client-go-bench-peer --version
 //	client-go-bench-peer sync   <json|protobuf> <namespace>
 //	client-go-bench-peer watch  <json|protobuf> <namespace>
 //	client-go-bench-peer relist <json|protobuf> <namespace>
 //	client-go-bench-peer sync-pods-transform <json|protobuf> <namespace>
+//
+// client-go's defaults, as of 0.37 (k8s.io/client-go@v0.37.2/features/known_features.go),
+// none of them changed here:
+//   - WatchListClient (beta, on by default since 1.35): every (re)sync is a streaming
+//     list, one watch with sendInitialEvents=true whose initial events end with a
+//     bookmark, and that watch goes on as the informer's watch; a plain paged LIST
+//     only when the server refuses it. The control plane (1.37) serves streaming lists
+//     with its watch cache and without it (scenario 6).
+//   - InOrderInformers (GA in 1.36, locked on): the informer's queue is the RealFIFO;
+//     AtomicFIFO (beta, on since 1.36) applies a relist to the cache as one batch, and
+//     UnlockWhileProcessingFIFO (beta, on since 1.36) lets the reflector queue while a
+//     batch is processed; InOrderInformersBatchProcess (beta, on since 1.35).
+//   - The typed clients of built-in types ask for protobuf when the configuration
+//     names no content type (gentype.PrefersProtobuf): protobuf is client-go 0.37's
+//     default for ConfigMaps and Pods. Both encodings are set explicitly below, so
+//     that "json" is JSON and "protobuf" stays protobuf whatever a later default.
 //
 // "synced" is HasSynced polled every millisecond, not WaitForCacheSync's 100 ms poll,
 // so that the time does not round up.
@@ -17,10 +33,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,20 +44,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	kwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	clientversion "k8s.io/client-go/pkg/version"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "--version" {
-		// What the install script checks a cached binary with. The Kubernetes build
-		// stamps its version into the vendored client-go.
-		fmt.Printf("client-go-bench-peer (client-go of Kubernetes %s)\n", clientversion.Get().GitVersion)
+		// What the install script checks a built binary with. Nothing stamps a version
+		// into a module build; the build info names the client-go module it links.
+		fmt.Printf("client-go-bench-peer (client-go %s, %s)\n", moduleVersion("k8s.io/client-go"), goVersion())
 		return
 	}
 	if len(os.Args) != 4 {
@@ -55,6 +68,8 @@ func main() {
 	implementation := "client-go-json"
 	switch encoding {
 	case "json":
+		config.ContentType = "application/json"
+		config.AcceptContentTypes = "application/json"
 	case "protobuf":
 		config.ContentType = "application/vnd.kubernetes.protobuf"
 		config.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
@@ -68,7 +83,7 @@ func main() {
 	if err != nil {
 		fail("client: %v", err)
 	}
-	var report map[string]interface{}
+	var report map[string]any
 	switch mode {
 	case "sync":
 		report = syncOnce(client, namespace, implementation)
@@ -87,9 +102,33 @@ func main() {
 	os.Exit(0)
 }
 
-func fail(format string, args ...interface{}) {
+func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "client-go-bench-peer: "+format+"\n", args...)
 	os.Exit(1)
+}
+
+// The version of module path this binary was built with, from its build info.
+func moduleVersion(path string) string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(no build info)"
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == path {
+			if dep.Replace != nil {
+				return dep.Replace.Version
+			}
+			return dep.Version
+		}
+	}
+	return "(not linked)"
+}
+
+func goVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.GoVersion
+	}
+	return "go (unknown)"
 }
 
 // An informer on the ConfigMaps of namespace, as a controller gets it from a factory.
@@ -111,22 +150,31 @@ func start(client kubernetes.Interface, namespace string, tweak func(*metav1.Lis
 }
 
 func (i informer) waitForSync() {
-	for !i.shared.HasSynced() {
+	waitForSync(i.shared)
+}
+
+func waitForSync(shared cache.SharedIndexInformer) {
+	for !shared.HasSynced() {
 		time.Sleep(time.Millisecond)
 	}
 }
 
-// Scenarios 1 and 2.
-func syncOnce(client kubernetes.Interface, namespace, implementation string) map[string]interface{} {
+// Scenarios 1, 2 and 8.
+func syncOnce(client kubernetes.Interface, namespace, implementation string) map[string]any {
 	baseline := memory()
 	mark := now()
 	i := start(client, namespace, nil)
 	i.waitForSync()
+	return syncReport(implementation, i.shared, baseline, mark)
+}
+
+// The report of a sync that started at mark with RSS baseline and just synced.
+func syncReport(implementation string, shared cache.SharedIndexInformer, baseline mem, mark mark) map[string]any {
 	elapsed, cpu, user, sys := mark.since()
 	after := memory()
-	return map[string]interface{}{
+	return map[string]any{
 		"kind": "sync", "implementation": implementation,
-		"objects":        len(i.shared.GetStore().ListKeys()),
+		"objects":        len(shared.GetStore().ListKeys()),
 		"synced_seconds": elapsed, "cpu_seconds": cpu, "user_seconds": user, "sys_seconds": sys,
 		"baseline_rss_kib": baseline.rss, "peak_rss_kib": after.peak, "rss_after_sync_kib": after.rss,
 	}
@@ -134,7 +182,7 @@ func syncOnce(client kubernetes.Interface, namespace, implementation string) map
 
 // Scenario 3: sync, then follow the driver's updates until `go <name> <value>`'s
 // value shows on object name, looking every 5 ms.
-func watch(client kubernetes.Interface, namespace, implementation string) map[string]interface{} {
+func watch(client kubernetes.Interface, namespace, implementation string) map[string]any {
 	i := start(client, namespace, nil)
 	i.waitForSync()
 	fmt.Println("synced")
@@ -157,23 +205,35 @@ func watch(client kubernetes.Interface, namespace, implementation string) map[st
 	}
 	elapsed, cpu, _, _ := mark.since()
 	after := memory()
-	return map[string]interface{}{
+	return map[string]any{
 		"kind": "watch", "implementation": implementation,
 		"seconds": elapsed, "cpu_seconds": cpu, "peak_rss_kib": after.peak, "rss_kib": after.rss,
 	}
 }
 
 // Scenario 6: 2-second watches; after the sync, waits until the relist that follows
-// the 410 Gone the driver brings about has been applied. client-go 1.20's reflector
-// handles a watch that ends in 410 Gone inside ListAndWatch (it relists at once, from
-// etcd) without telling the watch error handler, so the relist is seen as it is
-// applied: the last synced resourceVersion moves, which nothing else moves here (no
-// object of the namespace changes, and without the watch cache there are no bookmarks).
-func relist(client kubernetes.Interface, namespace, implementation string) map[string]interface{} {
+// the 410 Gone the driver brings about has been applied.
+//
+// What client-go 0.37's reflector does (tools/cache/reflector.go): the sync is a
+// streaming list (WatchListClient), whose watch goes on after its initial events;
+// every 2 s that watch ends and the next starts at LastSyncResourceVersion. Once the
+// driver has compacted etcd past it, the next watch ends in 410 Gone: watch() returns,
+// ListAndWatch returns without an error (so the watch error handler is not told), and
+// the next ListAndWatch is a new streaming list, at the last resourceVersion (not
+// older than), which the server without watch cache serves from etcd at its current
+// revision (k8s.io/apiserver@v0.37.2/pkg/storage/etcd3/watcher.go). Its end bookmark
+// carries that revision, past the driver's writes elsewhere, and watchList() sets
+// LastSyncResourceVersion to it after handing the objects to the queue
+// (store.Replace). Nothing else moves that version
+// here: no object of the namespace changes, and without the watch cache the server
+// sends no bookmarks but the initial-events-end one. So the relist is seen when
+// LastSyncResourceVersion moves; the worker then waits 500 ms, as the Rust worker
+// does, for the queue to apply the replace (the RealFIFO pops it as one batch).
+func relist(client kubernetes.Interface, namespace, implementation string) map[string]any {
 	timeout := int64(2)
 	i := start(client, namespace, func(options *metav1.ListOptions) {
-		// The tweak runs before the typed client sets Watch, so a watch is told by
-		// the timeout the reflector gives only its watches (5 to 10 minutes).
+		// Only watches (streaming lists included) come with a timeout: the reflector
+		// gives each a random 5 to 10 minutes; lists (the fallback) have none.
 		if options.TimeoutSeconds != nil {
 			options.TimeoutSeconds = &timeout
 		}
@@ -191,64 +251,40 @@ func relist(client kubernetes.Interface, namespace, implementation string) map[s
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// Let the relist's replace be applied (and the replaced objects dropped).
+	time.Sleep(500 * time.Millisecond)
 	_, cpu, _, _ := mark.since()
 	peak := memory()
-	return map[string]interface{}{
+	return map[string]any{
 		"kind": "relist", "implementation": implementation,
 		"objects":            len(i.shared.GetStore().ListKeys()),
 		"rss_after_sync_kib": after.rss, "peak_rss_kib": peak.peak, "cpu_seconds": cpu,
 	}
 }
 
-// Scenario 15: the Pods of namespace, each decoded whole and then cut down to the
-// fields of the benchmark's projection (name, namespace, uid, resourceVersion,
-// labels, owner references, node, phase, container images) before the cache holds
-// it: what SetTransform does from client-go 1.24 on. This client-go (1.20's) has no
-// SetTransform, so the same cut is made where a controller made it before: in the
-// ListWatch, on every listed item and every watch event.
-func syncPodsTransform(client kubernetes.Interface, namespace, implementation string) map[string]interface{} {
+// Scenario 15: the Pods of namespace from a factory's Pod informer, each cut down to
+// the fields of the benchmark's projection (name, namespace, uid, resourceVersion,
+// labels, owner references, node, phase, container images) before the cache holds it,
+// by a transform set with SharedIndexInformer.SetTransform before the factory starts,
+// the way client-go's users do it (since 1.24). client-go applies it to every object
+// the reflector hands over (the streaming list's initial events as they arrive, and
+// every watch event), before the queue and the cache.
+func syncPodsTransform(client kubernetes.Interface, namespace, implementation string) map[string]any {
 	baseline := memory()
 	mark := now()
-	pods := client.CoreV1().Pods(namespace)
-	listWatch := &cache.ListWatch{
-		ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
-			list, err := pods.List(context.TODO(), options)
-			if err != nil {
-				return nil, err
-			}
-			for i := range list.Items {
-				list.Items[i] = *cut(&list.Items[i])
-			}
-			return list, nil
-		},
-		WatchFunc: func(options metav1.ListOptions) (kwatch.Interface, error) {
-			w, err := pods.Watch(context.TODO(), options)
-			if err != nil {
-				return nil, err
-			}
-			return kwatch.Filter(w, func(event kwatch.Event) (kwatch.Event, bool) {
-				if pod, ok := event.Object.(*corev1.Pod); ok {
-					event.Object = cut(pod)
-				}
-				return event, true
-			}), nil
-		},
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	shared := factory.Core().V1().Pods().Informer()
+	if err := shared.SetTransform(func(object any) (any, error) {
+		if pod, ok := object.(*corev1.Pod); ok {
+			return cut(pod), nil
+		}
+		return object, nil // a tombstone: its object was cut already
+	}); err != nil {
+		fail("SetTransform: %v", err)
 	}
-	shared := cache.NewSharedIndexInformer(listWatch, &corev1.Pod{}, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	stop := make(chan struct{})
-	go shared.Run(stop)
-	for !shared.HasSynced() {
-		time.Sleep(time.Millisecond)
-	}
-	elapsed, cpu, user, sys := mark.since()
-	after := memory()
-	return map[string]interface{}{
-		"kind": "sync", "implementation": implementation,
-		"objects":        len(shared.GetStore().ListKeys()),
-		"synced_seconds": elapsed, "cpu_seconds": cpu, "user_seconds": user, "sys_seconds": sys,
-		"baseline_rss_kib": baseline.rss, "peak_rss_kib": after.peak, "rss_after_sync_kib": after.rss,
-	}
+	factory.Start(make(chan struct{}))
+	waitForSync(shared)
+	return syncReport(implementation, shared, baseline, mark)
 }
 
 // A new Pod with only the projected fields of pod (the old one is left to the GC).

@@ -7,10 +7,13 @@
 //! `Controller` builder with `owns::<ConfigMap>()`; kube-runtime's is its `Controller`
 //! with `owns_stream` fed by a reflector over the children, so that the reconcile reads
 //! the child from a cache there too (its stable `owns` keeps no store of children to
-//! read). Both run [`WORKERS`] reconciles at once.
+//! read), with its defaults or tuned as its docs say (`kube-runtime-tuned`: streaming
+//! lists and `managedFields` cleared, on both watchers). Each runs [`WORKERS`]
+//! reconciles at once. controller-runtime's is the same controller in Go
+//! (`benches/controller-runtime`), run by the driver as a peer binary.
 //!
 //! ```text
-//! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
+//! bench-worker controller <ours|kube-runtime|kube-runtime-tuned> <namespace> <objects> <updates> <tag>
 //! ```
 //!
 //! The worker wants `status.observed == "{tag}:{value}"`, so every run starts with
@@ -173,7 +176,10 @@ pub(crate) fn spawn_side<O: Observer>(
             tokio::spawn(ours(client, namespace, tag, observer, false));
         }
         Implementation::KubeRuntime => {
-            tokio::spawn(kube_runtime(client, namespace, tag, observer));
+            tokio::spawn(kube_runtime(client, namespace, tag, observer, false));
+        }
+        Implementation::KubeRuntimeTuned => {
+            tokio::spawn(kube_runtime(client, namespace, tag, observer, true));
         }
         other => bail!("the controller scenarios have no {other:?}"),
     }
@@ -295,30 +301,47 @@ struct Shared<O> {
 }
 
 /// kube-runtime's `Controller`, its children from a reflector store through
-/// `owns_stream`.
+/// `owns_stream`; `tuned`, as its docs advise: every watcher with streaming lists and
+/// `managedFields` cleared by `.modify()` before its store (the parents' through
+/// `Controller::for_stream`, which the streams interface needs for that).
 async fn kube_runtime<O: Observer>(
     client: kube::Client,
     namespace: String,
     tag: String,
     observer: Arc<O>,
+    tuned: bool,
 ) {
     let parents = Api::<Parent>::namespaced(client.clone(), &namespace);
+    let children_api = Api::<ConfigMap>::namespaced(client, &namespace);
     let (children, writer) = reflector::store::<ConfigMap>();
-    let child_events = reflector::reflector(
-        writer,
-        watcher::watcher(
-            Api::<ConfigMap>::namespaced(client, &namespace),
-            watcher::Config::default(),
-        ),
-    )
-    .touched_objects();
+    let child_events = if tuned {
+        let watcher = watcher::watcher(children_api, crate::worker::tuned_watcher_config())
+            .modify(|child| child.managed_fields_mut().clear());
+        reflector::reflector(writer, watcher)
+            .touched_objects()
+            .boxed()
+    } else {
+        let watcher = watcher::watcher(children_api, watcher::Config::default());
+        reflector::reflector(writer, watcher)
+            .touched_objects()
+            .boxed()
+    };
     let shared = Arc::new(Shared {
         parents: parents.clone(),
         children,
         tag,
         observer,
     });
-    kube_runtime::Controller::new(parents, watcher::Config::default())
+    let controller = if tuned {
+        let (store, writer) = reflector::store::<Parent>();
+        let watcher = watcher::watcher(parents, crate::worker::tuned_watcher_config())
+            .modify(|parent| parent.managed_fields_mut().clear());
+        let parent_events = reflector::reflector(writer, watcher).applied_objects();
+        kube_runtime::Controller::for_stream(parent_events, store)
+    } else {
+        kube_runtime::Controller::new(parents, watcher::Config::default())
+    };
+    controller
         .owns_stream(child_events)
         .with_config(kube_runtime::controller::Config::default().concurrency(WORKERS as u16))
         .run(

@@ -2,9 +2,12 @@
 //!
 //! Benchmarks of the `informer` crate side by side with what a Rust user would pick
 //! otherwise: kube-runtime's [`reflector`](kube_runtime::reflector()) over its
-//! [`watcher`](kube_runtime::watcher()). Everything runs on this machine against the
-//! embedded control plane ([`informer::testenv`]): one etcd and one kube-apiserver on
-//! loopback, started once by the driver.
+//! [`watcher`](kube_runtime::watcher()), with its defaults and tuned as its docs say;
+//! and with what a Go user would: client-go's informer and controller-runtime's cache
+//! and controller (two Go peers, `benches/client-go` and `benches/controller-runtime`,
+//! each a Go module built by `scripts/install-control-plane.sh`). Everything runs on
+//! this machine against the embedded control plane ([`informer::testenv`]): one etcd
+//! and one kube-apiserver (Kubernetes 1.37) on loopback, started once by the driver.
 //!
 //! Two binaries (three, counting the worker's mimalloc build):
 //! - `bench` (the driver, [`driver`]) starts the control plane, creates the objects,
@@ -13,12 +16,34 @@
 //!   measured run, with a mode argument saying what to run and which implementation.
 //!
 //! Each server scenario runs our `SharedIndexInformer` and kube-runtime as **separate
-//! processes**, alternating A B A B (at least three pairs), so that memory is measured
-//! per process (peak RSS is the kernel's `VmHWM`) and a load change on the machine hits
-//! both sides alike. Both sides use default settings, as a user would: our informer
-//! with `InformerOptions::default()`, kube-runtime with `watcher::Config::default()`
-//! driven through `reflector(writer, watcher(api, config))`, and the same `kube::Client`
-//! (from `KUBECONFIG`, the same TLS stack, the same tokio multi-threaded runtime).
+//! processes**, every side in turn, the first rotating from round to round (three
+//! rounds by default), so that memory is measured per process (peak RSS is the kernel's
+//! `VmHWM`) and a load change on the machine hits every side alike. Both sides use
+//! default settings, as a user would: our informer with `InformerOptions::default()`,
+//! kube-runtime with `watcher::Config::default()` driven through `reflector(writer,
+//! watcher(api, config))`, and the same `kube::Client` (from `KUBECONFIG`, the same TLS
+//! stack, the same tokio multi-threaded runtime).
+//!
+//! ## The other sides
+//!
+//! - **kube-runtime tuned as its docs say** (scenarios 1, 2, 6, 7; rows of their own,
+//!   labelled `kube-runtime tuned (streaming_lists(), managedFields cleared by
+//!   .modify())`): `watcher::Config::default().streaming_lists()` (a sync is one watch
+//!   whose initial events are the list, so the page size does not apply) and
+//!   `managedFields` cleared by `.modify()` before the store, on every watcher (in the
+//!   controller, the parents' through `Controller::for_stream`).
+//! - **client-go** (scenarios 1, 2, 3, 6, 8 as two columns, JSON and protobuf; 15 as a
+//!   variant): the peer `benches/client-go`, client-go 0.37.2's `SharedInformerFactory`
+//!   with its defaults (streaming lists, the RealFIFO), a `SetTransform` cut in 15.
+//! - **controller-runtime** (scenarios 1, 2, 7, 12, 13 as a column): the peer
+//!   `benches/controller-runtime`, controller-runtime 0.25.3's cache (1, 2) and manager
+//!   with a controller (7, 12, 13: the same `Parent` controller as ours, in Go), its
+//!   defaults (the priority queue, streaming lists) and
+//!   `cache.TransformStripManagedFields()` as the cache's transform, as its docs
+//!   suggest.
+//!
+//! The Go peers speak the worker's protocol (its arguments, its `synced` and `go`
+//! lines, its JSON report); a peer that is not built is left out, with a message.
 //!
 //! ## Scenarios
 //! 1. **Initial sync, 10,000 ConfigMaps** (about 1 KiB of data, two labels each): time
@@ -51,7 +76,8 @@
 //!    global allocator, since the handler thread's work is mostly freeing the objects
 //!    that updates replace.
 //! 6. **Relist after 410 Gone**: on a second control plane without the watch cache
-//!    (so that etcd compaction makes a watch answer 410 Gone), each side syncs the
+//!    (so that etcd compaction makes a watch answer 410 Gone), each side (with client-go
+//!    and kube-runtime tuned, a relist is a streaming list) syncs the
 //!    10,000 objects with 2-second watches; the driver then writes elsewhere and
 //!    compacts etcd, so the next watch fails and the side relists the unchanged
 //!    collection. The worker reports its RSS after the sync, the peak RSS from then
@@ -61,7 +87,8 @@
 //!    each owning one ConfigMap child; the reconcile reads the child from the cache and
 //!    patches the parent's status when it differs. Ours is the `Controller` builder with
 //!    `owns::<ConfigMap>()`; kube-runtime's is its `Controller` with `owns_stream` fed by
-//!    a reflector over the children (so its reconcile reads a cache too), both with 16
+//!    a reflector over the children (so its reconcile reads a cache too), and
+//!    controller-runtime's with `For(&Parent{}).Owns(&corev1.ConfigMap{})`, each with 16
 //!    reconciles at once. Measured: reconciles per second to converge after start and
 //!    after the driver changes 5,000 children (32 writes in flight: that phase follows
 //!    the driver's pace), CPU, peak RSS, and p50/p99 from a child's change (stamped in
@@ -92,7 +119,8 @@
 //!     parents and controller, three sides: ours with its priority queue (the
 //!     default: keys of the initial list, resyncs and take-overs at `Priority::LOW`,
 //!     real changes at `Priority::NORMAL`), ours with `.priority_queue(false)`
-//!     (client-go's FIFO), and kube-runtime's. Each run starts with a new tag, so every
+//!     (client-go's FIFO), and kube-runtime's (and controller-runtime's, with its
+//!     priority queue, its default). Each run starts with a new tag, so every
 //!     parent needs a reconcile (the startup backlog); once the worker has made its
 //!     first status patches, the driver changes 200 children (`--backlog-edits`),
 //!     spread over 4 seconds, each stamped. Measured: p50/p99 from an edit to its
@@ -101,7 +129,7 @@
 //! 13. **A small operator's footprint**: scenario 7's two-informer controller on 20
 //!     parents owning a ConfigMap each (`--footprint-objects`, a namespace of their
 //!     own), ours and kube-runtime's, each in a worker process on the default
-//!     multi-threaded tokio runtime: idle RSS (`VmRSS` after converging and 3 s idle),
+//!     multi-threaded tokio runtime (and controller-runtime's, a Go process): idle RSS (`VmRSS` after converging and 3 s idle),
 //!     peak RSS (`VmHWM`) and threads (`Threads:` in `/proc/self/status`) then
 //!     ([`footprint`]).
 //! 14. **A fleet of clusters** (ours only: kube-runtime has no fleet): 10 clusters
@@ -127,7 +155,7 @@
 //!     times and false alarms; and the staleness probes' lag against a watch delayed
 //!     by a known time, on a small collection ([`consistency`]).
 //!
-//! In every pair the side that runs first alternates.
+//! In every round the side that runs first rotates.
 //!
 //! The figures are printed, never asserted: there are no timed assertions in tests.
 

@@ -1,7 +1,7 @@
 //! The measured side of every scenario: one child process per run.
 //!
 //! ```text
-//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf|kube-runtime-watch-cache> <namespace>
+//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf|kube-runtime-watch-cache|kube-runtime-tuned> <namespace>
 //! bench-worker sync-pods <ours|kube-runtime|...> <namespace>
 //! bench-worker sync-pod-views|sync-pods-metadata <ours> <namespace>
 //! bench-worker sync-pod-partial|sync-pod-partial-slim <kube-runtime> <namespace>
@@ -9,8 +9,8 @@
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
 //! bench-worker pipeline <handlers> <objects> <events> <in-order|delta-fifo>
-//! bench-worker relist   <ours|kube-runtime> <namespace>
-//! bench-worker controller <ours|kube-runtime> <namespace> <objects> <updates> <tag>
+//! bench-worker relist   <ours|kube-runtime|kube-runtime-tuned> <namespace>
+//! bench-worker controller <ours|kube-runtime|kube-runtime-tuned> <namespace> <objects> <updates> <tag>
 //! bench-worker shard    <namespace> <group> <identity> [<key|uid|namespace> <configmap|item>]
 //! bench-worker backlog  <ours|ours-fifo|kube-runtime> <namespace> <objects> <edits> <tag>
 //! bench-worker footprint <ours|kube-runtime> <namespace> <objects> <tag>
@@ -26,6 +26,15 @@
 //! `PartialObjectMetadata` (ours through `ApiListerWatcher`, kube-runtime through
 //! `watcher(Api::<PartialObjectMeta<ConfigMap>>, ..)`, what kube 5's deprecated
 //! `metadata_watcher` calls).
+//!
+//! `kube-runtime-tuned` is kube-runtime as its docs advise tuning it
+//! ([`Implementation::KubeRuntimeTuned`]): `watcher::Config::default().streaming_lists()`
+//! and `managedFields` cleared by `.modify()` before the store.
+//!
+//! The Go peers (`benches/client-go`, `benches/controller-runtime`) take the same
+//! arguments and speak the same protocol: client-go's takes `json` or `protobuf` where
+//! this worker takes the implementation; controller-runtime's takes
+//! `controller-runtime` in the modes `sync`, `controller`, `backlog` and `footprint`.
 //!
 //! A worker prints one JSON [`WorkerReport`] as its last line on stdout and exits.
 //! The server modes build their client from `KUBECONFIG` (`kube::Client::try_default`)
@@ -275,22 +284,41 @@ async fn start_and_sync<K: Synced>(
             reader.wait_until_ready().await?;
             Ok(Cache::KubeRuntime(reader))
         }
-        Implementation::KubeRuntimeStripManagedFields => {
+        Implementation::KubeRuntimeStripManagedFields | Implementation::KubeRuntimeTuned => {
             let (reader, writer) = reflector::store::<K>();
-            let watcher = watcher::watcher(api, watcher::Config::default())
-                .modify(|object| object.managed_fields_mut().clear());
+            let config = if implementation == Implementation::KubeRuntimeTuned {
+                tuned_watcher_config()
+            } else {
+                watcher::Config::default()
+            };
+            let watcher =
+                watcher::watcher(api, config).modify(|object| object.managed_fields_mut().clear());
             let stream = reflector::reflector(writer, watcher);
             tokio::spawn(stream.for_each(|_| futures::future::ready(())));
             reader.wait_until_ready().await?;
             Ok(Cache::KubeRuntime(reader))
         }
-        Implementation::ClientGoJson | Implementation::ClientGoProtobuf => {
-            bail!("client-go runs as its own binary (benches/client-go), not in this worker")
+        Implementation::ClientGoJson
+        | Implementation::ClientGoProtobuf
+        | Implementation::ControllerRuntime => {
+            bail!(
+                "{} runs as its own binary (a Go peer in benches/), not in this worker",
+                implementation.as_str()
+            )
         }
         Implementation::OursFifo => {
             bail!("ours-fifo is a controller without priorities (scenario 12), not an informer")
         }
     }
+}
+
+/// kube-runtime's watcher configuration tuned as its docs say
+/// ([`Implementation::KubeRuntimeTuned`], which also clears `managedFields` with
+/// `.modify()`): streaming lists, so that a (re)sync is one watch whose initial events
+/// are the list. Its page size (500, the default) applies to lists only, and it makes
+/// none.
+pub(crate) fn tuned_watcher_config() -> watcher::Config {
+    watcher::Config::default().streaming_lists()
 }
 
 /// Scenarios 1, 2, 8, 9 and 10: one initial sync of the `K`s of `namespace`.
@@ -390,12 +418,21 @@ async fn relist(implementation: Implementation, namespace: &str) -> anyhow::Resu
             let lists = move || stats.reflector_stats().map_or(0, |s| s.lists as usize);
             (Box::new(lists), Cache::Ours(informer))
         }
-        Implementation::KubeRuntime => {
+        Implementation::KubeRuntime | Implementation::KubeRuntimeTuned => {
             let (reader, writer) = reflector::store::<ConfigMap>();
-            let config = watcher::Config::default().timeout(WATCH_SECONDS);
             let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let counted = done.clone();
-            let stream = reflector::reflector(writer, watcher::watcher(api, config));
+            let stream = if implementation == Implementation::KubeRuntimeTuned {
+                let config = tuned_watcher_config().timeout(WATCH_SECONDS);
+                let watcher = watcher::watcher(api, config)
+                    .modify(|object| object.managed_fields_mut().clear());
+                reflector::reflector(writer, watcher).boxed()
+            } else {
+                let config = watcher::Config::default().timeout(WATCH_SECONDS);
+                reflector::reflector(writer, watcher::watcher(api, config)).boxed()
+            };
+            // A (re)sync ends with `InitDone`: after the last page of a list, or the
+            // initial-events-end bookmark of a streaming list.
             tokio::spawn(stream.for_each(move |event| {
                 if matches!(event, Ok(watcher::Event::InitDone)) {
                     counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

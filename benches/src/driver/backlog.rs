@@ -3,7 +3,8 @@
 //!
 //! Each round runs three sides in turn, the first rotating: ours with its priority
 //! queue (the default), ours with `.priority_queue(false)` (client-go's FIFO) and
-//! kube-runtime's `Controller`, on scenario 7's parents ([`CONTROLLER_NAMESPACE`],
+//! kube-runtime's `Controller`, and a fourth when its peer is built: controller-runtime's
+//! controller with its priority queue (its default), on scenario 7's parents ([`CONTROLLER_NAMESPACE`],
 //! `--controller-objects`). Each worker starts with a new tag (`b{n}`), so every
 //! parent needs a reconcile. Once the worker says it has made its first status patches
 //! (the backlog is being worked), the driver changes `--backlog-edits` children, spread
@@ -12,7 +13,6 @@
 //! each stamped with the time it was sent and given the value `{tag}-{k}`, then waits
 //! for the worker's report: it comes once every parent has converged.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -23,19 +23,20 @@ use kube::Api;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::controller::{CONTROLLER_NAMESPACE, edit_child};
-use super::process::{final_report, wait_for_sync};
-use super::{Bench, MIB, Samples, rotated, thousands};
+use super::process::{final_report, program, wait_for_sync};
+use super::{Bench, Columns, MIB, Samples, rotated, row_of, sides_of, thousands};
 use crate::report::{BacklogSample, Implementation, Row, Target, WorkerReport, median};
 
 /// How long the driver's edits are spread over, from the worker's go-ahead.
 pub(super) const EDIT_SPREAD: Duration = Duration::from_secs(4);
 
-/// The sides of each round, in the column order of the rows: ours with priorities,
-/// ours without, kube-runtime.
-const SIDES: [Implementation; 3] = [
+/// The sides of each round, in the order of its runs: ours with priorities, ours
+/// without, kube-runtime, controller-runtime (when its peer is built).
+const SIDES: [Implementation; 4] = [
     Implementation::Ours,
     Implementation::OursFifo,
     Implementation::KubeRuntime,
+    Implementation::ControllerRuntime,
 ];
 
 /// Scenario 12: `--pairs` rounds of the three sides.
@@ -53,24 +54,17 @@ pub(super) async fn run(
         thousands(objects),
         thousands(edits)
     );
+    let sides = sides_of(bench, &SIDES);
     let mut rounds = Vec::new();
     for round in 0..options.pairs {
-        let mut runs: [Option<BacklogSample>; 3] = [None, None, None];
-        for side in rotated(round, SIDES.len()) {
-            let implementation = SIDES[side];
-            let tag = format!("b{}", round * SIDES.len() + side);
-            let sample = backlog_run(
-                bench.worker,
-                env,
-                client,
-                implementation,
-                objects,
-                edits,
-                &tag,
-            )
-            .await?;
+        let mut runs: Vec<Option<BacklogSample>> = vec![None; sides.len()];
+        for side in rotated(round, sides.len()) {
+            let implementation = sides[side];
+            let tag = format!("b{}", round * sides.len() + side);
+            let sample =
+                backlog_run(bench, env, client, implementation, objects, edits, &tag).await?;
             eprintln!(
-                "[{label}] round {}: {:<12} first patches after {:.2} s; edits made {:.2}-{:.2} s \
+                "[{label}] round {}: {:<18} first patches after {:.2} s; edits made {:.2}-{:.2} s \
                  after start with {}-{} parents still to reconcile; edit to reconcile p50 {:.1} ms, \
                  p99 {:.1} ms, max {:.1} ms ({} timed); every parent converged after {:.2} s \
                  ({} reconciles, CPU {:.2} s); peak RSS {:.1} MiB",
@@ -92,12 +86,13 @@ pub(super) async fn run(
             );
             runs[side] = Some(sample);
         }
-        let [Some(ours), Some(fifo), Some(theirs)] = runs else {
-            bail!("a round lacks a side");
-        };
-        rounds.push([ours, fifo, theirs]);
+        rounds.push(
+            runs.into_iter()
+                .collect::<Option<Vec<_>>>()
+                .context("a round lacks a side")?,
+        );
     }
-    rows.extend(backlog_rows(&label, &rounds));
+    rows.extend(backlog_rows(&label, &sides, &rounds));
     samples.backlog = rounds.into_iter().flatten().collect();
     Ok(())
 }
@@ -106,7 +101,7 @@ pub(super) async fn run(
 /// its edits, spread over [`EDIT_SPREAD`]; the worker reports once every parent has
 /// converged.
 async fn backlog_run(
-    worker: &Path,
+    bench: &Bench<'_>,
     env: &TestEnv,
     client: &kube::Client,
     implementation: Implementation,
@@ -114,7 +109,7 @@ async fn backlog_run(
     edits: usize,
     tag: &str,
 ) -> anyhow::Result<BacklogSample> {
-    let mut child = tokio::process::Command::new(worker)
+    let mut child = tokio::process::Command::new(program(bench, implementation)?)
         .args([
             "backlog",
             implementation.as_str(),
@@ -148,51 +143,71 @@ async fn backlog_run(
     }
 }
 
-/// The rows: each of our two sides against kube-runtime, medians over the rounds.
-fn backlog_rows(label: &str, rounds: &[[BacklogSample; 3]]) -> Vec<Row> {
-    let column = |side: usize, f: &dyn Fn(&BacklogSample) -> f64| {
-        median(rounds.iter().map(|round| f(&round[side])))
-    };
-    let row =
-        |metric: &str, side: usize, f: &dyn Fn(&BacklogSample) -> f64, target: Option<Target>| {
-            let which = match SIDES[side] {
-                Implementation::Ours => "ours with priorities (default)",
-                _ => "ours FIFO (`.priority_queue(false)`)",
-            };
-            Row {
-                scenario: label.to_owned(),
-                metric: format!("{metric}, {which}"),
-                ours: column(side, f),
-                theirs: Some(column(2, f)),
-                target,
-                ..Row::default()
-            }
+/// The rows: each of our two sides against kube-runtime (and controller-runtime, when
+/// it ran), medians over the rounds; `rounds` holds runs in the order of `sides`.
+fn backlog_rows(label: &str, sides: &[Implementation], rounds: &[Vec<BacklogSample>]) -> Vec<Row> {
+    let row = |metric: &str,
+               ours: Implementation,
+               f: &dyn Fn(&BacklogSample) -> f64,
+               target: Option<Target>| {
+        let which = match ours {
+            Implementation::Ours => "ours with priorities (default)",
+            _ => "ours FIFO (`.priority_queue(false)`)",
         };
+        let columns = Columns::of(sides, ours, Implementation::KubeRuntime);
+        row_of(
+            label,
+            &format!("{metric}, {which}"),
+            rounds,
+            columns,
+            f,
+            target,
+            None,
+        )
+    };
+    let (priorities, fifo) = (Implementation::Ours, Implementation::OursFifo);
     let p50 = |s: &BacklogSample| s.latency_p50_ms;
     let p99 = |s: &BacklogSample| s.latency_p99_ms;
     let converged = |s: &BacklogSample| s.converge_seconds;
     let backlog = |s: &BacklogSample| s.backlog_at_last_edit as f64;
+    let at = |side: Implementation| sides.iter().position(|&s| s == side).unwrap_or(0);
+    let (ours_at, fifo_at) = (at(priorities), at(fifo));
     vec![
         row(
             "edit to owner's reconcile, p50 (ms)",
-            0,
+            priorities,
             &p50,
             Some(Target::RatioAtMost(0.2)),
         ),
-        row("edit to owner's reconcile, p50 (ms)", 1, &p50, None),
-        row("edit to owner's reconcile, p99 (ms)", 0, &p99, None),
-        row("edit to owner's reconcile, p99 (ms)", 1, &p99, None),
-        row("start to every parent converged (s)", 0, &converged, None),
-        row("start to every parent converged (s)", 1, &converged, None),
+        row("edit to owner's reconcile, p50 (ms)", fifo, &p50, None),
+        row(
+            "edit to owner's reconcile, p99 (ms)",
+            priorities,
+            &p99,
+            None,
+        ),
+        row("edit to owner's reconcile, p99 (ms)", fifo, &p99, None),
+        row(
+            "start to every parent converged (s)",
+            priorities,
+            &converged,
+            None,
+        ),
+        row(
+            "start to every parent converged (s)",
+            fifo,
+            &converged,
+            None,
+        ),
         row(
             "parents still to reconcile at the last edit",
-            0,
+            priorities,
             &backlog,
             None,
         ),
         row(
             "parents still to reconcile at the last edit",
-            1,
+            fifo,
             &backlog,
             None,
         ),
@@ -204,7 +219,7 @@ fn backlog_rows(label: &str, rounds: &[[BacklogSample; 3]]) -> Vec<Row> {
             ours: median(
                 rounds
                     .iter()
-                    .map(|round| round[0].converge_seconds / round[1].converge_seconds),
+                    .map(|round| round[ours_at].converge_seconds / round[fifo_at].converge_seconds),
             ),
             ..Row::default()
         },

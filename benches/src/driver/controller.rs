@@ -1,9 +1,9 @@
 //! Scenario 7: controller throughput, ours against kube-runtime's `Controller` with
-//! owned children (see [`crate::controller`]). Its objects (the `Parent` CRD, the
-//! parents and their children, created before the scenarios run: see
-//! [`create_family`]) serve scenarios 12 and 13 too.
+//! owned children (see [`crate::controller`]), with its defaults and tuned as its docs
+//! say (rows of their own), and against controller-runtime's (a column) when its peer is
+//! built. Its objects (the `Parent` CRD, the parents and their children, created
+//! before the scenarios run: see [`create_family`]) serve scenarios 12 and 13 too.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -15,16 +15,27 @@ use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, CustomResourceExt, Resource};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::process::{final_report, wait_for_sync};
+use super::process::{final_report, program, wait_for_sync};
 use super::setup::CREATE_CONCURRENCY;
-use super::{Bench, MIB, Samples, medians, rotated, thousands};
+use super::{
+    Bench, Columns, KUBE_RUNTIME_TUNED, MIB, Samples, rotated, row_of, sides_of, thousands,
+};
 use crate::controller::{Parent, ParentSpec, child_name, parent_name, stamp_now};
 use crate::report::{ControllerSample, Implementation, Row, Target, WorkerReport};
 
 /// The namespace of the parents and their children (scenarios 7 and 12).
 pub(super) const CONTROLLER_NAMESPACE: &str = "bench-controller";
 
-/// Scenario 7: `--pairs` pairs (the first side alternating) on the parents and
+/// Scenario 7's sides, in the order of each round's runs (controller-runtime when its
+/// peer is built).
+const SIDES: [Implementation; 4] = [
+    Implementation::Ours,
+    Implementation::KubeRuntime,
+    Implementation::KubeRuntimeTuned,
+    Implementation::ControllerRuntime,
+];
+
+/// Scenario 7: `--pairs` rounds of every side (the first rotating) on the parents and
 /// children of [`CONTROLLER_NAMESPACE`], created beforehand.
 pub(super) async fn run(
     bench: &Bench<'_>,
@@ -40,27 +51,20 @@ pub(super) async fn run(
         thousands(objects),
         thousands(updates)
     );
-    let mut pairs = Vec::new();
-    for pair in 0..options.pairs {
-        let mut both: [Option<ControllerSample>; 2] = [None, None];
-        for side in rotated(pair, 2) {
-            let implementation = [Implementation::Ours, Implementation::KubeRuntime][side];
-            let tag = format!("r{}", pair * 2 + side);
-            let sample = controller_run(
-                bench.worker,
-                env,
-                &client,
-                implementation,
-                objects,
-                updates,
-                &tag,
-            )
-            .await?;
+    let sides = sides_of(bench, &SIDES);
+    let mut rounds = Vec::new();
+    for round in 0..options.pairs {
+        let mut runs: Vec<Option<ControllerSample>> = vec![None; sides.len()];
+        for side in rotated(round, sides.len()) {
+            let implementation = sides[side];
+            let tag = format!("r{}", round * sides.len() + side);
+            let sample =
+                controller_run(bench, env, &client, implementation, objects, updates, &tag).await?;
             eprintln!(
-                "[{label}] pair {}: {:<12} converged in {:.2} s ({:.0} reconciles/s, {} reconciles, \
+                "[{label}] round {}: {:<18} converged in {:.2} s ({:.0} reconciles/s, {} reconciles, \
                  CPU {:.2} s); {} updates in {:.2} s (CPU {:.2} s); change to reconcile p50 {:.1} ms, \
                  p99 {:.1} ms ({} timed); peak RSS {:.1} MiB",
-                pair + 1,
+                round + 1,
                 implementation.as_str(),
                 sample.converge_seconds,
                 objects as f64 / sample.converge_seconds,
@@ -74,15 +78,28 @@ pub(super) async fn run(
                 sample.latencies,
                 sample.peak_rss_kib as f64 / MIB
             );
-            both[side] = Some(sample);
+            runs[side] = Some(sample);
         }
-        let [Some(ours), Some(theirs)] = both else {
-            bail!("a pair lacks a side");
-        };
-        pairs.push((ours, theirs));
+        rounds.push(
+            runs.into_iter()
+                .collect::<Option<Vec<_>>>()
+                .context("a round lacks a side")?,
+        );
     }
-    rows.extend(controller_rows(&label, &pairs));
-    samples.controller = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+    let defaults = Columns::of(&sides, Implementation::Ours, Implementation::KubeRuntime);
+    rows.extend(controller_rows(&label, &rounds, defaults, true));
+    let tuned = Columns::pair(
+        &sides,
+        Implementation::Ours,
+        Implementation::KubeRuntimeTuned,
+    );
+    rows.extend(controller_rows(
+        &format!("{label}, {KUBE_RUNTIME_TUNED}"),
+        &rounds,
+        tuned,
+        false,
+    ));
+    samples.controller = rounds.into_iter().flatten().collect();
     Ok(())
 }
 
@@ -144,7 +161,7 @@ pub(super) async fn create_family(
 /// One run: the worker converges, then the driver changes `updates` children (each
 /// stamped with the time of its change) and the worker converges again.
 async fn controller_run(
-    worker: &Path,
+    bench: &Bench<'_>,
     env: &TestEnv,
     client: &kube::Client,
     implementation: Implementation,
@@ -152,7 +169,7 @@ async fn controller_run(
     updates: usize,
     tag: &str,
 ) -> anyhow::Result<ControllerSample> {
-    let mut child = tokio::process::Command::new(worker)
+    let mut child = tokio::process::Command::new(program(bench, implementation)?)
         .args([
             "controller",
             implementation.as_str(),
@@ -206,17 +223,24 @@ pub(super) async fn edit_child(
         .await
 }
 
-fn controller_rows(label: &str, pairs: &[(ControllerSample, ControllerSample)]) -> Vec<Row> {
+/// The rows of scenario 7 over `rounds` laid out as `columns` says; with the issue's
+/// targets when `targets` (the comparison with kube-runtime's defaults).
+fn controller_rows(
+    label: &str,
+    rounds: &[Vec<ControllerSample>],
+    columns: Columns,
+    targets: bool,
+) -> Vec<Row> {
     let row = |metric: &str, f: &dyn Fn(&ControllerSample) -> f64, target: Option<Target>| {
-        let (ours, theirs) = medians(pairs, f);
-        Row {
-            scenario: label.to_owned(),
-            metric: metric.to_owned(),
-            ours,
-            theirs: Some(theirs),
-            target,
-            ..Row::default()
-        }
+        row_of(
+            label,
+            metric,
+            rounds,
+            columns,
+            f,
+            target.filter(|_| targets),
+            None,
+        )
     };
     vec![
         row(

@@ -1,20 +1,30 @@
 //! Scenario 13: a small operator's footprint (see [`crate::footprint`]).
 //!
-//! `--pairs` rounds of ours and kube-runtime's two-informer controller (the first
-//! side alternating), each a `bench-worker footprint` process run to completion on
-//! the parents of [`FOOTPRINT_NAMESPACE`] (`--footprint-objects`, created beforehand),
-//! with a new tag each run (`f{n}`) so that every parent is patched once.
+//! `--pairs` rounds of ours and kube-runtime's two-informer controller, and
+//! controller-runtime's when its peer is built (the first side rotating), each a
+//! `bench-worker footprint` process (controller-runtime's: its peer's `footprint` mode)
+//! run to completion on the parents of [`FOOTPRINT_NAMESPACE`] (`--footprint-objects`,
+//! created beforehand), with a new tag each run (`f{n}`) so that every parent is
+//! patched once.
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 
-use super::process::run_worker;
-use super::{Bench, MIB, Samples, medians, rotated, thousands};
+use super::process::{program, run_worker};
+use super::{Bench, Columns, MIB, Samples, rotated, row_of, sides_of, thousands};
 use crate::report::{FootprintSample, Implementation, Row, Target, WorkerReport};
 
 /// The namespace of the small operator's parents and children.
 pub(super) const FOOTPRINT_NAMESPACE: &str = "bench-footprint";
 
-/// Scenario 13: `--pairs` pairs.
+/// Scenario 13's sides, in the order of each round's runs (controller-runtime when its
+/// peer is built).
+const SIDES: [Implementation; 3] = [
+    Implementation::Ours,
+    Implementation::KubeRuntime,
+    Implementation::ControllerRuntime,
+];
+
+/// Scenario 13: `--pairs` rounds.
 pub(super) async fn run(
     bench: &Bench<'_>,
     rows: &mut Vec<Row>,
@@ -25,14 +35,15 @@ pub(super) async fn run(
         "13. small operator (2 informers), {} parents owning a ConfigMap each",
         thousands(objects)
     );
-    let mut pairs = Vec::new();
-    for pair in 0..bench.options.pairs {
-        let mut both: [Option<FootprintSample>; 2] = [None, None];
-        for side in rotated(pair, 2) {
-            let implementation = [Implementation::Ours, Implementation::KubeRuntime][side];
-            let tag = format!("f{}", pair * 2 + side);
+    let sides = sides_of(bench, &SIDES);
+    let mut rounds = Vec::new();
+    for round in 0..bench.options.pairs {
+        let mut runs: Vec<Option<FootprintSample>> = vec![None; sides.len()];
+        for side in rotated(round, sides.len()) {
+            let implementation = sides[side];
+            let tag = format!("f{}", round * sides.len() + side);
             let report = run_worker(
-                bench.worker,
+                program(bench, implementation)?,
                 bench.kubeconfig,
                 &[
                     "footprint",
@@ -47,10 +58,10 @@ pub(super) async fn run(
                 bail!("the footprint worker reported something else");
             };
             eprintln!(
-                "[{label}] pair {}: {:<12} converged in {:.2} s; after {:.0} s idle: RSS {:.1} MiB \
+                "[{label}] round {}: {:<18} converged in {:.2} s; after {:.0} s idle: RSS {:.1} MiB \
                  ({:.1} MiB anonymous, {:.1} MiB files; before start {:.1} MiB), peak {:.1} MiB, \
                  {} threads ({} before start): {}",
-                pair + 1,
+                round + 1,
                 implementation.as_str(),
                 sample.converge_seconds,
                 sample.idle_seconds,
@@ -63,15 +74,17 @@ pub(super) async fn run(
                 sample.baseline_threads,
                 thread_summary(&sample.thread_names)
             );
-            both[side] = Some(sample);
+            runs[side] = Some(sample);
         }
-        let [Some(ours), Some(theirs)] = both else {
-            bail!("a pair lacks a side");
-        };
-        pairs.push((ours, theirs));
+        rounds.push(
+            runs.into_iter()
+                .collect::<Option<Vec<_>>>()
+                .context("a round lacks a side")?,
+        );
     }
-    rows.extend(footprint_rows(&label, &pairs));
-    samples.footprint = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+    let columns = Columns::of(&sides, Implementation::Ours, Implementation::KubeRuntime);
+    rows.extend(footprint_rows(&label, &rounds, columns));
+    samples.footprint = rounds.into_iter().flatten().collect();
     Ok(())
 }
 
@@ -94,17 +107,9 @@ fn thread_summary(names: &[String]) -> String {
         .join(", ")
 }
 
-fn footprint_rows(label: &str, pairs: &[(FootprintSample, FootprintSample)]) -> Vec<Row> {
+fn footprint_rows(label: &str, rounds: &[Vec<FootprintSample>], columns: Columns) -> Vec<Row> {
     let row = |metric: &str, f: &dyn Fn(&FootprintSample) -> f64, target: Option<Target>| {
-        let (ours, theirs) = medians(pairs, f);
-        Row {
-            scenario: label.to_owned(),
-            metric: metric.to_owned(),
-            ours,
-            theirs: Some(theirs),
-            target,
-            ..Row::default()
-        }
+        row_of(label, metric, rounds, columns, f, target, None)
     };
     let no_heavier = Some(Target::RatioAtMost(1.0));
     let idle = crate::footprint::IDLE.as_secs();

@@ -20,7 +20,7 @@
 //! [`rotated`]: super::rotated
 
 use super::sync::{Side, side_runs, sync_rows};
-use super::{Bench, LARGE_NAMESPACE, MIB, Samples, row_of, thousands};
+use super::{Bench, Columns, LARGE_NAMESPACE, MIB, Samples, row_of, thousands};
 use crate::report::{Implementation, Row, SyncSample};
 
 /// The worker mode that syncs `PartialObjectMeta<ConfigMap>`.
@@ -79,12 +79,18 @@ pub(super) async fn run(
     rows.extend(sync_rows(
         &format!("{label}, metadata-only"),
         &metadata,
+        Columns::PAIR,
         false,
     ));
     rows.extend(
-        sync_rows(&format!("{label}, full (same rounds)"), &full, false)
-            .into_iter()
-            .take(3),
+        sync_rows(
+            &format!("{label}, full (same rounds)"),
+            &full,
+            Columns::PAIR,
+            false,
+        )
+        .into_iter()
+        .take(3),
     );
     rows.extend(share_rows(&format!("{label}, metadata-only / full"), &runs));
     samples.sync_metadata_only = metadata.into_iter().flatten().collect();
@@ -107,6 +113,7 @@ fn share_rows(label: &str, runs: &[Vec<SyncSample>]) -> Vec<Row> {
                 label,
                 &format!("{metric} (share)"),
                 &pairs,
+                Columns::PAIR,
                 &|(metadata, full)| f(metadata) / f(full),
                 None,
                 None,

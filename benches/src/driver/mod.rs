@@ -15,10 +15,30 @@
 //! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
 //! once (32 creates in flight) in `bench-small` and `bench-large`, then runs each
 //! scenario's workers (the `bench-worker` binary next to this one) as child processes,
-//! ours and kube-runtime's alternately, `--pairs` times (default 3). The table on
-//! stdout holds medians and ratios; the progress and every single run go to stderr,
-//! and every sample to the `--json` file (default `target/bench-results.json`).
-//! `--only` picks scenarios by number (default all, 1 to 15; see the crate docs), e.g.
+//! every side of a scenario in turn, the first rotating, `--pairs` rounds (default 3).
+//! The table on stdout holds medians and ratios; the progress and every single run go
+//! to stderr, and every sample to the `--json` file (default
+//! `target/bench-results.json`).
+//!
+//! ## Sides
+//!
+//! Every server scenario runs ours and kube-runtime with their defaults; some run more
+//! sides, each a column of the table or rows of their own, with ratios ours / each:
+//!
+//! | side | what | scenarios | shown as |
+//! |---|---|---|---|
+//! | kube-runtime tuned ([`Implementation::KubeRuntimeTuned`]) | `watcher::Config::default().streaming_lists()`, `managedFields` cleared by `.modify()` (on every watcher; the parents' through `Controller::for_stream`) | 1, 2, 6, 7 | rows labelled `kube-runtime tuned (streaming_lists(), managedFields cleared by .modify())`, in the kube-runtime column |
+//! | client-go JSON, client-go protobuf | the Go peer `benches/client-go`: client-go 0.37's `SharedInformerFactory` with its defaults (streaming lists, the RealFIFO) | 1, 2, 3, 6, 8, 15 (JSON only, `SetTransform`) | two columns (15: a variant) |
+//! | controller-runtime | the Go peer `benches/controller-runtime`: controller-runtime 0.25's cache and controller with its defaults (the priority queue, streaming lists) and `cache.TransformStripManagedFields()` | 1, 2, 7, 12, 13 | a column |
+//!
+//! The Go peers run when built (the driver looks for `client-go-bench-peer` and
+//! `controller-runtime-bench-peer` in `$INFORMER_CACHE_DIR/bin`, where
+//! `scripts/install-control-plane.sh --client-go-peer --controller-runtime-peer`, which
+//! `scripts/bench.sh` runs, installs them); without one, its columns are left out. A
+//! note above the table names each peer's configuration and the versions it links (its
+//! `--version`).
+//!
+//! `--only` picks scenarios by number (default all, 1 to 17; see the crate docs), e.g.
 //! `--only 12,13` for the controller's startup backlog and the small operator's
 //! footprint. `--large-objects` sizes the collection of scenarios 2 and 10 (which
 //! share it); `--controller-objects` the parents of scenarios 7 and 12 (which share
@@ -299,6 +319,9 @@ struct Bench<'a> {
     /// client-go's peer (`benches/client-go`), when built (see
     /// [`process::client_go_peer`]).
     client_go: Option<&'a Path>,
+    /// controller-runtime's peer (`benches/controller-runtime`), when built (see
+    /// [`process::controller_runtime_peer`]).
+    controller_runtime: Option<&'a Path>,
     client: Option<&'a kube::Client>,
 }
 
@@ -321,7 +344,8 @@ struct Samples {
     pipeline: Vec<PipelineSample>,
     controller: Vec<ControllerSample>,
     shard: Vec<sharded::ShardRun>,
-    /// Scenario 12's runs, three a round (ours, ours FIFO, kube-runtime).
+    /// Scenario 12's runs, a round in the order of its sides (ours, ours FIFO,
+    /// kube-runtime, controller-runtime when built).
     backlog: Vec<BacklogSample>,
     /// Scenario 13's runs.
     footprint: Vec<FootprintSample>,
@@ -335,42 +359,117 @@ struct Samples {
     server_shards: Vec<server_shards::ServerShardRun>,
 }
 
-/// The sides of a comparison with defaults: ours, kube-runtime, and client-go (JSON,
-/// protobuf) when its peer is built.
-fn default_sides(bench: &Bench<'_>) -> Vec<Implementation> {
-    let mut sides = vec![Implementation::Ours, Implementation::KubeRuntime];
-    if bench.client_go.is_some() {
-        sides.extend([
-            Implementation::ClientGoJson,
-            Implementation::ClientGoProtobuf,
-        ]);
+/// The sides of scenarios 3 and 8 (and the base of the others'): ours, kube-runtime and
+/// client-go (JSON, protobuf), each with its defaults; the Go peers only when built.
+const DEFAULT_SIDES: [Implementation; 4] = [
+    Implementation::Ours,
+    Implementation::KubeRuntime,
+    Implementation::ClientGoJson,
+    Implementation::ClientGoProtobuf,
+];
+
+/// How the rows name kube-runtime tuned as its docs say
+/// ([`Implementation::KubeRuntimeTuned`]), in their scenario label.
+const KUBE_RUNTIME_TUNED: &str =
+    "kube-runtime tuned (streaming_lists(), managedFields cleared by .modify())";
+
+/// Whether `implementation` can run here: a Go peer only when it is built.
+fn available(bench: &Bench<'_>, implementation: Implementation) -> bool {
+    match implementation {
+        Implementation::ClientGoJson | Implementation::ClientGoProtobuf => {
+            bench.client_go.is_some()
+        }
+        Implementation::ControllerRuntime => bench.controller_runtime.is_some(),
+        _ => true,
     }
-    sides
 }
 
-/// A row over rounds of runs whose column 0 is ours, 1 kube-runtime, and 2 and 3
-/// (when present) client-go JSON and protobuf: the median of `f` in each column.
+/// The sides of `wanted` that can run here ([`available`]), in that order: the order
+/// of each round's runs.
+fn sides_of(bench: &Bench<'_>, wanted: &[Implementation]) -> Vec<Implementation> {
+    wanted
+        .iter()
+        .copied()
+        .filter(|&side| available(bench, side))
+        .collect()
+}
+
+/// [`DEFAULT_SIDES`] that can run here.
+fn default_sides(bench: &Bench<'_>) -> Vec<Implementation> {
+    sides_of(bench, &DEFAULT_SIDES)
+}
+
+/// Where each column of a row is found in a round of runs (the index of its run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Columns {
+    /// Ours.
+    ours: usize,
+    /// The kube-runtime column: its defaults, or the configuration the row's label
+    /// names.
+    theirs: usize,
+    /// client-go JSON and protobuf, when they ran.
+    client_go: Option<[usize; 2]>,
+    /// controller-runtime, when it ran.
+    controller_runtime: Option<usize>,
+}
+
+impl Columns {
+    /// Ours (the first run of a round) against the second, nothing else.
+    const PAIR: Columns = Columns {
+        ours: 0,
+        theirs: 1,
+        client_go: None,
+        controller_runtime: None,
+    };
+
+    /// `ours` against `theirs` in the kube-runtime column, with client-go's and
+    /// controller-runtime's columns when `sides` (a round's runs, in order) has them.
+    fn of(sides: &[Implementation], ours: Implementation, theirs: Implementation) -> Self {
+        let at = |side: Implementation| sides.iter().position(|&s| s == side);
+        Columns {
+            ours: at(ours).unwrap_or(0),
+            theirs: at(theirs).unwrap_or(1),
+            client_go: at(Implementation::ClientGoJson)
+                .zip(at(Implementation::ClientGoProtobuf))
+                .map(|(json, protobuf)| [json, protobuf]),
+            controller_runtime: at(Implementation::ControllerRuntime),
+        }
+    }
+
+    /// `ours` against `theirs` alone (the rows of a configuration the label names).
+    fn pair(sides: &[Implementation], ours: Implementation, theirs: Implementation) -> Self {
+        Columns {
+            client_go: None,
+            controller_runtime: None,
+            ..Self::of(sides, ours, theirs)
+        }
+    }
+}
+
+/// A row over rounds of runs laid out as `columns` says: the median of `f` in each
+/// column.
 fn row_of<T>(
     label: &str,
     metric: &str,
     runs: &[Vec<T>],
+    columns: Columns,
     f: &dyn Fn(&T) -> f64,
     target: Option<Target>,
     client_go_target: Option<Target>,
 ) -> Row {
     let column = |i: usize| median(runs.iter().filter_map(|round| round.get(i)).map(f));
-    let with_client_go = runs.first().is_some_and(|round| round.len() >= 4);
     Row {
         scenario: label.to_owned(),
         metric: metric.to_owned(),
-        ours: column(0),
-        theirs: Some(column(1)),
+        ours: column(columns.ours),
+        theirs: Some(column(columns.theirs)),
         target,
-        client_go: with_client_go.then(|| ClientGo {
-            json: column(2),
-            protobuf: column(3),
+        client_go: columns.client_go.map(|[json, protobuf]| ClientGo {
+            json: column(json),
+            protobuf: column(protobuf),
             target: client_go_target,
         }),
+        controller_runtime: columns.controller_runtime.map(column),
     }
 }
 
@@ -379,14 +478,6 @@ fn row_of<T>(
 /// so that no side always runs first or always follows the same one.
 fn rotated(round: usize, sides: usize) -> impl Iterator<Item = usize> {
     (0..sides).map(move |i| (round + i) % sides)
-}
-
-/// Medians of `f` over our samples and over theirs.
-fn medians<T>(pairs: &[(T, T)], f: impl Fn(&T) -> f64) -> (f64, f64) {
-    (
-        median(pairs.iter().map(|(ours, _)| f(ours))),
-        median(pairs.iter().map(|(_, theirs)| f(theirs))),
-    )
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
@@ -482,17 +573,41 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
 
     let client_go = process::client_go_peer();
+    let client_go_version = client_go.as_deref().and_then(process::peer_version);
     match &client_go {
-        Some(path) => eprintln!("[bench] client-go peer: {}", path.display()),
+        Some(path) => eprintln!(
+            "[bench] client-go peer: {} ({})",
+            path.display(),
+            client_go_version.as_deref().unwrap_or("no version")
+        ),
         None => eprintln!(
             "[bench] no client-go peer at $INFORMER_CACHE_DIR/bin/client-go-bench-peer: its \
              columns are left out (`scripts/install-control-plane.sh --client-go-peer` builds \
-             it from benches/client-go with the control plane's Kubernetes tree; \
-             scripts/bench.sh does that first)"
+             it from the Go module benches/client-go; scripts/bench.sh does that first)"
+        ),
+    }
+    let controller_runtime = process::controller_runtime_peer();
+    let controller_runtime_version = controller_runtime
+        .as_deref()
+        .and_then(process::peer_version);
+    match &controller_runtime {
+        Some(path) => eprintln!(
+            "[bench] controller-runtime peer: {} ({})",
+            path.display(),
+            controller_runtime_version
+                .as_deref()
+                .unwrap_or("no version")
+        ),
+        None => eprintln!(
+            "[bench] no controller-runtime peer at \
+             $INFORMER_CACHE_DIR/bin/controller-runtime-bench-peer: its column is left out \
+             (`scripts/install-control-plane.sh --controller-runtime-peer` builds it from the \
+             Go module benches/controller-runtime; scripts/bench.sh does that first)"
         ),
     }
     let bench = Bench {
         client_go: client_go.as_deref(),
+        controller_runtime: controller_runtime.as_deref(),
         options: &options,
         env: env.as_ref(),
         worker: &worker,
@@ -573,13 +688,24 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .any(|&scenario| options.runs(scenario))
     {
         println!(
-            "Defaults differ in what they ask of the server: ours lists at resourceVersion 0, \
-             answered from the API server's watch cache in one request; kube-runtime's default \
-             pages consistent reads from etcd, 500 objects a request. The row \"both listing \
-             from the watch cache, unpaged\" sets kube-runtime to do as ours \
-             (`any_semantic()`, no page size). Both sides' \"synced\" is a notification \
-             (ours: `wait_for_cache_sync`; kube-runtime: `Store::wait_until_ready`)."
+            "Defaults differ in what they ask of the server: ours (like client-go 0.37 and \
+             controller-runtime) syncs with a streaming list, one watch whose initial events \
+             are the objects, answered from the API server's watch cache; kube-runtime's \
+             default pages consistent reads from etcd, 500 objects a request. The row \"both \
+             listing from the watch cache, unpaged\" sets kube-runtime to list from the watch \
+             cache in one request (`any_semantic()`, no page size), the \"kube-runtime tuned\" \
+             rows to stream as ours does (`streaming_lists()`). Both sides' \"synced\" is a \
+             notification (ours: `wait_for_cache_sync`; kube-runtime: \
+             `Store::wait_until_ready`); the Go peers' is their informer's HasSynced, polled \
+             every millisecond."
         );
+    }
+    if let Some(note) = peers_note(
+        &rows,
+        client_go_version.as_deref(),
+        controller_runtime_version.as_deref(),
+    ) {
+        println!("{note}");
     }
     if let Some(note) = watch::note(&samples, options.updates) {
         println!("{note}");
@@ -609,6 +735,46 @@ async fn run(options: Options) -> anyhow::Result<()> {
     std::fs::write(&options.json, serde_json::to_string_pretty(&json)?)?;
     eprintln!("[bench] samples written to {}", options.json.display());
     Ok(())
+}
+
+/// The note above the table that says how each peer column is configured, for the
+/// columns and rows the table has; `None` when it has none of them.
+fn peers_note(
+    rows: &[Row],
+    client_go_version: Option<&str>,
+    controller_runtime_version: Option<&str>,
+) -> Option<String> {
+    let version = |v: Option<&str>| v.map(|v| format!(" ({v})")).unwrap_or_default();
+    let mut parts = Vec::new();
+    if rows.iter().any(|row| row.client_go.is_some()) {
+        parts.push(format!(
+            "client-go columns: client-go 0.37's SharedInformerFactory{}, its defaults \
+             (WatchListClient: streaming lists; the RealFIFO), JSON and protobuf (its default \
+             for built-in types) each set explicitly",
+            version(client_go_version)
+        ));
+    }
+    if rows.iter().any(|row| row.controller_runtime.is_some()) {
+        parts.push(format!(
+            "controller-runtime column: its cache and controller{}, its defaults (the \
+             priority queue, streaming lists, ConfigMaps in protobuf) with \
+             cache.TransformStripManagedFields() as the cache's DefaultTransform, as its docs \
+             suggest (the manager's metrics server off)",
+            version(controller_runtime_version)
+        ));
+    }
+    if rows
+        .iter()
+        .any(|row| row.scenario.contains(KUBE_RUNTIME_TUNED))
+    {
+        parts.push(format!(
+            "rows labelled \"{KUBE_RUNTIME_TUNED}\": the kube-runtime column holds kube-runtime \
+             with watcher::Config::default().streaming_lists() and managedFields cleared by \
+             .modify() before its store, on each of its watchers (no list is made, so the page \
+             size does not apply)"
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("Peers: {}.", parts.join("; ")))
 }
 
 /// A count for a label: `20`, `200`, `10,000`.

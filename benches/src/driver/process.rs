@@ -71,43 +71,79 @@ pub(super) fn worker_path() -> anyhow::Result<PathBuf> {
     Ok(worker)
 }
 
-/// Where client-go's peer (`benches/client-go`) is looked for: beside the control
-/// plane's binaries, `$INFORMER_CACHE_DIR/bin/client-go-bench-peer` (by default under
-/// `~/.cache/informer-testenv`), where `scripts/install-control-plane.sh
-/// --client-go-peer` installs it (`scripts/bench.sh` runs that first); `None` when it
-/// is not there.
-pub(super) fn client_go_peer() -> Option<PathBuf> {
+/// The Go peers' folder: beside the control plane's binaries, `$INFORMER_CACHE_DIR/bin`
+/// (by default `~/.cache/informer-testenv/bin`), where `scripts/install-control-plane.sh`
+/// installs them (`scripts/bench.sh` runs that first).
+fn peers_dir() -> Option<PathBuf> {
     let cache = match std::env::var_os("INFORMER_CACHE_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/informer-testenv"),
     };
-    let peer = cache.join("bin/client-go-bench-peer");
+    Some(cache.join("bin"))
+}
+
+/// client-go's peer (`benches/client-go`), `client-go-bench-peer` in [`peers_dir`]
+/// (`scripts/install-control-plane.sh --client-go-peer` builds it); `None` when it is
+/// not there.
+pub(super) fn client_go_peer() -> Option<PathBuf> {
+    let peer = peers_dir()?.join("client-go-bench-peer");
     peer.exists().then_some(peer)
 }
 
+/// controller-runtime's peer (`benches/controller-runtime`),
+/// `controller-runtime-bench-peer` in [`peers_dir`]
+/// (`scripts/install-control-plane.sh --controller-runtime-peer` builds it); `None`
+/// when it is not there.
+pub(super) fn controller_runtime_peer() -> Option<PathBuf> {
+    let peer = peers_dir()?.join("controller-runtime-bench-peer");
+    peer.exists().then_some(peer)
+}
+
+/// What a peer binary says of itself (`--version`: the modules it links), for the
+/// driver's log and the notes under the table; `None` when it cannot tell.
+pub(super) fn peer_version(peer: &Path) -> Option<String> {
+    let output = std::process::Command::new(peer)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    (output.status.success() && !version.is_empty()).then_some(version)
+}
+
+/// The program that runs `implementation`: client-go's peer, controller-runtime's, or
+/// the Rust worker. Each takes the worker's arguments (the Go peers an implementation
+/// argument of their own: client-go's the encoding, controller-runtime's its name).
+pub(super) fn program<'a>(
+    bench: &Bench<'a>,
+    implementation: Implementation,
+) -> anyhow::Result<&'a Path> {
+    Ok(match implementation {
+        Implementation::ClientGoJson | Implementation::ClientGoProtobuf => {
+            bench.client_go.context("the client-go peer is not built")?
+        }
+        Implementation::ControllerRuntime => bench
+            .controller_runtime
+            .context("the controller-runtime peer is not built")?,
+        _ => bench.worker,
+    })
+}
+
 /// The program and arguments that run `implementation` in worker mode `mode` on
-/// `namespace`: the Rust worker, or client-go's peer (which takes the encoding where
-/// the worker takes the implementation).
+/// `namespace`: the Rust worker, or a Go peer (client-go's takes the encoding where the
+/// worker takes the implementation).
 pub(super) fn side_command(
     bench: &Bench<'_>,
     implementation: Implementation,
     mode: &str,
     namespace: &str,
 ) -> anyhow::Result<(PathBuf, [String; 3])> {
-    let (program, selector) = match implementation {
-        Implementation::ClientGoJson | Implementation::ClientGoProtobuf => {
-            let peer = bench.client_go.context("the client-go peer is not built")?;
-            let encoding = if implementation == Implementation::ClientGoJson {
-                "json"
-            } else {
-                "protobuf"
-            };
-            (peer, encoding)
-        }
-        _ => (bench.worker, implementation.as_str()),
+    let selector = match implementation {
+        Implementation::ClientGoJson => "json",
+        Implementation::ClientGoProtobuf => "protobuf",
+        _ => implementation.as_str(),
     };
     Ok((
-        program.to_path_buf(),
+        program(bench, implementation)?.to_path_buf(),
         [mode.to_owned(), selector.to_owned(), namespace.to_owned()],
     ))
 }

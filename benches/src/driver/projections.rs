@@ -4,9 +4,9 @@
 //! `Pod` with its defaults and with managedFields stripped by `.modify()` (its guide's
 //! advice), kube-runtime with a hand-written `inherit = Pod` partial type of the same
 //! fields, with whole metadata and with a hand-written metadata decoder that skips
-//! managedFields (the best a kube-rs user can write); and client-go 1.20 cutting each
-//! decoded Pod down to the same fields before caching it (a transform), when its peer
-//! is built. All in one run, each side `--pairs` times, the first of a round rotating.
+//! managedFields (the best a kube-rs user can write); and client-go 0.37 cutting each
+//! decoded Pod down to the same fields before caching it (a transform set with
+//! `SetTransform`), when its peer is built. All in one run, each side `--pairs` times, the first of a round rotating.
 //!
 //! The rows set our projection against each of them (the scenario label names the
 //! peer configuration), with the targets: at most 2,500 bytes per Pod above
@@ -90,7 +90,7 @@ const VARIANTS: [Variant; 7] = [
 const CLIENT_GO: Variant = variant(
     Implementation::ClientGoJson,
     "sync-pods-transform",
-    "client-go 1.20, full Pod cut to the same fields (transform)",
+    "client-go 0.37, full Pod cut to the same fields (SetTransform)",
 );
 
 /// One variant's samples at one count, for the JSON file.
@@ -207,6 +207,7 @@ fn projection_rows(label: &str, variants: &[Variant], figures: &[Figures]) -> Ve
         theirs,
         target,
         client_go: None,
+        controller_runtime: None,
     };
     let mut rows = vec![
         row(

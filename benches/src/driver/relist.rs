@@ -1,4 +1,6 @@
-//! Scenario 6: the relist after 410 Gone, on a control plane without watch cache.
+//! Scenario 6: the relist after 410 Gone, on a control plane without watch cache: ours,
+//! kube-runtime with its defaults and tuned as its docs say (rows of their own), and
+//! client-go (JSON, protobuf) when its peer is built.
 
 use std::process::Stdio;
 
@@ -11,9 +13,20 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::process::{final_report, side_command, wait_for_sync};
 use super::setup::create_objects;
-use super::{Bench, MIB, Samples, default_sides, rotated, row_of, thousands};
+use super::{
+    Bench, Columns, KUBE_RUNTIME_TUNED, MIB, Samples, rotated, row_of, sides_of, thousands,
+};
 use crate::objects;
 use crate::report::{Implementation, RelistSample, Row, WorkerReport};
+
+/// Scenario 6's sides, in the order of each round's runs (the Go peers when built).
+const RELIST_SIDES: [Implementation; 5] = [
+    Implementation::Ours,
+    Implementation::KubeRuntime,
+    Implementation::KubeRuntimeTuned,
+    Implementation::ClientGoJson,
+    Implementation::ClientGoProtobuf,
+];
 
 /// The namespace of scenario 6's collection, on the control plane without watch cache.
 const RELIST_NAMESPACE: &str = "bench-relist";
@@ -35,7 +48,7 @@ pub(super) async fn run(
     let client = uncached.client()?;
     create_objects(&client, RELIST_NAMESPACE, options.objects, options.payload).await?;
     create_objects(&client, NOISE_NAMESPACE, 1, 0).await?;
-    let sides = default_sides(bench);
+    let sides = sides_of(bench, &RELIST_SIDES);
     let mut runs = Vec::new();
     for round in 0..options.pairs {
         let mut round_samples: Vec<Option<RelistSample>> = vec![None; sides.len()];
@@ -63,7 +76,18 @@ pub(super) async fn run(
         }
         runs.push(round_samples.into_iter().flatten().collect::<Vec<_>>());
     }
-    rows.extend(relist_rows(&label, &runs));
+    let defaults = Columns::of(&sides, Implementation::Ours, Implementation::KubeRuntime);
+    rows.extend(relist_rows(&label, &runs, defaults));
+    let tuned = Columns::pair(
+        &sides,
+        Implementation::Ours,
+        Implementation::KubeRuntimeTuned,
+    );
+    rows.extend(relist_rows(
+        &format!("{label}, {KUBE_RUNTIME_TUNED}"),
+        &runs,
+        tuned,
+    ));
     samples.relist = runs.into_iter().flatten().collect();
     Ok(())
 }
@@ -105,9 +129,10 @@ async fn relist_run(
     }
 }
 
-fn relist_rows(label: &str, runs: &[Vec<RelistSample>]) -> Vec<Row> {
-    let row =
-        |metric: &str, f: &dyn Fn(&RelistSample) -> f64| row_of(label, metric, runs, f, None, None);
+fn relist_rows(label: &str, runs: &[Vec<RelistSample>], columns: Columns) -> Vec<Row> {
+    let row = |metric: &str, f: &dyn Fn(&RelistSample) -> f64| {
+        row_of(label, metric, runs, columns, f, None, None)
+    };
     let mib = |kib: u64| kib as f64 / MIB;
     vec![
         row("RSS after the initial sync (MiB)", &|s| {

@@ -1,14 +1,17 @@
 //! The initial-sync scenarios: 1 (10,000 ConfigMaps, with like-for-like rows), 2
 //! (50,000), 8 (100,000) and 9 (10,000 Pods). With its defaults, each runs ours,
-//! kube-runtime and, when built, client-go speaking JSON and protobuf. Their rounds of
-//! runs and their rows serve scenario 10 ([`metadata`](super::metadata)) too.
+//! kube-runtime and (but 9) client-go speaking JSON and protobuf when its peer is built;
+//! 1 and 2 also run kube-runtime tuned as its docs say
+//! ([`Implementation::KubeRuntimeTuned`], rows of their own) and controller-runtime's
+//! cache when its peer is built (a column). Their rounds of runs and their rows serve
+//! scenario 10 ([`metadata`](super::metadata)) too.
 
 use anyhow::bail;
 
 use super::process::run_side;
 use super::{
-    Bench, LARGE_NAMESPACE, MIB, POD_NAMESPACE, SCALE_NAMESPACE, SMALL_NAMESPACE, Samples,
-    default_sides, rotated, row_of, thousands,
+    Bench, Columns, DEFAULT_SIDES, KUBE_RUNTIME_TUNED, LARGE_NAMESPACE, MIB, POD_NAMESPACE,
+    SCALE_NAMESPACE, SMALL_NAMESPACE, Samples, rotated, row_of, sides_of, thousands,
 };
 use crate::report::{Implementation, Row, SyncSample, Target, WorkerReport};
 
@@ -34,7 +37,7 @@ pub(super) async fn small(
         namespace: SMALL_NAMESPACE,
         objects: options.objects,
     };
-    samples.sync_small = default_sync(bench, collection, &label, rows, true).await?;
+    samples.sync_small = default_sync(bench, collection, &label, rows, &SYNC_SIDES).await?;
     // Like for like: both keep managedFields, then both drop them; then both list
     // from the watch cache in one request (kube-runtime's default pages consistent
     // reads from etcd: 20 requests of 500 for 10,000 objects), which shows how much of
@@ -49,7 +52,11 @@ pub(super) async fn small(
     ] {
         let label = format!("{label}, {what}");
         let runs = sync_runs(bench, collection, &implementations, &label).await?;
-        rows.extend(sync_rows(&label, &runs, false).into_iter().take(3));
+        rows.extend(
+            sync_rows(&label, &runs, Columns::PAIR, false)
+                .into_iter()
+                .take(3),
+        );
         samples
             .sync_small_like_for_like
             .extend(runs.into_iter().flatten());
@@ -70,7 +77,7 @@ pub(super) async fn large(
         namespace: LARGE_NAMESPACE,
         objects: options.large_objects,
     };
-    samples.sync_large = default_sync(bench, collection, &label, rows, true).await?;
+    samples.sync_large = default_sync(bench, collection, &label, rows, &SYNC_SIDES).await?;
     Ok(())
 }
 
@@ -88,7 +95,7 @@ pub(super) async fn scale(
         namespace: SCALE_NAMESPACE,
         objects: options.scale_objects,
     };
-    samples.sync_scale = default_sync(bench, collection, &label, rows, true).await?;
+    samples.sync_scale = default_sync(bench, collection, &label, rows, &DEFAULT_SIDES).await?;
     Ok(())
 }
 
@@ -107,9 +114,20 @@ pub(super) async fn pods(
         namespace: POD_NAMESPACE,
         objects: options.pods,
     };
-    samples.sync_pods = default_sync(bench, collection, &label, rows, false).await?;
+    samples.sync_pods = default_sync(bench, collection, &label, rows, &DEFAULTS).await?;
     Ok(())
 }
+
+/// The sides of scenarios 1 and 2: ours, kube-runtime with its defaults and tuned as its
+/// docs say, client-go (JSON, protobuf) and controller-runtime (the Go peers when built).
+const SYNC_SIDES: [Implementation; 6] = [
+    Implementation::Ours,
+    Implementation::KubeRuntime,
+    Implementation::KubeRuntimeTuned,
+    Implementation::ClientGoJson,
+    Implementation::ClientGoProtobuf,
+    Implementation::ControllerRuntime,
+];
 
 /// Both sides with default options: the comparison the targets are about.
 pub(super) const DEFAULTS: [Implementation; 2] =
@@ -128,22 +146,31 @@ const STRIP_BOTH: [Implementation; 2] = [
     Implementation::KubeRuntimeStripManagedFields,
 ];
 
-/// A sync scenario with every side's defaults (client-go too when built and
-/// `with_client_go`): its rows (with the targets) go to `rows`; returns the samples.
+/// A sync scenario with the sides of `wanted` that can run here ([`sides_of`]): the
+/// rows of ours against kube-runtime's defaults (with the targets, and client-go's and
+/// controller-runtime's columns when they ran) go to `rows`, then, when kube-runtime
+/// tuned ran, the first rows of ours against it under a label naming it; returns the
+/// samples.
 async fn default_sync(
     bench: &Bench<'_>,
     collection: Collection<'_>,
     label: &str,
     rows: &mut Vec<Row>,
-    with_client_go: bool,
+    wanted: &[Implementation],
 ) -> anyhow::Result<Vec<SyncSample>> {
-    let implementations = if with_client_go {
-        default_sides(bench)
-    } else {
-        DEFAULTS.to_vec()
-    };
-    let runs = sync_runs(bench, collection, &implementations, label).await?;
-    rows.extend(sync_rows(label, &runs, true));
+    let sides = sides_of(bench, wanted);
+    let runs = sync_runs(bench, collection, &sides, label).await?;
+    let defaults = Columns::of(&sides, Implementation::Ours, Implementation::KubeRuntime);
+    rows.extend(sync_rows(label, &runs, defaults, true));
+    if sides.contains(&Implementation::KubeRuntimeTuned) {
+        let tuned = Columns::pair(
+            &sides,
+            Implementation::Ours,
+            Implementation::KubeRuntimeTuned,
+        );
+        let label = format!("{label}, {KUBE_RUNTIME_TUNED}");
+        rows.extend(sync_rows(&label, &runs, tuned, false).into_iter().take(4));
+    }
     Ok(runs.into_iter().flatten().collect())
 }
 
@@ -234,10 +261,15 @@ pub(super) async fn side_runs(
     Ok(rounds)
 }
 
-/// The rows of a sync scenario, time, CPU and peak RSS first; with the targets
-/// when `targets` (the default-options comparison). Column 0 of `runs` is ours,
-/// column 1 kube-runtime, columns 2 and 3 (when present) client-go JSON and protobuf.
-pub(super) fn sync_rows(label: &str, runs: &[Vec<SyncSample>], targets: bool) -> Vec<Row> {
+/// The rows of a sync scenario, time, CPU and peak RSS first, over `runs` laid out as
+/// `columns` says; with the targets when `targets` (the default-options
+/// comparison).
+pub(super) fn sync_rows(
+    label: &str,
+    runs: &[Vec<SyncSample>],
+    columns: Columns,
+    targets: bool,
+) -> Vec<Row> {
     let row = |metric: &str,
                f: &dyn Fn(&SyncSample) -> f64,
                target: Option<Target>,
@@ -246,6 +278,7 @@ pub(super) fn sync_rows(label: &str, runs: &[Vec<SyncSample>], targets: bool) ->
             label,
             metric,
             runs,
+            columns,
             f,
             target.filter(|_| targets),
             client_go_target.filter(|_| targets),

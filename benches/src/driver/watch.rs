@@ -12,7 +12,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::process::{final_report, side_command, wait_for_sync};
 use super::setup::CREATE_CONCURRENCY;
-use super::{Bench, MIB, SMALL_NAMESPACE, Samples, default_sides, rotated, row_of, thousands};
+use super::{
+    Bench, Columns, MIB, SMALL_NAMESPACE, Samples, default_sides, rotated, row_of, thousands,
+};
 use crate::objects;
 use crate::report::{Implementation, Row, WatchSample, WorkerReport, median};
 
@@ -46,7 +48,8 @@ pub(super) async fn run(
         }
         runs.push(round_samples.into_iter().flatten().collect());
     }
-    rows.extend(watch_rows(&label, &runs, options.updates));
+    let columns = Columns::of(&sides, Implementation::Ours, Implementation::KubeRuntime);
+    rows.extend(watch_rows(&label, &runs, columns, options.updates));
     Ok(())
 }
 
@@ -161,9 +164,15 @@ fn log_watch(label: &str, round: usize, sample: &WatchSample, applied: f64) {
     );
 }
 
-fn watch_rows(label: &str, runs: &[Vec<WatchSample>], updates: usize) -> Vec<Row> {
-    let row =
-        |metric: &str, f: &dyn Fn(&WatchSample) -> f64| row_of(label, metric, runs, f, None, None);
+fn watch_rows(
+    label: &str,
+    runs: &[Vec<WatchSample>],
+    columns: Columns,
+    updates: usize,
+) -> Vec<Row> {
+    let row = |metric: &str, f: &dyn Fn(&WatchSample) -> f64| {
+        row_of(label, metric, runs, columns, f, None, None)
+    };
     vec![
         row("time until the last update is cached (s)", &|s| s.seconds),
         row("client CPU, user+sys (s)", &|s| s.cpu_seconds),

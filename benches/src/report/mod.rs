@@ -25,11 +25,22 @@ pub enum Implementation {
     /// does by default (`any_semantic()`, no page size) instead of its default paged
     /// consistent reads from etcd.
     KubeRuntimeWatchCache,
-    /// client-go 1.20's `SharedInformerFactory` informer (the peer in
-    /// `benches/client-go`), speaking JSON.
+    /// kube-runtime tuned as its docs advise: `watcher::Config::default()
+    /// .streaming_lists()` (a sync is one watch whose initial events are the list; the
+    /// default page size of 500 stays, but no list is made) and `managedFields`
+    /// cleared by `.modify(..)` before the store, on every watcher it runs (in the
+    /// controller scenarios, the parents' through `Controller::for_stream`).
+    KubeRuntimeTuned,
+    /// client-go 0.37's `SharedInformerFactory` informer (the peer in
+    /// `benches/client-go`, its defaults: streaming lists, the RealFIFO), speaking JSON.
     ClientGoJson,
-    /// The same, speaking protobuf (`application/vnd.kubernetes.protobuf`).
+    /// The same, speaking protobuf (`application/vnd.kubernetes.protobuf`, client-go
+    /// 0.37's default for built-in types).
     ClientGoProtobuf,
+    /// controller-runtime 0.25's cache and controller (the peer in
+    /// `benches/controller-runtime`): its defaults (the priority queue, streaming
+    /// lists) and `cache.TransformStripManagedFields()` as the cache's transform.
+    ControllerRuntime,
     /// Our `Controller` without its priority queue (`.priority_queue(false)`:
     /// client-go's FIFO), for scenario 12.
     OursFifo,
@@ -44,8 +55,10 @@ impl Implementation {
             Implementation::OursKeepManagedFields => "ours-keep-mf",
             Implementation::KubeRuntimeStripManagedFields => "kube-runtime-strip-mf",
             Implementation::KubeRuntimeWatchCache => "kube-runtime-watch-cache",
+            Implementation::KubeRuntimeTuned => "kube-runtime-tuned",
             Implementation::ClientGoJson => "client-go-json",
             Implementation::ClientGoProtobuf => "client-go-protobuf",
+            Implementation::ControllerRuntime => "controller-runtime",
             Implementation::OursFifo => "ours-fifo",
         }
     }
@@ -58,6 +71,12 @@ impl Implementation {
         )
     }
 
+    /// Whether this runs as a Go peer binary (client-go's or controller-runtime's), not
+    /// as the Rust worker.
+    pub fn is_go_peer(self) -> bool {
+        self.is_client_go() || self == Implementation::ControllerRuntime
+    }
+
     /// Parses [`Implementation::as_str`].
     pub fn parse(s: &str) -> Option<Self> {
         match s {
@@ -66,8 +85,10 @@ impl Implementation {
             "ours-keep-mf" => Some(Implementation::OursKeepManagedFields),
             "kube-runtime-strip-mf" => Some(Implementation::KubeRuntimeStripManagedFields),
             "kube-runtime-watch-cache" => Some(Implementation::KubeRuntimeWatchCache),
+            "kube-runtime-tuned" => Some(Implementation::KubeRuntimeTuned),
             "client-go-json" => Some(Implementation::ClientGoJson),
             "client-go-protobuf" => Some(Implementation::ClientGoProtobuf),
+            "controller-runtime" => Some(Implementation::ControllerRuntime),
             "ours-fifo" => Some(Implementation::OursFifo),
             _ => None,
         }

@@ -82,6 +82,8 @@ pub struct Row {
     pub target: Option<Target>,
     /// client-go's medians, when it ran.
     pub client_go: Option<ClientGo>,
+    /// controller-runtime's median, when it ran (no target: the issues set none).
+    pub controller_runtime: Option<f64>,
 }
 
 impl Row {
@@ -94,6 +96,11 @@ impl Row {
     pub fn client_go_ratios(&self) -> Option<(f64, f64)> {
         self.client_go
             .map(|c| (self.ours / c.json, self.ours / c.protobuf))
+    }
+
+    /// ours / controller-runtime.
+    pub fn controller_runtime_ratio(&self) -> Option<f64> {
+        self.controller_runtime.map(|c| self.ours / c)
     }
 
     /// Whether every target is met (`None` without a target).
@@ -156,55 +163,50 @@ fn ratio_text(ratio: f64) -> String {
     }
 }
 
-/// The rows as a Markdown table; client-go's columns appear when any row has them.
+/// The rows as a Markdown table; client-go's columns appear when any row has them, and
+/// controller-runtime's likewise.
 pub fn markdown(rows: &[Row]) -> String {
     let with_client_go = rows.iter().any(|r| r.client_go.is_some());
-    let mut out = String::new();
+    let with_controller_runtime = rows.iter().any(|r| r.controller_runtime.is_some());
+    let mut values = vec!["ours", "kube-runtime"];
+    let mut ratios = vec!["ours/kube-runtime"];
     if with_client_go {
-        out.push_str(
-            "| scenario | metric | ours | kube-runtime | client-go JSON | client-go protobuf \
-             | ours/kube-runtime | ours/client-go JSON | ours/client-go protobuf | target | met |\n",
-        );
-        out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
-    } else {
-        out.push_str(
-            "| scenario | metric | ours | kube-runtime | ours/kube-runtime | target | met |\n",
-        );
-        out.push_str("|---|---|---:|---:|---:|---|---|\n");
+        values.extend(["client-go JSON", "client-go protobuf"]);
+        ratios.extend(["ours/client-go JSON", "ours/client-go protobuf"]);
     }
+    if with_controller_runtime {
+        values.push("controller-runtime");
+        ratios.push("ours/controller-runtime");
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| scenario | metric | {} | {} | target | met |",
+        values.join(" | "),
+        ratios.join(" | ")
+    );
+    let _ = writeln!(
+        out,
+        "|---|---|{}---|---|",
+        "---:|".repeat(values.len() + ratios.len())
+    );
     let dash = || "-".to_owned();
+    let value = |x: Option<f64>| x.map(human).unwrap_or_else(dash);
+    let ratio = |x: Option<f64>| x.map(ratio_text).unwrap_or_else(dash);
     for row in rows {
-        let _ = write!(
-            out,
-            "| {} | {} | {} | {} |",
-            row.scenario,
-            row.metric,
-            human(row.ours),
-            row.theirs.map(human).unwrap_or_else(dash),
-        );
-        if with_client_go {
-            let _ = write!(
-                out,
-                " {} | {} |",
-                row.client_go.map(|c| human(c.json)).unwrap_or_else(dash),
-                row.client_go
-                    .map(|c| human(c.protobuf))
-                    .unwrap_or_else(dash),
-            );
-        }
-        let _ = write!(
-            out,
-            " {} |",
-            row.ratio().map(ratio_text).unwrap_or_else(dash)
-        );
+        let mut cells = vec![human(row.ours), value(row.theirs)];
+        let mut ratio_cells = vec![ratio(row.ratio())];
         if with_client_go {
             let ratios = row.client_go_ratios();
-            let _ = write!(
-                out,
-                " {} | {} |",
-                ratios.map(|r| ratio_text(r.0)).unwrap_or_else(dash),
-                ratios.map(|r| ratio_text(r.1)).unwrap_or_else(dash),
-            );
+            cells.extend([
+                value(row.client_go.map(|c| c.json)),
+                value(row.client_go.map(|c| c.protobuf)),
+            ]);
+            ratio_cells.extend([ratio(ratios.map(|r| r.0)), ratio(ratios.map(|r| r.1))]);
+        }
+        if with_controller_runtime {
+            cells.push(value(row.controller_runtime));
+            ratio_cells.push(ratio(row.controller_runtime_ratio()));
         }
         let targets: Vec<String> = [
             row.target.map(|t| format!("{} kube-runtime", t.describe())),
@@ -222,7 +224,11 @@ pub fn markdown(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             out,
-            " {targets} | {} |",
+            "| {} | {} | {} | {} | {targets} | {} |",
+            row.scenario,
+            row.metric,
+            cells.join(" | "),
+            ratio_cells.join(" | "),
             match row.met() {
                 Some(true) => "yes",
                 Some(false) => "**no**",
@@ -263,11 +269,37 @@ mod tests {
                 protobuf: 2.5,
                 target: Some(Target::RatioAtMost(0.3)),
             }),
-            ..row
+            ..row.clone()
         };
         // 1/4 meets <= 0.3x, 1/2.5 does not.
         assert_eq!(with_client_go.met(), Some(false));
-        let table = markdown(&[with_client_go]);
+        let table = markdown(std::slice::from_ref(&with_client_go));
         assert!(table.contains("| 0.25x | 0.40x |"), "{table}");
+        assert!(!table.contains("controller-runtime"), "{table}");
+        let with_controller_runtime = Row {
+            controller_runtime: Some(4.0),
+            ..with_client_go
+        };
+        let table = markdown(&[with_controller_runtime, row]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[0].contains("| controller-runtime | ours/kube-runtime |")
+                && lines[0].ends_with("| ours/controller-runtime | target | met |"),
+            "{table}"
+        );
+        // The header's column count matches the separator's and every row's.
+        let columns = |line: &str| line.matches('|').count();
+        assert!(
+            lines.iter().all(|l| columns(l) == columns(lines[0])),
+            "{table}"
+        );
+        assert!(
+            lines[2].contains("| 4.00 | 0.50x | 0.25x | 0.40x | 0.25x |"),
+            "{table}"
+        );
+        assert!(
+            lines[3].contains("| 1.00 | 2.00 | - | - | - | 0.50x |"),
+            "{table}"
+        );
     }
 }
