@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use informer::controller::Action;
 use informer::controller::{Context, Controller, ReplicationMode, backoff};
 use informer::factory::FactoryOptions;
 use informer::fleet::{
@@ -50,7 +51,6 @@ use informer::fleet::{
 };
 use informer::shard::{ShardConfig, ShardMember};
 use informer::shared_informer::wait_for_cache_sync;
-use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio::sync::{mpsc, watch};
 

@@ -38,11 +38,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use informer::controller::Action;
 use informer::controller::{Context, Controller, Primary, backoff};
 use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
 use informer::key::ObjectKey;
 use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
-use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::watch;

@@ -1,108 +1,86 @@
 //! # informer
 //!
-//! client-go's informer machinery rebuilt in Rust on [`kube`], [`k8s_openapi`] and
-//! [`tokio`], generic over the resource type. Where a Go controller writes
-//! `obj.(*v1.Deployment)`, this crate hands out `Arc<Deployment>`; where it switches on
-//! `DeletedFinalStateUnknown`, you match on a [`DeletedObject`](fifo::DeletedObject).
+//! Kubernetes controllers in Rust on [`kube`], [`k8s_openapi`] and [`tokio`], with
+//! client-go's informer machinery underneath, typed throughout: where a Go controller
+//! writes `obj.(*v1.Deployment)`, this crate hands out `Arc<Deployment>`.
 //!
-//! ```text
-//! kube::Api<K> --list/watch--> Reflector<K> --deltas--> RealFifo<K> --pop--> process loop
-//!                                                    (or DeltaFifo<K>)    |          |
-//!                                                  Indexer<K> <-----------+          +--> handlers
-//!                                                      ^
-//!                                        Lister<K> ----+  (sync reads, Arc<K>, no copies)
-//! ```
-//!
-//! # Where each concept lives
-//!
-//! Every public name has one path, in the module of its concept; the [`prelude`]
-//! gathers the ones a controller uses most.
-//!
-//! - [`reflector`]: lists and watches the API server into a store, with client-go's
-//!   resourceVersion, paging, 410 Gone, backoff and resync rules ([`Reflector`](reflector::Reflector),
-//!   [`ListerWatcher`](reflector::ListerWatcher), [`ApiListerWatcher`](reflector::ApiListerWatcher)),
-//!   and the other sources a reflector can read: [`ListWatch`](reflector::ListWatch) from
-//!   two closures, and [`FakeSource`](reflector::FakeSource), an in-memory collection
-//!   that drives an informer in unit tests without a server.
-//! - [`fifo`]: the queues of typed deltas between reflector and cache: the in-order
-//!   [`RealFifo`](fifo::RealFifo) (the default, client-go's `InOrderInformers`) and the
-//!   per-object [`DeltaFifo`](fifo::DeltaFifo); [`DeletedObject`](fifo::DeletedObject)
-//!   with its tombstone.
-//! - [`store`]: the indexed cache ([`Indexer`](store::Indexer)), named indexes,
-//!   label selectors, and typed indexes ([`Index`](store::Index)).
-//! - [`shared_informer`]: [`SharedIndexInformer`](shared_informer::SharedIndexInformer), its options, handlers,
-//!   registrations, subscriptions and [`wait_for_cache_sync`](shared_informer::wait_for_cache_sync).
-//! - [`factory`]: [`SharedInformerFactory`](factory::SharedInformerFactory), one informer per type, shared;
-//!   metadata-only informers ([`metadata_informer::<Pod>()`](factory::SharedInformerFactory::metadata_informer))
-//!   and dynamic ones ([`dynamic_informer`](factory::SharedInformerFactory::dynamic_informer)) beside them.
-//! - [`dynamic`]: resources known only at run time: [`DynamicResource`](dynamic::DynamicResource)
-//!   found through discovery, [`JsonPathIndex`](dynamic::JsonPathIndex) over `DynamicObject`s.
-//! - [`controller`]: [`Controller`](controller::Controller), a primary type with what it owns
-//!   and watches mapped to one queue of keys, typed reconciles, finalizers and
-//!   read-your-writes, on the factory's shared informers.
-//! - [`leader`]: leader election on a Lease ([`LeaderElector`](leader::LeaderElector)),
-//!   so a controller runs as several replicas of which one works.
-//! - [`shard`]: a controller's keys split across replicas ([`ShardMember`](shard::ShardMember),
-//!   one Lease each, rendezvous hashing), so all of them work, never two on one key.
-//! - [`projection`]: `#[derive(Projection)]`, a struct of the fields a controller
-//!   reads, cached as a resource of the original's kind and decoded straight from the
-//!   wire, every other field skipped unread.
-//! - [`lister`]: [`Lister`](lister::Lister), typed reads of the cache, scope checked by
-//!   the compiler.
-//! - [`consistency`]: the cache proven right while it runs: periodic checks against the
-//!   server's list ([`ConsistencyConfig`](consistency::ConsistencyConfig),
-//!   [`verify`](shared_informer::SharedIndexInformer::verify)), a staleness gauge and a
-//!   [`Health`](consistency::Health) for readiness endpoints.
-//! - [`informable`]: `#[derive(Informable)]`, typed keys and indexes checked by the
-//!   compiler, for CRDs and hand-written resource types alike.
-//! - [`key`]: [`ObjectKey`](key::ObjectKey) (`namespace/name`) and key functions.
-//! - [`scope`]: resource scopes in the type system: [`FactoryScope`](scope::FactoryScope)
-//!   for code generic over a scope, and the markers that decide a lister's reads.
-//! - [`workqueue`]: client-go's work queue, rate limiters, and the [`Runner`](workqueue::Runner)
-//!   that drives a controller's reconcile loop.
-//! - [`events`]: an `events.k8s.io/v1` event [`Recorder`](events::Recorder) with
-//!   client-go's series and spam filter, writing in the background.
-//! - `metrics` (feature `metrics`): Prometheus metrics of queues, controllers,
-//!   informers and reflectors, with client-go's and controller-runtime's names.
-//! - `testenv` (feature `testenv`): a real kube-apiserver and etcd on loopback.
-//!
-//! Cached objects leave out `metadata.managedFields`: they are skipped while decoding,
-//! which roughly halves the memory of small objects and loses nothing a controller
-//! needs (see [`ManagedFields`](reflector::ManagedFields)). Ask for them with
-//! [`ApiListerWatcher::managed_fields`](reflector::ApiListerWatcher::managed_fields) or [`FactoryOptions::managed_fields`](factory::FactoryOptions::managed_fields).
-//!
-//! Nothing fails silently. A list that keeps failing is retried without end, as in
-//! client-go, but logged (at warn level, once per streak) and kept as the informer's
-//! [`last_sync_error`](shared_informer::SharedIndexInformer::last_sync_error), a
-//! [`SyncError`](reflector::SyncError) that names the resource
-//! (`backups.ops.example.com is not served by the API server`) or the address of a
-//! server that cannot be reached; [`SharedInformerFactory::wait_for_cache_sync_within`](factory::SharedInformerFactory::wait_for_cache_sync_within)
-//! reports it per informer. A lister's `get` before its informer synced is
-//! [`LookupError::NotSynced`](lister::LookupError::NotSynced), not `NotFound`.
+//! **Writing an operator: start with [`Controller`](controller::Controller).** It
+//! reconciles a primary type, maps the changes of what it owns and watches to the
+//! primaries' keys through typed indexes, and hands each reconcile a
+//! [`Context`](controller::Context) with the shared caches' listers, a client whose
+//! writes the next reconcile is sure to see, and an event recorder:
 //!
 //! ```no_run
+//! use std::sync::Arc;
 //! use informer::prelude::*;
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kube::{Api, ResourceExt};
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use kube::api::{Patch, PatchParams};
+//! use kube::ResourceExt;
+//!
+//! /// Keeps a ConfigMap `{name}-image` beside every Deployment, owned by it.
+//! async fn reconcile(deployment: Arc<Deployment>, ctx: Context<Deployment>) -> Result<Action, kube::Error> {
+//!     let name = format!("{}-image", deployment.name_any());
+//!     let image = deployment.spec.template.spec.as_ref()
+//!         .and_then(|pod| pod.containers.first())
+//!         .and_then(|container| container.image.clone())
+//!         .unwrap_or_default();
+//!     let child = serde_json::json!({
+//!         "apiVersion": "v1", "kind": "ConfigMap",
+//!         "metadata": { "name": name, "ownerReferences": [ctx.controller_reference(&deployment)] },
+//!         "data": { "image": image },
+//!     });
+//!     ctx.api::<ConfigMap>()
+//!         .patch(&name, &PatchParams::apply("image-controller"), &Patch::Apply(&child))
+//!         .await?;
+//!     Ok(Action::Done)
+//! }
 //!
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! let informer = SharedIndexInformer::new(Api::<ConfigMap>::namespaced(client, "default"));
-//! informer.add_event_handler(
-//!     ResourceEventHandlerFns::new()
-//!         .on_add(|cm: &std::sync::Arc<ConfigMap>, _| println!("Added: {}", cm.name_any()))
-//!         .on_delete(|gone| println!("Deleted: {}", gone.object().name_any())),
-//! )?;
-//! tokio::spawn({
-//!     let informer = informer.clone();
-//!     async move { informer.run(std::future::pending()).await }
-//! });
-//! wait_for_cache_sync(&[&informer]).await;
-//! let web: Selector = "app=web".parse()?;
-//! let cached = informer.lister().namespaced("default").list(&web);
-//! # let _ = cached;
+//! let factory = SharedInformerFactory::new(client, FactoryOptions::default().namespace("default"));
+//! Controller::<Deployment>::new(&factory)
+//!     .owns::<ConfigMap>()
+//!     .run(reconcile, backoff, shutdown_signal())
+//!     .await?;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The [`prelude`] holds what that code names. Where to go from there, by task:
+//!
+//! - **Reading a cache.** [`SharedInformerFactory`](factory::SharedInformerFactory)
+//!   makes one informer per type, shared by every controller and handler of the
+//!   process; [`Lister`](lister::Lister) reads it synchronously (`Arc<K>`, no copies),
+//!   by namespace, label selector or a typed index (`#[derive(Informable)]`,
+//!   [`informable`]). For event handlers without a controller,
+//!   [`SharedIndexInformer`](shared_informer::SharedIndexInformer) and
+//!   [`ResourceEventHandlerFns`](shared_informer::ResourceEventHandlerFns), with
+//!   deletions as a [`DeletedObject`](fifo::DeletedObject), tombstones included.
+//! - **Running as several replicas.** [`leader`]: one of them works
+//!   ([`Controller::leader_election`](controller::Controller::leader_election));
+//!   [`shard`]: all of them work, each on its own keys
+//!   ([`Controller::sharded`](controller::Controller::sharded)); no write is sent
+//!   outside a claim ([`Fenced`](controller::Fenced)).
+//! - **Events and metrics.** [`events`] (`events.k8s.io/v1`, series and spam filter,
+//!   through [`Context::publish`](controller::Context::publish)), `metrics` (feature
+//!   `metrics`: Prometheus, with client-go's and controller-runtime's names).
+//! - **Beyond one cluster and one shape.** [`fleet`] (a controller in every cluster
+//!   of a fleet), [`projection`] (`#[derive(Projection)]`: cache only the fields you
+//!   read), [`consistency`] (prove the cache right while it runs), [`dynamic`] (kinds
+//!   known only at run time), `testenv` (feature `testenv`: a real kube-apiserver and
+//!   etcd on loopback for your tests).
+//! - **client-go's building blocks**, each usable on its own: [`reflector`] (list and
+//!   watch, with client-go's resourceVersion, paging, 410 and backoff rules), [`fifo`]
+//!   (RealFIFO, DeltaFIFO), [`store`] (the indexed cache), [`workqueue`] (rate-limited
+//!   queues and the reconcile [`Runner`](workqueue::Runner)), [`key`] and [`scope`].
+//!
+//! Cached objects leave out `metadata.managedFields` (skipped while decoding; the
+//! server is asked to leave them out where it can): see
+//! [`ManagedFields`](reflector::ManagedFields). Nothing fails silently: a list that
+//! keeps failing is retried as in client-go, logged once per streak and kept as the
+//! informer's [`last_sync_error`](shared_informer::SharedIndexInformer::last_sync_error);
+//! a lister's `get` before its informer synced is
+//! [`LookupError::NotSynced`](lister::LookupError::NotSynced), not `NotFound`.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -145,21 +123,16 @@ mod test_support;
 
 pub use shutdown::shutdown_signal;
 
-/// The names a controller uses most, for `use informer::prelude::*`.
+/// What an operator's code names most, for `use informer::prelude::*`: the controller,
+/// its reconcile's types, the factory and typed reads of its caches. Handlers, queues
+/// and the other building blocks are imported from their modules.
 pub mod prelude {
-    pub use crate::controller::{Context, Controller, Predicate, Retry, backoff};
-    pub use crate::events::{EventSpec, Recorder, Reporter};
+    pub use crate::controller::{Action, Context, Controller, Predicate, Retry, backoff};
+    pub use crate::events::EventSpec;
     pub use crate::factory::{FactoryOptions, SharedInformerFactory};
-    pub use crate::fifo::{DeletedFinalStateUnknown, DeletedObject};
-    pub use crate::fleet::ClusterContext;
     pub use crate::informable::Informable;
     pub use crate::key::ObjectKey;
     pub use crate::lister::{Lister, NamespaceLister};
-    pub use crate::shared_informer::{
-        HasSynced, InformerOptions, Notification, ResourceEventHandler, ResourceEventHandlerFns,
-        SharedIndexInformer, wait_for_cache_sync,
-    };
     pub use crate::shutdown_signal;
-    pub use crate::store::{IndexQuery, Indexer, Indexers, Selector};
-    pub use crate::workqueue::{Action, Priority, Runner, RunnerConfig, WorkQueue};
+    pub use crate::store::Selector;
 }

@@ -11,7 +11,7 @@
 /// use informer::shutdown_signal;
 /// use informer::controller::{Controller, backoff};
 /// # use k8s_openapi::api::core::v1::ConfigMap;
-/// # async fn reconcile(_: std::sync::Arc<ConfigMap>, _: informer::controller::Context<ConfigMap>) -> Result<informer::workqueue::Action, kube::Error> { Ok(informer::workqueue::Action::Done) }
+/// # async fn reconcile(_: std::sync::Arc<ConfigMap>, _: informer::controller::Context<ConfigMap>) -> Result<informer::controller::Action, kube::Error> { Ok(informer::controller::Action::Done) }
 ///
 /// Controller::<ConfigMap>::new(&factory)
 ///     .run(reconcile, backoff, shutdown_signal())

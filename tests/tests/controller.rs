@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{eventually, eventually_async, spawn_until_stopped as spawn};
+use informer::controller::Action;
 use informer::controller::{Context, Controller, Retry, backoff};
 use informer::events::EventSpec;
 use informer::factory::{FactoryOptions, SharedInformerFactory};
@@ -16,7 +17,7 @@ use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::shared_informer::ResourceEventHandlerFns;
 use informer::testenv::TestEnv;
-use informer::workqueue::{Action, ItemExponentialFailureRateLimiter, QueueConfig, WorkQueue};
+use informer::workqueue::{ItemExponentialFailureRateLimiter, QueueConfig, WorkQueue};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

@@ -36,6 +36,7 @@ use std::time::Duration;
 use common::{eventually, eventually_async, spawn_until_stopped as spawn};
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::dynamic::DynamicResource;
 use informer::events::EventSpec;
@@ -53,7 +54,6 @@ use informer::shared_informer::{
     InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
 use informer::testenv::{TestEnv, TestEnvBuilder};
-use informer::workqueue::Action;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

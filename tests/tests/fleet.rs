@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{eventually, eventually_async};
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::FactoryOptions;
 use informer::fleet::{
@@ -21,7 +22,6 @@ use informer::fleet::{
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::testenv::{Kubernetes, TestEnv};
-use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, ResourceExt};

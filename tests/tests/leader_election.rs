@@ -345,11 +345,11 @@ async fn a_standby_keeps_no_backlog_and_a_new_leader_cleans_up_the_handover_dele
     use std::collections::BTreeSet;
     use std::sync::{Arc, Mutex};
 
+    use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
     use informer::factory::{FactoryOptions, SharedInformerFactory};
     use informer::metrics::Metrics;
     use informer::metrics::prometheus_client::registry::Registry;
-    use informer::workqueue::Action;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::ResourceExt;
     use kube::api::DeleteParams;

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use common::scrape::{scrape, value};
 use common::{config_map, eventually, spawn_until_stopped as spawn};
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::testenv::TestEnv;
-use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};

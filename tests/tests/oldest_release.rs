@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{eventually_async, spawn_until_stopped as spawn};
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use informer::testenv::{Kubernetes, TestEnv};
-use informer::workqueue::Action;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

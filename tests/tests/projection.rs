@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::scrape::{scrape, value};
 use common::{eventually, spawn_run, spawn_until_stopped as spawn};
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::metrics::Metrics;
@@ -19,7 +20,6 @@ use informer::metrics::prometheus_client::registry::Registry;
 use informer::projection::Projection;
 use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::TestEnv;
-use informer::workqueue::Action;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, PodStatus, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

@@ -432,9 +432,9 @@ async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
 /// the newcomer starts each of them only after it was dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owner_starts() {
+    use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
     use informer::factory::{FactoryOptions, SharedInformerFactory};
-    use informer::workqueue::Action;
     use kube::ResourceExt;
     use tokio::sync::mpsc;
     use tokio::time::Instant;
@@ -611,9 +611,9 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
 /// due cleanup is queued with the keys that become its own again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is_back() {
+    use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
     use informer::factory::{FactoryOptions, SharedInformerFactory};
-    use informer::workqueue::Action;
     use kube::ResourceExt;
     use kube::api::DeleteParams;
 
@@ -713,9 +713,9 @@ async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is
 /// re-creates it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
+    use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
     use informer::factory::{FactoryOptions, SharedInformerFactory};
-    use informer::workqueue::Action;
     use k8s_openapi::api::core::v1::Secret;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
     use kube::ResourceExt;

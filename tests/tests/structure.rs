@@ -1,5 +1,6 @@
 //! The library's structure, read from its source (no server): imports point down the
-//! layers of DESIGN.md without circles, and each public name has one path.
+//! layers (docs/layout.md) without circles between modules, submodules or files, each
+//! public name has one path, and the public surface stays under its written ceiling.
 
 mod shape;
 
@@ -34,10 +35,12 @@ fn imports_point_down_the_layers_without_circles() {
     }
     println!(
         "upward imports: {} (between {} pairs of modules); circles between modules: {}; \
-         circles between the files of a module: {}",
+         circles between the submodules of a module: {}; circles between the files of a \
+         module: {}",
         report.upward.len(),
         report.upward_modules.len(),
         report.module_circles.len(),
+        report.submodule_circles.len(),
         report.file_circles.len()
     );
     for up in &report.upward {
@@ -45,6 +48,9 @@ fn imports_point_down_the_layers_without_circles() {
     }
     for circle in &report.module_circles {
         println!("  module circle: {}", circle.join(" <-> "));
+    }
+    for circle in &report.submodule_circles {
+        println!("  submodule circle: {}", circle.join(" <-> "));
     }
     for circle in &report.file_circles {
         println!("  file circle: {}", circle.join(" <-> "));
@@ -55,10 +61,19 @@ fn imports_point_down_the_layers_without_circles() {
     assert!(
         report.upward.is_empty()
             && report.module_circles.is_empty()
+            && report.submodule_circles.is_empty()
             && report.file_circles.is_empty(),
         "imports must point down the layers, without circles (see above)"
     );
 }
+
+/// The most public items (each counted once, the prelude's aside) the library may
+/// have: the surface is a cost every user pays, so it grows only by a decision made
+/// here. 236 before the front-door work of 2026-12 (issue 45), 233 after it.
+const PUBLIC_ITEMS_CEILING: usize = 233;
+
+/// The most names the prelude may hold: an operator's path, not a second index.
+const PRELUDE_CEILING: usize = 15;
 
 #[test]
 fn each_public_name_has_one_path_outside_the_prelude() {
@@ -85,5 +100,18 @@ fn each_public_name_has_one_path_outside_the_prelude() {
         doubles.is_empty(),
         "{} public items have more than one path (see above)",
         doubles.len()
+    );
+    assert!(
+        outside_prelude <= PUBLIC_ITEMS_CEILING,
+        "{outside_prelude} public items, over the ceiling of {PUBLIC_ITEMS_CEILING}: make an item \
+         private, or raise the ceiling in this test as a decision (and say why)"
+    );
+    if outside_prelude < PUBLIC_ITEMS_CEILING {
+        println!("  below the ceiling: lower PUBLIC_ITEMS_CEILING to {outside_prelude}");
+    }
+    let prelude = paths.names_per_module.get("prelude").copied().unwrap_or(0);
+    assert!(
+        prelude <= PRELUDE_CEILING,
+        "the prelude has {prelude} names, over its ceiling of {PRELUDE_CEILING}"
     );
 }

@@ -48,9 +48,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use informer::fleet::{Cluster, ClusterSet, FleetInformer, KubeconfigError, KubeconfigSecrets};
+use informer::fleet::{
+    Cluster, ClusterContext, ClusterSet, FleetInformer, KubeconfigError, KubeconfigSecrets,
+};
 use informer::prelude::*;
-use informer::workqueue::{QueueConfig, default_controller_rate_limiter};
+use informer::shared_informer::{ResourceEventHandlerFns, wait_for_cache_sync};
+use informer::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;

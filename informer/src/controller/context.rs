@@ -9,8 +9,8 @@ use kube::{Client, Resource};
 use super::read_your_writes::ReadYourWrites;
 use super::reasons::Reasons;
 use super::registry::Registry;
-use super::replication::{Fence, fenced_client};
 use super::tracked_api::{TrackedApi, Tracking};
+use crate::claim::{Fence, fenced_client};
 use crate::events::{EventSpec, Published, Recorder, object_reference};
 use crate::key::{ObjectKey, short_type_name};
 use crate::lister::Lister;
@@ -126,9 +126,6 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// for the key (see [replicas](super#replicas-and-fencing)). Reads go through;
     /// GETs that act (`exec`, `attach`, `portforward`, `proxy`) are fenced as writes.
     pub fn client(&self) -> &Client {
-        if self.fence.is_open() {
-            return &self.state.client;
-        }
         self.client
             .get_or_init(|| fenced_client(&self.state.client, self.fence.clone()))
     }
@@ -207,12 +204,8 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     /// shard ends is dropped and counted
     /// ([`RecorderStats::fenced`](crate::events::RecorderStats::fenced)).
     pub fn recorder(&self) -> &Recorder {
-        match self.fence.claim() {
-            None => &self.state.recorder,
-            Some(claim) => self
-                .recorder
-                .get_or_init(|| self.state.recorder.claimed(claim)),
-        }
+        self.recorder
+            .get_or_init(|| self.state.recorder.fenced(self.fence.clone()))
     }
 
     /// Publishes an `events.k8s.io/v1` Event about `object` (usually the one being

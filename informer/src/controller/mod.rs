@@ -40,7 +40,7 @@
 //! use std::sync::Arc;
 //! use informer::controller::{backoff, Context, Controller};
 //! use informer::factory::{FactoryOptions, SharedInformerFactory};
-//! use informer::workqueue::Action;
+//! use informer::controller::Action;
 //! use k8s_openapi::api::apps::v1::Deployment;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::api::{Patch, PatchParams};
@@ -189,6 +189,9 @@ mod tracked_api;
 
 use std::time::Duration;
 
+/// What a reconcile asks for next (defined beside the [`Runner`](crate::workqueue::Runner)
+/// that acts on it).
+pub use crate::workqueue::runner::Action;
 pub use builder::Controller;
 pub use context::Context;
 pub use mapping::IntoPrimaryKey;

@@ -72,7 +72,7 @@ where
     /// ```no_run
     /// # use std::sync::Arc;
     /// # use informer::controller::Context;
-    /// # use informer::workqueue::Action;
+    /// # use informer::controller::Action;
     /// # use k8s_openapi::api::core::v1::ConfigMap;
     /// # use kube::api::{Patch, PatchParams};
     /// # async fn reconcile(cm: Arc<ConfigMap>, ctx: Context<ConfigMap>) -> Result<Action, kube::Error> {

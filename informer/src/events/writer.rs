@@ -176,15 +176,12 @@ async fn write_event(
     let mut recreating = false;
     loop {
         let pending = shared.state.locked().series.next_write(id)?;
-        if let Some(claim) = &pending.claim
-            && !claim.holds()
-        {
+        if let Err(fenced) = pending.fence.check_write() {
             // The publisher may no longer act for the object (its term or shard
             // ended): another replica may be the one speaking for it now.
-            claim.count_refused_write();
             bump(&shared.stats.fenced);
             let (namespace, name) = pending.write.event_name();
-            tracing::debug!(%namespace, %name, reason = %claim.describe_loss(), "event not written: the claim it was published under ended");
+            tracing::debug!(%namespace, %name, reason = %fenced.reason, "event not written: the claim it was published under ended");
             shared.state.locked().series.failed(id);
             return None;
         }

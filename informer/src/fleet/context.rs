@@ -8,7 +8,7 @@ use crate::controller::Context;
 pub(super) const CLUSTER_LABEL: &str = "cluster";
 
 /// Which cluster of a fleet a reconcile works in, for a controller run by a
-/// [`FleetController`](super::FleetController). In the prelude.
+/// [`FleetController`](super::FleetController).
 pub trait ClusterContext {
     /// The name of the fleet cluster this reconcile works in; `None` for a controller
     /// of one cluster. The context's client, listers, `api` and recorder are that

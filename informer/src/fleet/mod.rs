@@ -40,7 +40,7 @@
 //!   killed one's clusters move to the survivors.
 //!
 //! ```no_run
-//! use informer::fleet::{ClusterSet, KubeconfigSecrets};
+//! use informer::fleet::{ClusterContext, ClusterSet, KubeconfigSecrets};
 //! use informer::prelude::*;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!

@@ -9,7 +9,7 @@
 //! (`Vec<String>`, `Option<String>`, `[&'static str; 1]`, ...). Implementing the trait by
 //! hand lets a function hand out values borrowed from the object, so keeping an index up
 //! to date allocates nothing when an update leaves the values unchanged: the built-in
-//! [`NamespaceIndex`] and [`LabelIndex`] do so.
+//! [`NamespaceIndex`] and `LabelIndex` do so.
 
 use educe::Educe;
 use std::{
@@ -92,21 +92,16 @@ impl<K: Resource + 'static> IndexFunc<K> for NamespaceIndex {
 
 /// Indexes objects by the value of one label; objects without the label are not indexed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LabelIndex {
+pub(crate) struct LabelIndex {
     label: String,
 }
 
 impl LabelIndex {
     /// An index over the values of label `label`.
-    pub fn new(label: impl Into<String>) -> Self {
+    pub(crate) fn new(label: impl Into<String>) -> Self {
         Self {
             label: label.into(),
         }
-    }
-
-    /// The indexed label.
-    pub fn label(&self) -> &str {
-        &self.label
     }
 }
 

@@ -2,7 +2,7 @@
 //! and the planning of selector queries.
 //!
 //! A selector query is answered from the smallest family of candidate sets an index
-//! offers (the namespace index, or a [`LabelIndex`](super::LabelIndex) on a label the
+//! offers (the namespace index, or a label index ([`Indexers::with_label_index`](super::Indexers::with_label_index)) on a label the
 //! selector requires to equal one of some values); only the requirements that family
 //! does not already answer are checked against each candidate, and without such an
 //! index the store is scanned.
@@ -179,7 +179,7 @@ impl<K: Resource + 'static> Indexer<K> {
     /// The objects whose labels match `selector`.
     ///
     /// When the selector has an equality (`=`, `==`) or `in` requirement on a label with a
-    /// [`LabelIndex`](super::LabelIndex), only the objects that index lists are examined,
+    /// label index ([`Indexers::with_label_index`](super::Indexers::with_label_index)), only the objects that index lists are examined,
     /// not the whole store.
     pub fn select(&self, selector: &Selector) -> Vec<Arc<K>> {
         self.select_inner(None, selector)

@@ -52,7 +52,7 @@
 //! [`Selector`] is apimachinery's label selector: equality- and set-based requirements,
 //! parsed from the API server's string grammar or converted from a `metav1.LabelSelector`.
 //! [`Indexer::select`] and [`Indexer::select_in_namespace`] answer a selector from the
-//! namespace index or from a [`LabelIndex`] when the selector has an equality or `in`
+//! namespace index or from a label index ([`Indexers::with_label_index`]) when the selector has an equality or `in`
 //! requirement on an indexed label, and fall back to a scan only when neither applies.
 //!
 //! ```
@@ -100,7 +100,7 @@
 //! the same selector and can be sent as a list call's `labelSelector`.
 //!
 //! The store answers selectors with an equality or `in` requirement on a label that has
-//! a [`LabelIndex`] from that index instead of scanning
+//! a label index ([`Indexers::with_label_index`]) from that index instead of scanning
 //! ([`Indexer::select`](Indexer::select)).
 //!
 //! ```
@@ -125,7 +125,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use index::{IndexFunc, IndexedField, Indexers, LabelIndex, NAMESPACE_INDEX, label_index_name};
+pub use index::{IndexFunc, IndexedField, Indexers, NAMESPACE_INDEX, label_index_name};
 pub use indexer::Indexer;
 pub use selector::{Operator, Requirement, Selector, SelectorError};
 pub(crate) use size::per_object_overhead;

@@ -1,7 +1,7 @@
 //! Who the control plane's users are and how they prove it.
 //!
-//! Each control plane gets two fresh random bearer tokens, one for [`ADMIN_USER`] (in
-//! `system:masters`) and one for [`RESTRICTED_USER`] (in no group, so RBAC grants it
+//! Each control plane gets two fresh random bearer tokens, one for the admin (`admin`) (in
+//! `system:masters`) and one for the restricted user (`restricted`) (in no group, so RBAC grants it
 //! nothing). The API server reads them from a static token file; clients read them
 //! from a kubeconfig with one context per user, which is also what
 //! [`TestEnv::kubeconfig_path`](super::TestEnv::kubeconfig_path) hands to `kubectl`.

@@ -103,11 +103,11 @@ pub use version::Kubernetes;
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The user name of the restricted user: authenticated, but RBAC grants it nothing
-/// until a test binds a role to it.
-pub const RESTRICTED_USER: &str = "restricted";
+/// until a test binds a role to it ([`TestEnv::allow_restricted`]).
+pub(crate) const RESTRICTED_USER: &str = "restricted";
 
 /// The admin's user name (member of `system:masters`).
-pub const ADMIN_USER: &str = "admin";
+pub(crate) const ADMIN_USER: &str = "admin";
 
 /// Options for a [`TestEnv`]; start one with [`TestEnvBuilder::start`].
 #[derive(Debug, Clone)]
@@ -365,7 +365,7 @@ impl TestEnv {
         Client::try_from(self.admin.clone()).map_err(TestEnvError::Client)
     }
 
-    /// A client for [`RESTRICTED_USER`], whom RBAC denies everything until a test
+    /// A client for the restricted user (`restricted`), whom RBAC denies everything until a test
     /// grants it a role ([`TestEnv::allow_restricted`]).
     pub fn restricted_client(&self) -> Result<Client, TestEnvError> {
         Client::try_from(self.restricted.clone()).map_err(TestEnvError::Client)

@@ -1,7 +1,7 @@
 //! The API objects tests keep needing, made with the admin client.
 //!
 //! A namespace per test (so tests can share one control plane), a Role and
-//! RoleBinding that let [`RESTRICTED_USER`] do one thing (to test what an informer does
+//! RoleBinding that let the restricted user (`restricted`) do one thing (to test what an informer does
 //! when RBAC says no, then yes), and CustomResourceDefinitions, waited for until
 //! they are served, as envtest does.
 
@@ -45,7 +45,7 @@ impl TestEnv {
             .map_err(TestEnvError::Client)
     }
 
-    /// Lets [`RESTRICTED_USER`] use `verbs` on `resource` (of API group `api_group`,
+    /// Lets the restricted user (`restricted`) use `verbs` on `resource` (of API group `api_group`,
     /// `""` for the core group) in `namespace`, through a Role and RoleBinding named
     /// after the resource. RBAC's authorizer learns of the binding through its own
     /// informer, so allow a moment before the user is let in.

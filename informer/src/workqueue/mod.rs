@@ -33,7 +33,8 @@
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::time::Duration;
-//! use informer::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
+//! use informer::controller::Action;
+//! use informer::workqueue::{Runner, RunnerConfig, WorkQueue};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
 //! #     .block_on(async {
@@ -367,7 +368,8 @@
 //!
 //! ```
 //! use std::convert::Infallible;
-//! use informer::workqueue::{Action, Runner, RunnerConfig, WorkQueue};
+//! use informer::controller::Action;
+//! use informer::workqueue::{Runner, RunnerConfig, WorkQueue};
 //! use tokio::sync::{mpsc, oneshot};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
@@ -403,7 +405,7 @@ mod metrics;
 mod priority;
 mod queue;
 mod rate_limiter;
-mod runner;
+pub(crate) mod runner;
 
 pub use metrics::{DurationStats, InMemoryMetrics, MetricsSnapshot, QueueMetrics, UnfinishedWork};
 pub use priority::Priority;
@@ -412,7 +414,8 @@ pub use rate_limiter::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
     MaxOfRateLimiter, RateLimiter, default_controller_rate_limiter,
 };
-pub use runner::{Action, Runner, RunnerConfig};
+pub(crate) use runner::Action;
+pub use runner::{Runner, RunnerConfig};
 
 /// Compile-time checks that the public types (and the futures of their async
 /// methods) can cross threads, in the style of tokio's `tests/async_send_sync.rs`.

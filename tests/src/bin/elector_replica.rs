@@ -26,10 +26,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
-use informer::workqueue::Action;
 use informer_tests::replica::{
     Args, EndLine, Extras, init_logging, linger, on_sigterm, recorder, say,
 };

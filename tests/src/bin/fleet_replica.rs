@@ -20,10 +20,10 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::FactoryOptions;
 use informer::fleet::{ClusterContext, ClusterSet, Kubeconfigs};
-use informer::workqueue::Action;
 use informer_tests::replica::{
     Args, EndLine, init_logging, on_sigterm, say, say_members, shard_member,
 };

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
-use informer::workqueue::Action;
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 use tokio::time::Instant;

@@ -24,8 +24,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::sleep_until;
 
-use super::fence::Fence;
 use super::{Replicate, Workload};
+use crate::claim::Fence;
 use crate::controller::reasons::{Reason, Reasons};
 use crate::controller::reconciler::{Failure, KeyWork};
 use crate::controller::tombstones::Tombstones;
@@ -185,6 +185,13 @@ fn gated_by_term(
         }
         let fence = fence.clone();
         let reconciling = work(key.clone(), fence.clone());
-        Box::pin(async move { fence.run(&key, reconciling).await })
+        // A reconcile dropped because the term ended counts as done: the key is queued
+        // again when this replica leads again.
+        Box::pin(async move {
+            fence
+                .run(&key, reconciling)
+                .await
+                .unwrap_or(Ok(Action::Done))
+        })
     }
 }

@@ -17,7 +17,6 @@
 //!   and every write sent through its context ([`Fence`]). A mode hands each
 //!   reconcile the fence of its claim; the fence knows no mode.
 
-mod fence;
 mod leading;
 mod sharding;
 
@@ -26,8 +25,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-pub use fence::Fenced;
-pub(crate) use fence::{Fence, fenced_client};
+pub use crate::claim::Fenced;
 pub use leading::LeaderElected;
 pub use sharding::Sharded;
 pub(crate) use sharding::{Decide, gated_by_shard};
@@ -143,7 +141,7 @@ impl Replicate for Single {
         let work = workload.work;
         workload
             .runner
-            .run(move |key| work(key, Fence::open()), shutdown)
+            .run(move |key| work(key, crate::claim::Fence::open()), shutdown)
             .await;
     }
 }

@@ -20,9 +20,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::fence::Fence;
 use super::{CacheFilter, Replicate, Workload};
 use crate::claim::Claim;
+use crate::claim::Fence;
 use crate::controller::primary_cache::PrimaryCache;
 use crate::controller::reasons::{Reason, Reasons};
 use crate::controller::reconciler::{Failure, KeyWork};
@@ -228,7 +228,9 @@ pub(crate) fn gated_by_shard(
                     tracing::warn!(%key, "reconcile dropped: the key moved to another member");
                     Ok(Action::Done)
                 }
-                result = reconciling => result,
+                // Dropped because the claim ended: done, queued again when the key is
+                // this member's again.
+                result = reconciling => result.unwrap_or(Ok(Action::Done)),
             }
         })
     }

@@ -21,7 +21,7 @@ use super::spam_filter::{SpamFilter, SpamKey};
 use super::spec::{EventSpec, Reporter};
 use super::stats::{Counters, RecorderStats, bump};
 use super::writer::Writer;
-use crate::claim::Claim;
+use crate::claim::Fence;
 use crate::lock::MutexExt;
 
 /// What [`Recorder::publish`] did with an event. Publishing is best effort: a caller
@@ -50,9 +50,9 @@ pub enum Published {
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<Inner>,
-    /// The claim this handle publishes under (a controller's reconcile): events are
+    /// The fence this handle publishes under (a controller's reconcile's): events are
     /// recorded, and written, only while it holds.
-    claim: Option<Arc<dyn Claim>>,
+    fence: Fence,
 }
 
 /// The handles' side; dropped with the last handle, which closes the writer's queue.
@@ -108,7 +108,7 @@ impl Recorder {
                 closing,
                 task: tokio::sync::Mutex::new(Some(task)),
             }),
-            claim: None,
+            fence: Fence::open(),
         }
     }
 
@@ -128,13 +128,10 @@ impl Recorder {
         if *self.inner.closing.borrow() {
             return self.after_shutdown();
         }
-        if let Some(claim) = &self.claim
-            && !claim.holds()
-        {
-            claim.count_refused_write();
+        if let Err(fenced) = self.fence.check_write() {
             bump(&shared.stats.fenced);
             return Published::Dropped(EventError::Fenced {
-                reason: claim.describe_loss(),
+                reason: fenced.reason,
             });
         }
         let spec = match validate(&shared.reporter, regarding, spec) {
@@ -167,7 +164,7 @@ impl Recorder {
         let make = || make_event(&shared.reporter, regarding, spec, wall, cluster_namespace);
         let (id, new) = match state
             .series
-            .observe(key, now, wall, self.claim.clone(), make)
+            .observe(key, now, wall, self.fence.clone(), make)
         {
             Observed::Folded => {
                 bump(&shared.stats.folded);
@@ -205,14 +202,14 @@ impl Recorder {
         }
     }
 
-    /// This recorder, publishing under `claim`: an event is recorded only while the
-    /// claim holds, and the writer sends it (and the series counts it adds to) only
+    /// This recorder, publishing under `fence`: an event is recorded only while the
+    /// fence holds, and the writer sends it (and the series counts it adds to) only
     /// while it still holds; otherwise it is dropped and counted
     /// ([`RecorderStats::fenced`]).
-    pub(crate) fn claimed(&self, claim: Arc<dyn Claim>) -> Self {
+    pub(crate) fn fenced(&self, fence: Fence) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
-            claim: Some(claim),
+            fence,
         }
     }
 

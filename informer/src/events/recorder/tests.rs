@@ -199,7 +199,7 @@ async fn an_event_whose_claim_ended_before_it_was_written_is_not_sent() {
     let reporter = Reporter::with_instance("test-controller", "test-1");
     let recorder = Recorder::with_config(client, reporter, config());
     let claim = Arc::new(crate::claim::TestClaim::default());
-    let claimed = recorder.claimed(Arc::clone(&claim) as Arc<dyn Claim>);
+    let claimed = recorder.fenced(crate::claim::Fence::claimed(Arc::clone(&claim)));
     // The writer task has not run yet (one thread): the events wait in its queue.
     assert!(matches!(
         claimed.publish(&object("web"), EventSpec::normal("Synced", "Sync")),

@@ -16,7 +16,6 @@
 //! its last count is written.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -26,7 +25,7 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::spec::{EventSpec, EventType};
-use crate::claim::Claim;
+use crate::claim::Fence;
 
 /// Every field of an `ObjectReference`, hashable.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -126,9 +125,9 @@ pub(super) struct Pending {
     pub(super) write: Write,
     /// The count the server has once it succeeds.
     pub(super) count: i32,
-    /// The claim the Event's last occurrence was published under: the write is sent
-    /// only while it holds.
-    pub(super) claim: Option<Arc<dyn Claim>>,
+    /// The fence of the claim the Event's last occurrence was published under: the
+    /// write is sent only while it holds.
+    pub(super) fence: Fence,
 }
 
 /// One cached Event.
@@ -148,8 +147,8 @@ struct Entry {
     busy: bool,
     /// The index maps the Event's key here (false once retired).
     current: bool,
-    /// The claim its last occurrence was published under, if any.
-    claim: Option<Arc<dyn Claim>>,
+    /// The fence its last occurrence was published under.
+    fence: Fence,
 }
 
 impl Entry {
@@ -183,13 +182,13 @@ impl SeriesCache {
     }
 
     /// Records one event with `key`, observed at `now` (`wall` on the wall clock)
-    /// and published under `claim`; `make` builds its Event when it starts a new one.
+    /// and published under `fence`; `make` builds its Event when it starts a new one.
     pub(super) fn observe(
         &mut self,
         key: EventKey,
         now: Instant,
         wall: Timestamp,
-        claim: Option<Arc<dyn Claim>>,
+        fence: Fence,
         make: impl FnOnce() -> Event,
     ) -> Observed {
         if let Some(&id) = self.index.get(&key) {
@@ -198,7 +197,7 @@ impl SeriesCache {
                 .get_mut(&id)
                 .expect("the index points at entries");
             if now.saturating_duration_since(entry.last_seen) <= self.window {
-                entry.claim = claim;
+                entry.fence = fence;
                 entry.count += 1;
                 entry.last_seen = now;
                 entry.last_observed = MicroTime(wall);
@@ -231,7 +230,7 @@ impl SeriesCache {
             written: 0,
             busy: true,
             current,
-            claim,
+            fence,
         };
         self.entries.insert(id, entry);
         Observed::New(id)
@@ -264,7 +263,7 @@ impl SeriesCache {
         Some(Pending {
             write,
             count: entry.count,
-            claim: entry.claim.clone(),
+            fence: entry.fence.clone(),
         })
     }
 

@@ -33,9 +33,13 @@ fn event(name: &str) -> Event {
 }
 
 fn observe(cache: &mut SeriesCache, key: &EventKey, name: &str) -> Observed {
-    cache.observe(key.clone(), Instant::now(), Timestamp::now(), None, || {
-        event(name)
-    })
+    cache.observe(
+        key.clone(),
+        Instant::now(),
+        Timestamp::now(),
+        crate::claim::Fence::open(),
+        || event(name),
+    )
 }
 
 fn id(observed: Observed) -> u64 {

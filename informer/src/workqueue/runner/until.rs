@@ -27,7 +27,8 @@ where
     /// ```
     /// use std::convert::Infallible;
     /// use std::time::Duration;
-    /// use informer::workqueue::{Action, Runner, WorkQueue};
+    /// use informer::controller::Action;
+    /// use informer::workqueue::{Runner, WorkQueue};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true)
     /// #     .build().unwrap().block_on(async {

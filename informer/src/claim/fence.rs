@@ -1,6 +1,7 @@
-//! Fences: whether this replica may still act for the key it reconciles, checked
-//! against the clock before every step of the reconcile and before every write sent
-//! through its [`Context`](crate::controller::Context).
+//! [`Fence`]: whether this replica may still act for the key it works, checked against
+//! its [`Claim`] by the clock before every step of the work and before every write
+//! sent for it (a reconcile's, through its [`Context`](crate::controller::Context), and
+//! the Events it publishes).
 //!
 //! A process that was paused (a long GC or allocator stall, a frozen VM, a throttled
 //! container, SIGSTOP) for longer than its lease resumes with every timer due at once:
@@ -33,9 +34,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kube::client::Body;
 
-use crate::claim::Claim;
+use super::Claim;
 use crate::key::ObjectKey;
-use crate::workqueue::Action;
 
 /// A write not sent because the replica that would have sent it may no longer act for
 /// its key: its leadership term ended, or (sharded) the key is no longer its own or
@@ -103,12 +103,8 @@ impl Fence {
         self.0.as_ref().is_none_or(|claim| claim.holds())
     }
 
-    /// The claim behind the fence; `None` for an open one.
-    pub(crate) fn claim(&self) -> Option<Arc<dyn Claim>> {
-        self.0.clone()
-    }
-
-    /// Whether this fence never breaks (a controller that runs alone).
+    /// Whether this fence never breaks (a controller that runs alone): what it guards
+    /// need not be wrapped at all.
     pub(crate) fn is_open(&self) -> bool {
         self.0.is_none()
     }
@@ -126,24 +122,19 @@ impl Fence {
         }
     }
 
-    /// Runs `reconcile` of `key` under the fence: checked before each poll, and
-    /// watched while the reconcile waits, so that once the fence no longer holds
-    /// the reconcile is dropped where it stands (its next step never runs), at the
-    /// latest at the drop deadline. A dropped reconcile is counted, logged, and
-    /// reported as done: the key is queued again when it becomes this replica's
-    /// again (a new term, a shard that grows).
-    pub(crate) async fn run<Fut, E>(&self, key: &ObjectKey, reconcile: Fut) -> Result<Action, E>
-    where
-        Fut: Future<Output = Result<Action, E>>,
-    {
+    /// Runs `work` of `key` under the fence: checked before each poll, and watched
+    /// while the work waits, so that once the fence no longer holds the work is
+    /// dropped where it stands (its next step never runs), at the latest at the drop
+    /// deadline. Its output, or `None` when it was dropped (counted and logged).
+    pub(crate) async fn run<T>(&self, key: &ObjectKey, work: impl Future<Output = T>) -> Option<T> {
         tokio::select! {
             // The fence first: a process resuming from a pause finds both ready.
             biased;
             () = self.broken() => {
                 self.dropped(key);
-                Ok(Action::Done)
+                None
             }
-            result = self.guard(key, reconcile) => result,
+            output = self.guard(key, work) => output,
         }
     }
 
@@ -156,25 +147,22 @@ impl Fence {
         }
     }
 
-    /// `reconcile`, polled only while the fence holds; dropped (and counted) at the
-    /// first poll that finds it broken.
-    async fn guard<Fut, E>(&self, key: &ObjectKey, reconcile: Fut) -> Result<Action, E>
-    where
-        Fut: Future<Output = Result<Action, E>>,
-    {
-        let mut reconcile = pin!(reconcile);
+    /// `work`, polled only while the fence holds; dropped (and counted) at the first
+    /// poll that finds it broken.
+    async fn guard<T>(&self, key: &ObjectKey, work: impl Future<Output = T>) -> Option<T> {
+        let mut work = pin!(work);
         let stepped = poll_fn(|cx| {
             if self.holds() {
-                reconcile.as_mut().poll(cx).map(Some)
+                work.as_mut().poll(cx).map(Some)
             } else {
                 Poll::Ready(None)
             }
         })
         .await;
-        stepped.unwrap_or_else(|| {
+        if stepped.is_none() {
             self.dropped(key);
-            Ok(Action::Done)
-        })
+        }
+        stepped
     }
 
     /// Counts and logs a reconcile of `key` dropped because the fence broke.
@@ -189,10 +177,13 @@ impl Fence {
 /// A client whose writes (every method but GET, HEAD and OPTIONS, and the GETs that
 /// act: `exec`, `attach`, `portforward`, `proxy`, connection upgrades) are sent only
 /// while `fence` holds, checked as each request is handed on; reads always go
-/// through.
+/// through. `client` itself for an open fence.
 /// `Client::new` gives it kube's own request buffer, a task that ends with the last
 /// clone of the client.
 pub(crate) fn fenced_client(client: &kube::Client, fence: Fence) -> kube::Client {
+    if fence.is_open() {
+        return client.clone();
+    }
     let namespace = client.default_namespace().to_owned();
     kube::Client::new(
         FencedService {
@@ -283,10 +274,10 @@ mod tests {
     }
 
     /// A reconcile that reads, waits `pause`, then "writes" (counts a write).
-    async fn read_wait_write(pause: Duration, writes: Arc<AtomicUsize>) -> Result<Action, ()> {
+    async fn read_wait_write(pause: Duration, writes: Arc<AtomicUsize>) -> &'static str {
         sleep(pause).await;
         writes.fetch_add(1, Ordering::SeqCst);
-        Ok(Action::Done)
+        "done"
     }
 
     #[tokio::test(start_paused = true)]
@@ -299,7 +290,7 @@ mod tests {
         let result = fence
             .guard(&key, read_wait_write(10 * SECOND, Arc::clone(&writes)))
             .await;
-        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(result, None, "dropped");
         assert_eq!(writes.load(Ordering::SeqCst), 0, "the write ran");
         assert_eq!(handle.dropped_reconciles(), 1);
     }
@@ -313,7 +304,7 @@ mod tests {
         let result = fence
             .run(&key, read_wait_write(60 * SECOND, Arc::clone(&writes)))
             .await;
-        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(result, None, "dropped");
         assert_eq!(start.elapsed(), 3 * SECOND + SECOND / 2);
         assert_eq!(writes.load(Ordering::SeqCst), 0);
         assert_eq!(handle.dropped_reconciles(), 1);
@@ -340,7 +331,7 @@ mod tests {
         let result = fence
             .run(&key, read_wait_write(10 * SECOND, Arc::clone(&writes)))
             .await;
-        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(result, Some("done"));
         assert_eq!(writes.load(Ordering::SeqCst), 1, "renewed: the write ran");
         assert!(fence.check_write().is_ok());
         // Lost and taken again: a work of the old term may not go on, even though
@@ -350,7 +341,7 @@ mod tests {
         let result = fence
             .run(&key, read_wait_write(SECOND, Arc::clone(&writes)))
             .await;
-        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(result, None, "dropped");
         assert_eq!(writes.load(Ordering::SeqCst), 1);
         assert_eq!(handle.dropped_reconciles(), 1);
         renewing.abort();
@@ -435,7 +426,7 @@ mod tests {
         let result = fence
             .run(&key, read_wait_write(Duration::ZERO, Arc::clone(&writes)))
             .await;
-        assert_eq!(result, Ok(Action::Done));
+        assert_eq!(result, None, "dropped");
         assert_eq!(writes.load(Ordering::SeqCst), 0, "dropped before its write");
         assert_eq!(handle.dropped_reconciles(), 1);
         // A renewal reads the clocks afresh: the term would go on from there.

@@ -7,11 +7,16 @@
 //! (every key of the cluster, while the shard gives it the cluster). A claim can end
 //! at any moment, seen by nobody yet: a process resuming from a pause finds every
 //! deadline passed at once. So a claim answers by the clock, in the task that is about
-//! to act, and the controller's fence asks it before every step of a reconcile and
-//! before every write it sends (`controller::replication::Fence`).
+//! to act, and its [`Fence`] asks it before every step of a reconcile and before every
+//! write sent for it, Events included.
 //!
 //! Each kind of claim lives beside what grants it (`leader`, `shard`); the fence
 //! knows only this trait.
+
+mod fence;
+
+pub use fence::Fenced;
+pub(crate) use fence::{Fence, fenced_client};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -128,5 +133,29 @@ impl Claim for TestClaim {
 
     fn describe_loss(&self) -> String {
         "the test's claim ended".to_owned()
+    }
+}
+
+/// A test's claim shared with the fence it is behind, so the test can end it.
+#[cfg(test)]
+impl Claim for std::sync::Arc<TestClaim> {
+    fn holds(&self) -> bool {
+        TestClaim::holds(self)
+    }
+
+    fn lost(&self) -> BoxFuture<'_, ()> {
+        TestClaim::lost(self)
+    }
+
+    fn count_dropped_reconcile(&self) {
+        TestClaim::count_dropped_reconcile(self);
+    }
+
+    fn count_refused_write(&self) {
+        TestClaim::count_refused_write(self);
+    }
+
+    fn describe_loss(&self) -> String {
+        TestClaim::describe_loss(self)
     }
 }
