@@ -79,8 +79,10 @@ pub fn derive_informable(input: proc_macro::TokenStream) -> proc_macro::TokenStr
 /// Makes a struct of the fields a controller reads a projection of a resource type:
 /// `kube::Resource` of the original's group, version, kind, plural and scope (the
 /// struct with `metadata`), or a part of one (`#[projection(of = PodSpec)]`), with a
-/// `Deserialize` impl that skips every field it does not name without building it,
-/// and a compile-time check of every field's name and type against the original.
+/// `Deserialize` impl that reads each field from the one JSON key the original's
+/// `Deserialize` reads it from, as the original reads it (`null`, missing and repeated
+/// keys alike), skips every field it does not name without building it, and a
+/// compile-time check of every field's name and type against the original.
 ///
 /// ```text
 /// #[projection(
@@ -90,8 +92,9 @@ pub fn derive_informable(input: proc_macro::TokenStream) -> proc_macro::TokenStr
 ///     nested,                 // a part, though it has a `metadata` field
 ///     crate = path::to::informer,
 /// )]
-/// // on a field, its JSON name when it is not the Rust name in camelCase:
-/// #[projection(rename = "nodeName")]
+/// // on a field, its JSON key when the original's is not its Rust name (a field
+/// // renamed with `#[serde(rename)]`, k8s-openapi's `$ref`):
+/// #[projection(rename = "colour")]
 /// ```
 ///
 /// The generated code names `::kube` and `::k8s_openapi`: the crate using the derive

@@ -2,9 +2,13 @@
 //! informer of Pods agree on every projected field through creates, updates,
 //! deletes, a relist after 410 Gone and a restart; a controller whose primary and
 //! owned types are projections converges; the cache-size gauges move with the
-//! objects. (A CRD projection: `custom_resources.rs`.)
+//! objects. (A CRD projection: `custom_resources.rs`.) A projection reads what the full
+//! type reads from the server's own JSON, look-alike keys, `null`s and drift included:
+//! `projection/raw_json.rs`.
 
 mod common;
+#[path = "projection/raw_json.rs"]
+mod raw_json;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -11,8 +11,8 @@
 //! )]
 //! struct PodView {
 //!     metadata: ObjectMeta,
-//!     #[projection(rename = "nodeName")] // the JSON name, when not the camelCase one
-//!     node_name: Option<String>,
+//!     #[projection(rename = "colour")] // the JSON key, when the original's is not
+//!     color: Option<String>,            // the Rust name (a serde rename)
 //! }
 //! ```
 
@@ -64,33 +64,51 @@ pub(crate) enum Metadata {
 pub(crate) struct ProjectedField<'a> {
     pub(crate) ident: &'a Ident,
     pub(crate) ty: &'a Type,
-    /// How its JSON key is found.
+    /// What its JSON key is found from.
     pub(crate) key: JsonKey,
     /// Its type seen through `Option`, `Vec` and maps, for the compile-time check.
     pub(crate) shape: Shape<'a>,
 }
 
-/// How a field's JSON key is found.
-pub(crate) enum JsonKey {
-    /// By the Rust name: the key lower-cased and without `_` and `-` must equal this
-    /// (the Rust name lower-cased without `_`), so `podIP` is found for `pod_ip`.
-    Canonical(String),
-    /// `rename = "..."`: exactly this key.
-    Exact(String),
+/// What a field's one JSON key is found from, at run time, among the keys the
+/// original's `Deserialize` reads (`informer::projection::__private::Layout`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct JsonKey {
+    /// The Rust name, without `r#`.
+    pub(crate) rust: String,
+    /// serde's `rename_all = "camelCase"` of the Rust name: the key, if the original
+    /// has it.
+    pub(crate) camel: String,
+    /// `#[projection(rename = "...")]`: the key, which the original must have.
+    pub(crate) rename: Option<String>,
 }
 
 impl JsonKey {
     /// The JSON name as the field list shows it (for messages only).
-    pub(crate) fn display(&self, ident: &Ident) -> String {
-        match self {
-            JsonKey::Exact(name) => name.clone(),
-            JsonKey::Canonical(_) => {
-                let rust = ident.to_string();
-                let rust = rust.strip_prefix("r#").unwrap_or(&rust);
-                suggest::rename_field("camelCase", rust.trim_end_matches('_'))
-                    .unwrap_or_else(|| rust.to_owned())
-            }
+    pub(crate) fn display(&self) -> &str {
+        self.rename.as_deref().unwrap_or(&self.camel)
+    }
+}
+
+/// serde's `rename_all = "camelCase"` of a Rust field name (as serde_derive writes it:
+/// PascalCase, its first letter lower-cased): `node_name` is `nodeName`, `pod_ip`
+/// `podIp`, `type_` `type`.
+pub(crate) fn serde_camel_case(field: &str) -> String {
+    let mut pascal = String::new();
+    let mut capitalize = true;
+    for ch in field.chars() {
+        if ch == '_' {
+            capitalize = true;
+        } else if capitalize {
+            pascal.push(ch.to_ascii_uppercase());
+            capitalize = false;
+        } else {
+            pascal.push(ch);
         }
+    }
+    match pascal.chars().next() {
+        Some(first) => first.to_ascii_lowercase().to_string() + &pascal[first.len_utf8()..],
+        None => pascal,
     }
 }
 
@@ -104,12 +122,6 @@ pub(crate) enum Shape<'a> {
     Map(Box<Shape<'a>>),
     /// Any other type: the original's, or a projection of it.
     Leaf(&'a Type),
-}
-
-impl Shape<'_> {
-    pub(crate) fn is_option(&self) -> bool {
-        matches!(self, Shape::Option(_))
-    }
 }
 
 /// Parses the derive input; `None` when nothing can be made of it (the errors are
@@ -274,7 +286,7 @@ fn settings(cx: &Ctxt, attributes: &[Attribute]) -> Settings {
     settings
 }
 
-/// A field's JSON key: its `rename`, or its Rust name found case-insensitively.
+/// What a field's JSON key is found from: its `rename`, or its Rust name.
 /// serde's attributes are refused: the derive writes `Deserialize` and reads none.
 fn field_key(cx: &Ctxt, ident: &Ident, attributes: &[Attribute]) -> JsonKey {
     let mut rename: Option<LitStr> = None;
@@ -305,28 +317,47 @@ fn field_key(cx: &Ctxt, ident: &Ident, attributes: &[Attribute]) -> JsonKey {
             cx.syn_error(error);
         }
     }
-    match rename {
-        Some(name) => JsonKey::Exact(name.value()),
-        None => {
-            let rust = ident.to_string();
-            let rust = rust.strip_prefix("r#").unwrap_or(&rust);
-            JsonKey::Canonical(rust.replace('_', "").to_ascii_lowercase())
-        }
+    let rust = ident.to_string();
+    let rust = rust.strip_prefix("r#").unwrap_or(&rust).to_owned();
+    JsonKey {
+        camel: serde_camel_case(&rust),
+        rust,
+        rename: rename.map(|name| name.value()),
     }
 }
 
 /// `ty` seen through `Option`, `Vec` and `BTreeMap<String, _>` / `HashMap<String, _>`.
 fn shape(ty: &Type) -> Shape<'_> {
+    let Some((name, types)) = generic(ty) else {
+        return Shape::Leaf(ty);
+    };
+    match (name.as_str(), types.as_slice()) {
+        ("Option", [inner]) => Shape::Option(Box::new(shape(inner))),
+        ("Vec", [inner]) => Shape::Vec(Box::new(shape(inner))),
+        ("BTreeMap" | "HashMap", [_, value]) => Shape::Map(Box::new(shape(value))),
+        _ => Shape::Leaf(ty),
+    }
+}
+
+/// `T` of `ty = Option<T>`.
+pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
+    match generic(ty)? {
+        (name, types) if name == "Option" && types.len() == 1 => Some(types[0]),
+        _ => None,
+    }
+}
+
+/// The last name of a path type with its type arguments (`Option` and `[T]` for
+/// `std::option::Option<T>`).
+fn generic(ty: &Type) -> Option<(String, Vec<&Type>)> {
     let Type::Path(path) = ty else {
-        return Shape::Leaf(ty);
+        return None;
     };
-    let Some(last) = path.path.segments.last().filter(|_| path.qself.is_none()) else {
-        return Shape::Leaf(ty);
-    };
+    let last = path.path.segments.last().filter(|_| path.qself.is_none())?;
     let PathArguments::AngleBracketed(args) = &last.arguments else {
-        return Shape::Leaf(ty);
+        return None;
     };
-    let types: Vec<&Type> = args
+    let types = args
         .args
         .iter()
         .filter_map(|arg| match arg {
@@ -334,12 +365,7 @@ fn shape(ty: &Type) -> Shape<'_> {
             _ => None,
         })
         .collect();
-    match (last.ident.to_string().as_str(), types.as_slice()) {
-        ("Option", [inner]) => Shape::Option(Box::new(shape(inner))),
-        ("Vec", [inner]) => Shape::Vec(Box::new(shape(inner))),
-        ("BTreeMap" | "HashMap", [_, value]) => Shape::Map(Box::new(shape(value))),
-        _ => Shape::Leaf(ty),
-    }
+    Some((last.ident.to_string(), types))
 }
 
 /// A flag (`annotations`, `nested`): no value.

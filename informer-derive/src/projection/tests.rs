@@ -57,31 +57,48 @@ fn json_keys_come_from_the_rust_names_or_a_rename() {
             type_: Option<String>,
             #[projection(rename = "x-kind")]
             kind: Option<String>,
+            host_i_ps: Option<String>,
         }
     })
     .unwrap();
     let cx = Ctxt::new();
     let projection = parse::projection(&cx, &input).unwrap();
-    let keys: Vec<(String, String)> = projection
-        .fields
-        .iter()
-        .map(|f| {
-            let key = match &f.key {
-                JsonKey::Canonical(c) => format!("~{c}"),
-                JsonKey::Exact(e) => e.clone(),
-            };
-            (key, f.key.display(f.ident))
-        })
-        .collect();
+    let key = |rust: &str, camel: &str, rename: Option<&str>| JsonKey {
+        rust: rust.to_owned(),
+        camel: camel.to_owned(),
+        rename: rename.map(str::to_owned),
+    };
+    let keys: Vec<&JsonKey> = projection.fields.iter().map(|f| &f.key).collect();
+    // serde's camelCase of the Rust name; the original's exact key (`podIP`) is found
+    // among the keys its `Deserialize` reads, at run time.
     assert_eq!(
         keys,
         [
-            ("~podip".to_owned(), "podIp".to_owned()),
-            ("~type".to_owned(), "type".to_owned()),
-            ("~type".to_owned(), "type".to_owned()),
-            ("x-kind".to_owned(), "x-kind".to_owned()),
+            &key("pod_ip", "podIp", None),
+            &key("type", "type", None),
+            &key("type_", "type", None),
+            &key("kind", "kind", Some("x-kind")),
+            &key("host_i_ps", "hostIPs", None),
         ]
     );
+    let shown: Vec<&str> = keys.iter().map(|k| k.display()).collect();
+    assert_eq!(shown, ["podIp", "type", "type", "x-kind", "hostIPs"]);
+}
+
+#[test]
+fn camel_case_is_serdes() {
+    for (rust, camel) in [
+        ("node_name", "nodeName"),
+        ("pod_ip", "podIp"),
+        ("type_", "type"),
+        ("_private", "private"),
+        ("a__b", "aB"),
+        ("x_kubernetes_int_or_string", "xKubernetesIntOrString"),
+        ("already", "already"),
+        ("", ""),
+    ] {
+        assert_eq!(parse::serde_camel_case(rust), camel, "{rust}");
+    }
 }
 
 #[test]
@@ -198,7 +215,8 @@ fn the_expansion_names_everything_by_absolute_path() {
     for expected in [
         ":: informer :: projection :: ProjectionOf < Pod > for PodView",
         ":: kube :: Resource for PodView",
-        ":: informer :: projection :: __private :: SlimMeta :: < false >",
+        ":: informer :: projection :: __private :: SlimMeta :: < false > :: new",
+        ":: informer :: projection :: __private :: Layout :: < 2 > :: learn :: < Pod >",
         "fn __informer_projection_check",
     ] {
         assert!(tokens.contains(expected), "{expected} not in {tokens}");

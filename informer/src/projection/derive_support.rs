@@ -2,9 +2,11 @@
 //! `informer::projection::__private`. Not public API: it may change in any release,
 //! together with the derive.
 //!
-//! - decoding: [`key_is`] matches a JSON key to a projected field without allocating,
-//!   [`SlimMeta`] decodes the slim metadata (the other keys skipped unread), and
-//!   [`or_default`] fills a field the object lacks as k8s-openapi does;
+//! - decoding: a [`Layout`] (learnt once per projection from the original's own
+//!   `Deserialize`, see `rules.rs`) gives each field its one JSON key ([`FieldKey`]
+//!   finds it, comparing the key exactly, without allocating), how `null` is read
+//!   ([`Read`], [`SlimMeta`]) and what a missing key is ([`filled`], [`optional`]);
+//!   [`SlimMeta`] decodes the slim metadata (the other keys skipped unread);
 //! - the compile-time check of the derive's never-called function, which walks the
 //!   original type along the projection's fields: [`Opt`] (with [`OptInto`] /
 //!   [`OptStay`]) looks into an `Option` only where the original has one, [`each`]
@@ -13,11 +15,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::marker::PhantomData;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::ProjectionOf;
+pub use super::rules::{FieldSpec, Layout, Original};
 use crate::reflector::KeyText;
 
 // The crate, not its items: an item re-exported here would be what rustc names in
@@ -25,24 +29,65 @@ use crate::reflector::KeyText;
 // k8s-openapi's types by their own paths (`::kube::Resource`).
 pub use serde;
 
-/// Whether the JSON `key` names the field whose Rust name, lower-cased and without
-/// `_`, is `canonical`: Kubernetes' JSON names are the Rust names in camelCase, with
-/// initialisms in capitals (`podIP` is `pod_ip`, `hostIPs` is `host_ips`), and `-`
-/// in a few (`x-kubernetes-...`). Compared byte by byte: nothing is allocated.
-pub fn key_is(key: &str, canonical: &str) -> bool {
-    let (key, canonical) = (key.as_bytes(), canonical.as_bytes());
-    // A key without `_` or `-` (all but a few) has the canonical name's length.
-    if key.len() == canonical.len() {
-        return key.eq_ignore_ascii_case(canonical);
+/// Finds the projected field a JSON key is (by [`Layout::field`]): its index, or `N`
+/// for a key no field reads.
+pub struct FieldKey<'a, const N: usize>(pub &'a Layout<N>);
+
+impl<'de, const N: usize> DeserializeSeed<'de> for FieldKey<'_, N> {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_identifier(self)
     }
-    if key.len() < canonical.len() {
-        return false;
+}
+
+impl<'de, const N: usize> Visitor<'de> for FieldKey<'_, N> {
+    type Value = usize;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a field name")
     }
-    let mut letters = key.iter().filter(|b| !matches!(b, b'_' | b'-'));
-    canonical
-        .iter()
-        .all(|c| letters.next().is_some_and(|b| b.eq_ignore_ascii_case(c)))
-        && letters.next().is_none()
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
+        self.0.field(key)
+    }
+
+    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<usize, E> {
+        match std::str::from_utf8(key) {
+            Ok(key) => self.0.field(key),
+            Err(_) => Ok(N),
+        }
+    }
+}
+
+/// A projected value read as the original reads it: `Option<X>` where the original
+/// reads an `Option` (`null` is `None`), else `X` itself (which refuses `null` where
+/// `X` does).
+pub struct Read<X> {
+    null_is_none: bool,
+    read: PhantomData<fn() -> X>,
+}
+
+impl<X> Read<X> {
+    /// Reads `Option<X>` if `null_is_none`, else `X`.
+    pub const fn new(null_is_none: bool) -> Self {
+        Read {
+            null_is_none,
+            read: PhantomData,
+        }
+    }
+}
+
+impl<'de, X: de::Deserialize<'de>> DeserializeSeed<'de> for Read<X> {
+    type Value = Option<X>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<X>, D::Error> {
+        if self.null_is_none {
+            <Option<X> as de::Deserialize<'de>>::deserialize(deserializer)
+        } else {
+            <X as de::Deserialize<'de>>::deserialize(deserializer).map(Some)
+        }
+    }
 }
 
 /// What a projected field that the object lacks (or sends as `null`) holds: its
@@ -64,9 +109,34 @@ impl<T: Default> MissingField for T {
     }
 }
 
-/// `value`, or the default of a field the object lacks.
-pub fn or_default<T: MissingField>(value: Option<T>) -> T {
-    value.unwrap_or_else(T::missing)
+/// The value of the projected field `field` (not an `Option`) read as `slot` (`None`
+/// if its key was `null` where the original reads an `Option`, or missing): the
+/// value, else its default, or the error `missing field` where the original has one.
+pub fn filled<T: MissingField, E: de::Error, const N: usize>(
+    slot: Option<T>,
+    seen: bool,
+    layout: &Layout<N>,
+    field: usize,
+) -> Result<T, E> {
+    match slot {
+        Some(value) => Ok(value),
+        None if seen || !layout.missing_refused(field) => Ok(T::missing()),
+        None => Err(E::missing_field(layout.key(field))),
+    }
+}
+
+/// The value of the projected `Option` field `field` read as `slot`: the error
+/// `missing field` if its key is missing where the original has that error.
+pub fn optional<T, E: de::Error, const N: usize>(
+    slot: Option<T>,
+    seen: bool,
+    layout: &Layout<N>,
+    field: usize,
+) -> Result<Option<T>, E> {
+    if !seen && layout.missing_refused(field) {
+        return Err(E::missing_field(layout.key(field)));
+    }
+    Ok(slot)
 }
 
 /// The keys of the slim metadata: what the key function, the store, the owner index
@@ -85,18 +155,32 @@ const SLIM_KEYS: &[&str] = &[
 
 /// Decodes an `ObjectMeta` from its slim keys (and `annotations` if `ANNOTATIONS`),
 /// every other key skipped in the JSON, its value never built.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SlimMeta<const ANNOTATIONS: bool>;
+#[derive(Debug, Clone, Copy)]
+pub struct SlimMeta<const ANNOTATIONS: bool> {
+    null_is_none: bool,
+}
+
+impl<const ANNOTATIONS: bool> SlimMeta<ANNOTATIONS> {
+    /// Reads `"metadata": null` as `None` if `null_is_none` (as k8s-openapi reads it),
+    /// else refuses it as `ObjectMeta` does (as a serde-derived resource reads it).
+    pub const fn new(null_is_none: bool) -> Self {
+        SlimMeta { null_is_none }
+    }
+}
 
 impl<'de, const ANNOTATIONS: bool> DeserializeSeed<'de> for SlimMeta<ANNOTATIONS> {
-    /// `None` for `"metadata": null`, as k8s-openapi reads it.
     type Value = Option<ObjectMeta>;
 
     fn deserialize<D: Deserializer<'de>>(
         self,
         deserializer: D,
     ) -> Result<Option<ObjectMeta>, D::Error> {
-        serde::Deserialize::deserialize(Slim::<D, ANNOTATIONS>(deserializer))
+        let slim = Slim::<D, ANNOTATIONS>(deserializer);
+        if self.null_is_none {
+            serde::Deserialize::deserialize(slim)
+        } else {
+            <ObjectMeta as serde::Deserialize>::deserialize(slim).map(Some)
+        }
     }
 }
 

@@ -70,9 +70,11 @@
 //! The struct with a `metadata` field is the resource: it names the original with
 //! `of = Pod` (a `kube::Resource` whose group, version, kind, plural and scope it takes).
 //! Every other struct of the projection is a part of one: `of = PodSpec` names the
-//! type it projects. Fields are matched to the JSON by their Kubernetes names:
-//! camelCase, with initialisms in capitals as the API writes them (`node_name` reads
-//! `nodeName`, `pod_ip` reads `podIP`), so no serde attribute is needed.
+//! type it projects. Each field reads exactly one JSON key: the one the original's own
+//! `Deserialize` reads it from (`node_name` reads `nodeName`, `pod_ip` reads `podIP`,
+//! as k8s-openapi and serde's `rename_all = "camelCase"` name them), so no serde
+//! attribute is needed; look-alike keys (`nodeName_`, `NodeName`, `node_name`) are
+//! skipped, as the full type skips them. See [Decoding](#decoding).
 //!
 //! A field's type is the original's, a [`derive@Projection`] of it, or either inside
 //! the same `Option`, `Vec` or `BTreeMap<String, _>` as in the original; a field
@@ -101,17 +103,38 @@
 //! | `annotations` | slim metadata keeps `annotations` too |
 //! | `nested` | the struct is a part, though it has a `metadata` field (a Pod template's) |
 //! | `crate = path` | where this crate is, when not `::informer` |
-//! | `#[projection(rename = "json")]` (on a field) | the field's JSON name, when it is not the Rust name in camelCase (a CRD field renamed by serde) |
+//! | `#[projection(rename = "json")]` (on a field) | the field's JSON key, when the original's key for it is not its Rust name (a CRD field renamed by serde, k8s-openapi's `$ref`); it must be a key the original reads |
 //!
 //! # Decoding
 //! The derive writes the `Deserialize` impl itself: each key of the JSON is compared
-//! to the projected fields in place (no allocation), and every value no field wants
-//! is skipped by the parser without being built, in list pages, watch events,
-//! streaming lists and relists alike. The decoded values of projected fields are
-//! exactly those of the full type: a missing field is `None`, or its default when
-//! the field is not an `Option` (as k8s-openapi decodes a missing required field);
-//! a value of another JSON type than the field's is the same typed decode error as
-//! for the full type, and the reflector reports the object and skips it, as ever.
+//! exactly with the one key of each projected field (no allocation), and every value
+//! no field wants is skipped by the parser without being built, in list pages, watch
+//! events, streaming lists and relists alike. What the original reads is learnt from
+//! the original's own `Deserialize`, once per projection, on its first decode (it is
+//! asked with made-up objects; nothing is allocated for a k8s-openapi type):
+//!
+//! - **the key**: among the keys the original's `Deserialize` names, the field's
+//!   `rename`, else serde's camelCase of the Rust name, else the one key that is the
+//!   Rust name written another way (ignoring case, `_` and `-`: `podIP`, `hostIPs`,
+//!   `x-kubernetes-preserve-unknown-fields`). A field the original has no key for (a
+//!   serde rename the derive cannot see) makes every decode the error saying so;
+//! - **`null`**: where the original reads an `Option` (an `Option` field, and every
+//!   field of k8s-openapi's, required ones included), `None`, or the default of a
+//!   field that is not an `Option`; elsewhere the projected type reads the `null`, and
+//!   refuses it as the original's type does (`invalid type: null, expected a string`);
+//! - **a missing key**: the default (or `None`) where the original has one, else the
+//!   error `missing field`, as serde's derive has it for a field without `default`;
+//! - **a repeated key**: the error `duplicate field` where the original has it
+//!   (serde's derive), else the last one wins (k8s-openapi);
+//! - **unknown keys**: the error `unknown field` where the original refuses them
+//!   (`deny_unknown_fields`).
+//!
+//! So the decoded values of projected fields are exactly those of the full type, and
+//! an object the full type refuses for a value the projection reads is the same error
+//! (in the original's words: `expected struct WidgetSpec`): the reflector reports the
+//! object and skips it, as ever. What the projection does not read it does not look
+//! at: an object the full type refuses only for such a value (another type, nesting
+//! deeper than serde_json's limit, a required field missing) is read.
 //!
 //! # Writes stay whole
 //! A projection has no `Serialize` (the derive writes none, and a projection must not
@@ -131,8 +154,11 @@
 //!   the full `Pod`, are two informers, each with its own list, watch and cache, so
 //!   the API server sends every Pod to each; share one projection of the union of the
 //!   fields instead when several controllers read Pods;
-//! - see a field a CRD renamed in serde without `#[projection(rename = "...")]` (the
-//!   derive reads the Rust name; the JSON name is checked by nothing but your tests).
+//! - read a field a CRD renamed in serde without `#[projection(rename = "...")]`
+//!   (every decode is then an error naming the field and the original's keys), or the
+//!   keys of a serde `alias`, or the value of a `#[serde(default = "function")]`
+//!   (it reads `Default::default()`); an original whose `Deserialize` names no keys
+//!   (`#[serde(flatten)]`) is read by the camelCase names (or renames), unchecked.
 //!
 //! [`derive@Projection`]: macro@Projection
 
@@ -161,6 +187,8 @@ impl<T: ?Sized> ProjectionOf<T> for T {}
 #[doc(hidden)]
 #[path = "derive_support.rs"]
 pub mod __private;
+mod probe;
+mod rules;
 
 #[cfg(test)]
 mod tests;
