@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::scrape::{scrape, value};
-use common::{config_map, eventually, spawn_until_stopped as spawn};
+use common::{config_map, eventually, eventually_async, spawn_until_stopped as spawn};
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
@@ -355,4 +355,93 @@ async fn a_scrape_shows_leader_election_and_shard_membership() {
         "stopped elector and member are forgotten: {coordination:?}"
     );
     factory.shutdown().await;
+}
+
+/// A reconcile that runs past the controller's `reconcile_timeout` is cancelled where
+/// it stands, so the write it makes after its wait never reaches the server; its key is
+/// retried with backoff, the quick second attempt writes, and the timeout is counted
+/// (`controller_runtime_reconcile_timeouts_total`) with the error it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconcile_past_its_timeout_is_cancelled_retried_and_counted() {
+    use kube::api::{Patch, PatchParams};
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("reconcile-timeout").await.unwrap();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default()
+            .namespace(ns.clone())
+            .metrics(&metrics),
+    );
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    api.create(&PostParams::default(), &config_map("slow", "v", &[]))
+        .await
+        .unwrap();
+    let attempts = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+            let attempt = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            async move {
+                if attempt == 1 {
+                    // Far past the timeout: this attempt is dropped in this sleep.
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                if cm.annotations().contains_key("attempt") {
+                    return Ok::<_, kube::Error>(Action::Done);
+                }
+                let patch = serde_json::json!({
+                    "metadata": { "annotations": { "attempt": attempt.to_string() } }
+                });
+                ctx.api::<ConfigMap>()
+                    .patch(
+                        &cm.name_any(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await?;
+                Ok(Action::Done)
+            }
+        }
+    };
+    let controller = Controller::<ConfigMap>::new(&factory)
+        .name("timeouts")
+        .reconcile_timeout(Duration::from_millis(500));
+    let running = spawn(|stop| controller.run(reconcile, backoff, stop));
+    eventually_async("the retry's write", Duration::from_secs(30), || async {
+        api.get("slow")
+            .await
+            .unwrap()
+            .annotations()
+            .get("attempt")
+            .is_some()
+    })
+    .await;
+    let written = api.get("slow").await.unwrap();
+    assert_eq!(
+        written.annotations()["attempt"],
+        "2",
+        "the first attempt was cancelled before its write"
+    );
+    let text = scrape(&registry);
+    assert_eq!(
+        value(
+            &text,
+            r#"controller_runtime_reconcile_timeouts_total{controller="timeouts"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(
+            &text,
+            r#"controller_runtime_reconcile_errors_total{controller="timeouts"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    running.stop().await;
+    factory.shutdown().await;
+    assert!(attempts.load(std::sync::atomic::Ordering::SeqCst) >= 2);
 }

@@ -147,6 +147,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
             name: format!("{}-controller", K::kind(&()).to_lowercase()),
             runner: RunnerConfig::default(),
             read_your_writes_timeout: Duration::from_secs(10),
+            reconcile_timeout: None,
             recorder: None,
             #[cfg(feature = "metrics")]
             metrics: factory.metrics().cloned(),
@@ -365,6 +366,19 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     #[must_use]
     pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
         self.inputs.read_your_writes_timeout = timeout;
+        self
+    }
+
+    /// Cancels a reconcile (or a cleanup) that runs longer than `timeout` and retries
+    /// its key with the queue's backoff, as controller-runtime's
+    /// `ReconciliationTimeout` does (off by default, as there). Cancelled means dropped
+    /// where it stands: its next step never runs, so a write it has not sent yet is
+    /// never sent (one already sent may still land). Counted in
+    /// `controller_runtime_reconcile_timeouts_total` (feature `metrics`) and as an
+    /// error, as controller-runtime counts it.
+    #[must_use]
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.inputs.reconcile_timeout = Some(timeout);
         self
     }
 

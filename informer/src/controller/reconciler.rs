@@ -102,6 +102,9 @@ pub(crate) enum Failure {
     Cleanup(ErasedError),
     /// Adding or removing the controller's finalizer failed.
     Finalizer(kube::Error),
+    /// The reconcile ran past the controller's
+    /// [`reconcile_timeout`](super::Controller::reconcile_timeout) and was cancelled.
+    TimedOut(std::time::Duration),
 }
 
 impl fmt::Display for Failure {
@@ -110,6 +113,9 @@ impl fmt::Display for Failure {
             Failure::Reconcile(error) => error.fmt(f),
             Failure::Cleanup(error) => write!(f, "cleanup failed: {error}"),
             Failure::Finalizer(error) => write!(f, "could not update the finalizer: {error}"),
+            Failure::TimedOut(timeout) => {
+                write!(f, "cancelled after the reconcile timeout of {timeout:?}")
+            }
         }
     }
 }
@@ -121,6 +127,8 @@ pub(crate) struct Reconciler<K> {
     pub(crate) reconcile: ReconcileFn<K>,
     pub(crate) finalizer: Option<String>,
     pub(crate) cleanup: Option<CleanupFn<K>>,
+    /// Cancels a reconcile that runs longer (see `Controller::reconcile_timeout`).
+    pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) tombstones: SharedTombstones<K>,
     /// UIDs whose cleanup ran and whose finalizer this controller removed: their
     /// deletion event needs no second cleanup.
@@ -150,14 +158,38 @@ impl<K: Primary> Reconciler<K> {
             if let Some(metrics) = &self.metrics {
                 let timer = metrics.start();
                 let mut failed = false;
-                let result = self.reconcile_key(key, fence, &mut failed).await;
+                let result = self.within_timeout(key, fence, &mut failed).await;
+                if matches!(result, Err(Failure::TimedOut(_))) {
+                    metrics.timed_out();
+                }
                 timer.finish(outcome(&result, failed));
                 return result;
             }
-            self.reconcile_key(key, fence, &mut false).await
+            self.within_timeout(key, fence, &mut false).await
         }
         .instrument(span)
         .await
+    }
+
+    /// [`reconcile_key`](Self::reconcile_key), cancelled (dropped where it stands)
+    /// once it has run for the controller's timeout, if it has one.
+    async fn within_timeout(
+        &self,
+        key: ObjectKey,
+        fence: Fence,
+        failed: &mut bool,
+    ) -> Result<Action, Failure> {
+        let Some(timeout) = self.timeout else {
+            return self.reconcile_key(key, fence, failed).await;
+        };
+        let reconciling = self.reconcile_key(key.clone(), fence, failed);
+        match tokio::time::timeout(timeout, reconciling).await {
+            Ok(result) => result,
+            Err(_) => {
+                tracing::warn!(%key, ?timeout, "reconcile cancelled: it ran past the reconcile timeout; retrying with backoff");
+                Err(Failure::TimedOut(timeout))
+            }
+        }
     }
 
     /// Reconciles `key` once; sets `failed` when the reconcile failed but the error

@@ -54,6 +54,9 @@ pub(crate) struct Inputs<K> {
     pub(crate) name: String,
     pub(crate) runner: RunnerConfig,
     pub(crate) read_your_writes_timeout: Duration,
+    /// How long a reconcile may run before it is cancelled and retried (`None`: no
+    /// limit).
+    pub(crate) reconcile_timeout: Option<Duration>,
     pub(crate) recorder: Option<Recorder>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::metrics::Metrics>,
@@ -75,6 +78,7 @@ impl<K> fmt::Debug for Inputs<K> {
             .field("finalizer", &self.finalizer)
             .field("runner", &self.runner)
             .field("read_your_writes_timeout", &self.read_your_writes_timeout)
+            .field("reconcile_timeout", &self.reconcile_timeout)
             .field("priority_queue", &self.priority_queue)
             .finish_non_exhaustive()
     }
@@ -168,6 +172,7 @@ pub(crate) async fn run<K: Primary, R: Replicate>(
         reconcile,
         finalizer: inputs.finalizer,
         cleanup: inputs.cleanup,
+        timeout: inputs.reconcile_timeout,
         tombstones: Arc::clone(&tombstones),
         finalized: Mutex::default(),
         #[cfg(feature = "metrics")]

@@ -28,6 +28,7 @@ pub(super) struct ControllerFamilies {
     reconciles: Family<ResultLabels, Counter>,
     errors: Family<ControllerLabel, Counter>,
     panics: Family<ControllerLabel, Counter>,
+    timeouts: Family<ControllerLabel, Counter>,
     time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
     active_workers: Family<ControllerLabel, Gauge>,
     max_concurrent: Family<ControllerLabel, Gauge>,
@@ -39,6 +40,7 @@ impl ControllerFamilies {
             reconciles: Family::default(),
             errors: Family::default(),
             panics: Family::default(),
+            timeouts: Family::default(),
             time: Family::new_with_constructor(reconcile_histogram),
             active_workers: Family::default(),
             max_concurrent: Family::default(),
@@ -57,6 +59,11 @@ impl ControllerFamilies {
             "controller_runtime_reconcile_panics",
             "Total number of reconciliation panics per controller",
             families.panics.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_timeouts",
+            "Total number of reconciliation timeouts per controller",
+            families.timeouts.clone(),
         );
         registry.register(
             "controller_runtime_reconcile_time_seconds",
@@ -89,6 +96,7 @@ impl ControllerFamilies {
             requeue_after: result("requeue_after"),
             errors: self.errors.get_or_create(&label).clone(),
             panics: self.panics.get_or_create(&label).clone(),
+            timeouts: self.timeouts.get_or_create(&label).clone(),
             time: self.time.get_or_create(&label).clone(),
             active_workers: self.active_workers.get_or_create(&label).clone(),
             max_concurrent: self.max_concurrent.get_or_create(&label).clone(),
@@ -116,12 +124,18 @@ pub(crate) struct ControllerMetrics {
     requeue_after: Counter,
     errors: Counter,
     panics: Counter,
+    timeouts: Counter,
     time: Histogram,
     active_workers: Gauge,
     max_concurrent: Gauge,
 }
 
 impl ControllerMetrics {
+    /// A reconcile ran past the controller's timeout and was cancelled.
+    pub(crate) fn timed_out(&self) {
+        self.timeouts.inc();
+    }
+
     /// The controller runs `workers` workers.
     pub(crate) fn set_max_concurrent(&self, workers: usize) {
         self.max_concurrent
