@@ -835,3 +835,46 @@ async fn a_panicking_transform_skips_that_object_and_the_informer_goes_on() {
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
 }
+
+/// The cache's own resourceVersion (client-go's `LastStoreSyncResourceVersion`): after a
+/// write, waiting for the version it returned ends once the cache shows the write, and
+/// never before; it is never ahead of the reflector's; a version that is no integer is
+/// refused at once.
+#[tokio::test]
+async fn the_cache_knows_its_resource_version_and_a_write_can_be_waited_for() {
+    let env = TestEnv::shared().await.unwrap();
+    let (ns, api) = namespace_api(env, "informer-store-rv").await;
+    api.create(&PostParams::default(), &config_map("x", "0", &[]))
+        .await
+        .unwrap();
+    let informer = SharedIndexInformer::new(api.clone());
+    let (stop, task) = start(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    eventually("a store resourceVersion", WAIT, || {
+        !informer.store_resource_version().is_empty()
+    })
+    .await;
+    for value in 1..=20 {
+        let patch = serde_json::json!({ "data": { "key": value.to_string() } });
+        let written = api
+            .patch("x", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        let version = written.resource_version().unwrap();
+        let waited = tokio::time::timeout(WAIT, informer.wait_for_resource_version(&version))
+            .await
+            .expect("the cache reached the write's version");
+        assert!(waited);
+        // Reached means the cache shows the write (or something newer).
+        let cached = informer.lister().namespaced(&ns).get("x").unwrap();
+        let cached_version: u64 = cached.resource_version().unwrap().parse().unwrap();
+        assert!(cached_version >= version.parse::<u64>().unwrap());
+        assert_eq!(cached.data.as_ref().unwrap()["key"], value.to_string());
+        let store: u64 = informer.store_resource_version().parse().unwrap();
+        let reflector: u64 = informer.last_sync_resource_version().parse().unwrap();
+        assert!(store <= reflector, "{store} ahead of the reflector's {reflector}");
+    }
+    assert!(!informer.wait_for_resource_version("not-a-number").await);
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}

@@ -225,6 +225,21 @@ impl Tracker {
         self.state.locked().points.newest().cloned()
     }
 
+    /// Waits until the cache has been the server's collection at `target` or a later
+    /// version (its newest point, compared as integers).
+    pub(crate) async fn reached(&self, target: u64) {
+        loop {
+            let settled = self.settled.notified();
+            let newest = self
+                .newest_point()
+                .and_then(|p| p.resource_version.parse::<u64>().ok());
+            if newest.is_some_and(|at| at >= target) {
+                return;
+            }
+            settled.await;
+        }
+    }
+
     /// The newest point taken before `than`.
     pub(crate) fn older_point(&self, than: &Point) -> Option<Point> {
         self.state.locked().points.older(than).cloned()

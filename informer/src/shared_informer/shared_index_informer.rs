@@ -317,13 +317,46 @@ where
             .and_then(|stats| stats.last_sync_error())
     }
 
-    /// The resourceVersion the cache is at ("" before the first list).
+    /// The reflector's resourceVersion: that of the last list, event or bookmark it
+    /// received ("" before the first list), client-go's `LastSyncResourceVersion`. The
+    /// cache may not reflect it yet: see
+    /// [`store_resource_version`](Self::store_resource_version).
     pub fn last_sync_resource_version(&self) -> String {
         self.inner
             .reflector_stats
             .get()
             .map(|stats| stats.last_resource_version())
             .unwrap_or_default()
+    }
+
+    /// The resourceVersion up to which the cache reflects the server ("" before the
+    /// first list is in it), client-go's `LastStoreSyncResourceVersion`: the version of
+    /// the last moment the cache held exactly the server's collection (its queue empty
+    /// after a list, an event or a bookmark of that version). It moves on with every
+    /// such moment, and back only when a relist says so (a list from a server that is
+    /// behind). Under a stream of changes that never lets the queue empty, it waits for
+    /// the stream to pause: a lower bound, never ahead of the cache.
+    pub fn store_resource_version(&self) -> String {
+        self.inner
+            .tracker
+            .newest_point()
+            .map(|point| point.resource_version)
+            .unwrap_or_default()
+    }
+
+    /// Waits until the cache reflects the server at least as of `resource_version`
+    /// ([`store_resource_version`](Self::store_resource_version) has reached it,
+    /// compared as integers, as Kubernetes promises they compare from 1.35, KEP-5504):
+    /// for a controller or a test that wrote an object and must read its own write
+    /// from the cache (the version the write returned). `false` at once when
+    /// `resource_version` is not an integer. Never completes if the informer is not
+    /// running: bound it with a timeout.
+    pub async fn wait_for_resource_version(&self, resource_version: &str) -> bool {
+        let Ok(target) = resource_version.parse::<u64>() else {
+            return false;
+        };
+        self.inner.tracker.reached(target).await;
+        true
     }
 
     /// The reflector's counters (lists, watches, errors...), once started.
