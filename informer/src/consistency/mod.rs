@@ -195,14 +195,3 @@ impl VerifyError {
         }
     }
 }
-
-/// The public types can cross threads.
-#[cfg(test)]
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<ConsistencyConfig>();
-    send_sync::<ConsistencyReport>();
-    send_sync::<ConsistencyStats>();
-    send_sync::<Health>();
-    send_sync::<VerifyError>();
-};

@@ -106,26 +106,3 @@ pub use state::Leadership;
 pub(crate) use state::State;
 pub(crate) use timings::drop_deadline;
 pub use timings::{JITTER_FACTOR, LeaseTimings};
-
-/// Compile-time checks that the public types (and the run future) cross threads.
-#[cfg(test)]
-mod send_sync {
-    use super::*;
-
-    fn send_sync<T: Send + Sync>() {}
-    fn send<T: Send>(_: &T) {}
-
-    const _: fn() = || {
-        send_sync::<LeaderElectionConfig>();
-        send_sync::<LeadershipHandle>();
-        send_sync::<Term>();
-        send_sync::<Leadership>();
-        send_sync::<LeaderError>();
-    };
-
-    #[allow(dead_code)]
-    fn run_is_send(elector: LeaderElector, handle: LeadershipHandle) {
-        send(&elector.run(std::future::pending()));
-        send(&async move { handle.leading().await });
-    }
-}

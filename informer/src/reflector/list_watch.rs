@@ -196,12 +196,6 @@ mod tests {
     };
     use crate::test_support::{config_map, spawn_run, version};
 
-    #[test]
-    fn is_send_and_sync() {
-        fn is_send_sync<T: Send + Sync>() {}
-        is_send_sync::<ListWatch<ConfigMap>>();
-    }
-
     /// The closures get the reflector's requests as they are, and what they answer
     /// reaches the informer's handlers.
     #[tokio::test(start_paused = true)]

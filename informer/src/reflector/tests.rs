@@ -542,14 +542,6 @@ async fn resync_ticks_only_after_the_first_list() {
     );
 }
 
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<Reflector<ConfigMap>>();
-    send_sync::<ApiListerWatcher<ConfigMap>>();
-    send_sync::<ReflectorError>();
-    send_sync::<Config>();
-};
-
 /// Cached objects by name and resourceVersion.
 pub(super) struct Cached(pub(super) Vec<Arc<ConfigMap>>);
 

@@ -137,18 +137,6 @@ mod tests {
         .versions(source.versions())
     }
 
-    /// A check can run on any task: its future is `Send`.
-    #[test]
-    fn verify_is_send() {
-        fn send<T: Send>(_: &T) {}
-        let informer = SharedIndexInformer::with_options(
-            FakeSource::<ConfigMap>::new(),
-            InformerOptions::default(),
-        )
-        .expect("no indexes");
-        send(&informer.verify());
-    }
-
     fn source_with(names: &[&str]) -> FakeSource<ConfigMap> {
         let source = FakeSource::new();
         for name in names {

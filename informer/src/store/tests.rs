@@ -11,7 +11,7 @@ use std::{
 };
 
 use k8s_openapi::{
-    api::core::v1::{ConfigMap, Namespace, Pod},
+    api::core::v1::{ConfigMap, Namespace},
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -587,20 +587,6 @@ fn closures_and_custom_index_functions_work() {
     assert_eq!(values(&indexer, "data-keys"), set(&["x", "y"]));
     assert_eq!(indexer.by_index("name-len", "3").unwrap().len(), 1);
 }
-
-// ---------------------------------------------------------------------------------------
-// Compile-time Send/Sync checks
-
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<Indexer<Pod>>();
-    send_sync::<Writer<Pod>>();
-    send_sync::<Indexers<Pod>>();
-    send_sync::<Selector>();
-    send_sync::<StoreError>();
-    send_sync::<KeyFn<Pod>>();
-    send_sync::<ObjectKey>();
-};
 
 // ---------------------------------------------------------------------------------------
 // Randomised model test

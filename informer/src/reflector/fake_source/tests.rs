@@ -69,12 +69,6 @@ fn status_code(result: Result<impl Sized, kube::Error>) -> Option<u16> {
     crate::reflector::error::api_status_code(&result.err().expect("an error"))
 }
 
-#[test]
-fn public_types_are_send_and_sync() {
-    fn is_send_sync<T: Send + Sync>() {}
-    is_send_sync::<FakeSource<ConfigMap>>();
-}
-
 #[tokio::test]
 async fn each_change_stamps_the_next_resource_version_and_a_list_returns_the_collection_in_key_order()
  {
