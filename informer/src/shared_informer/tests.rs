@@ -437,3 +437,115 @@ async fn a_deletion_of_an_object_the_cache_lacks_reaches_no_handler() {
         );
     }
 }
+
+/// A relist reaches the cache in one step (client-go's AtomicFIFO, its default since
+/// 1.36): a reader listing the cache over and over while a relist of 10,000 objects is
+/// applied sees every object of the old list or every object of the new one, never
+/// some of each; the handlers still hear of each object, in the relist's order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_sees_a_ten_thousand_object_relist_before_or_after_never_half_applied() {
+    use kube::ResourceExt;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const OBJECTS: usize = 10_000;
+    let generation = |generation: &str, version: u32| -> Vec<ConfigMap> {
+        (0..OBJECTS)
+            .map(|i| {
+                config_map(
+                    &format!("ns/cm-{i}"),
+                    &[("generation", generation)],
+                    version,
+                )
+            })
+            .collect()
+    };
+    let lists = Arc::new(AtomicUsize::new(0));
+    let relist_now = Arc::new(tokio::sync::Notify::new());
+    let source = crate::reflector::ListWatch::new(
+        {
+            let lists = Arc::clone(&lists);
+            move |_: ListRequest| {
+                let first = lists.fetch_add(1, Ordering::SeqCst) == 0;
+                let page = if first {
+                    ListPage::new(generation("old", 10), "10")
+                } else {
+                    ListPage::new(generation("new", 20), "20")
+                };
+                async move { Ok(page) }
+            }
+        },
+        {
+            let relist_now = Arc::clone(&relist_now);
+            move |_: WatchRequest| {
+                let relist_now = Arc::clone(&relist_now);
+                async move {
+                    // The first watch ends with 410 Gone when the test says so; the
+                    // relist's watch stays open.
+                    relist_now.notified().await;
+                    let gone = kube::core::Status::failure("too old", "Expired").with_code(410);
+                    let events = futures::stream::iter([Err(kube::Error::Api(gone.boxed()))]);
+                    Ok(events.chain(futures::stream::pending()).boxed())
+                }
+            }
+        },
+    )
+    .streaming_list(false);
+    let informer =
+        SharedIndexInformer::with_options(source, InformerOptions::default()).expect("no indexes");
+    let updates = Arc::new(AtomicUsize::new(0));
+    informer
+        .add_event_handler(ResourceEventHandlerFns::new().on_update({
+            let updates = Arc::clone(&updates);
+            move |_old, _new: &Arc<ConfigMap>| {
+                updates.fetch_add(1, Ordering::SeqCst);
+            }
+        }))
+        .expect("added");
+    let (stop, running) = spawn_run(&informer);
+    wait_for_cache_sync(&[&informer]).await;
+    assert_eq!(informer.indexer().len(), OBJECTS);
+
+    // The reader: every list it reads must be all old or all new.
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = tokio::task::spawn_blocking({
+        let (indexer, done) = (informer.indexer(), Arc::clone(&done));
+        move || {
+            let (mut reads, mut mixed, mut new_reads) = (0usize, 0usize, 0usize);
+            while !done.load(Ordering::SeqCst) {
+                let listed = indexer.list();
+                let new = listed
+                    .iter()
+                    .filter(|cm| cm.labels().get("generation").map(String::as_str) == Some("new"))
+                    .count();
+                reads += 1;
+                if new == OBJECTS {
+                    new_reads += 1;
+                } else if new != 0 {
+                    mixed += 1;
+                }
+            }
+            (reads, mixed, new_reads)
+        }
+    });
+    relist_now.notify_one();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while updates.load(Ordering::SeqCst) < OBJECTS {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("every object's update told");
+    done.store(true, Ordering::SeqCst);
+    let (reads, mixed, new_reads) = reader.await.expect("the reader");
+    assert_eq!(lists.load(Ordering::SeqCst), 2, "relisted once");
+    assert!(
+        new_reads > 0,
+        "the reader saw the relist applied ({reads} reads)"
+    );
+    assert!(reads > new_reads, "and the cache before it ({reads} reads)");
+    assert_eq!(
+        mixed, 0,
+        "{mixed} of {reads} reads saw a relist half applied"
+    );
+    stop.send(()).ok();
+    running.await.expect("joined").expect("ran");
+}

@@ -82,6 +82,11 @@ struct Item<K> {
     delta: Delta<K>,
     /// Queued before the first `replace` was delivered: part of the initial list.
     initial: bool,
+    /// How many items, this one first, a batch pop takes at once: more than 1 at the
+    /// head of what one `replace` or `resync` queued (client-go's AtomicFIFO), so that
+    /// a consumer applying a batch under one lock applies the whole relist or resync in
+    /// one step; 1 otherwise.
+    together: usize,
 }
 
 struct State<K> {
@@ -112,6 +117,7 @@ impl<K> State<K> {
             key,
             delta,
             initial: false,
+            together: 1,
         });
     }
 
@@ -154,6 +160,19 @@ pub(crate) struct RealPopBatch<'a, K> {
     left: usize,
 }
 
+impl<K> State<K> {
+    /// Marks the `count` items queued last as one group, popped together by a batch
+    /// pop (see [`Item::together`]).
+    fn group_last(&mut self, count: usize) {
+        let len = self.items.len();
+        if count > 1
+            && let Some(first) = self.items.get_mut(len - count)
+        {
+            first.together = count;
+        }
+    }
+}
+
 impl<K> RealPopBatch<'_, K> {
     /// Takes the next queued delta, if the batch has room left, and calls `process`
     /// with it as a one-delta [`Deltas`]; `None` when the batch is full or the queue
@@ -169,8 +188,16 @@ impl<K> RealPopBatch<'_, K> {
             key,
             delta,
             initial,
+            together,
         } = self.state.items.pop_front()?;
         self.left -= 1;
+        if together > 1
+            && let Some(next) = self.state.items.front_mut()
+        {
+            // What is left of the group stays one, should this batch stop here (a
+            // one-delta `pop`).
+            next.together = together - 1;
+        }
         if self.state.wake_needed() {
             // Pass the wake-up on to another waiting pop.
             self.notify.notify_one();
@@ -215,6 +242,11 @@ impl<K> DeltaBatch<K> for RealPopBatch<'_, K> {
 ///   adds and updates of the relist.
 /// - **Resync.** [`resync`] queues [`Delta::Sync`] for each known object whose key has
 ///   nothing queued, so a resync never overtakes (and reverts) a pending change.
+/// - **Atomic relists and resyncs** (client-go's `AtomicFIFO`, on by default since
+///   1.36): what one `replace` or `resync` queued is handed out in one batch pop,
+///   whatever its size, so the informer applies it to its cache under one lock:
+///   readers see the cache before the relist or after it, never a mix. A one-delta
+///   [`pop`] still takes one.
 /// - **Pop.** [`pop`] waits asynchronously for a delta, removes it and calls the process
 ///   function with it under the queue's lock, so the consumer updates the known objects
 ///   before any other operation looks at them. There is no requeue: putting a delta
@@ -462,13 +494,15 @@ impl<K: 'static> RealFifo<K> {
             vanished
         };
 
-        state.items.reserve(vanished.len() + listed.len());
+        let group = vanished.len() + listed.len();
+        state.items.reserve(group);
         for (key, last_known) in vanished {
             state.push_tombstone(key, last_known);
         }
         for (key, obj) in listed {
             state.push(key, Delta::Replaced(obj));
         }
+        state.group_last(group);
         if !state.populated {
             // client-go counts the whole queue as the initial population.
             state.populated = true;
@@ -497,9 +531,11 @@ impl<K: 'static> RealFifo<K> {
                 }
             });
         }
+        let group = to_sync.len();
         for (key, obj) in to_sync {
             state.push(key, Delta::Sync(obj));
         }
+        state.group_last(group);
         self.wake(guard);
     }
 
@@ -523,18 +559,22 @@ impl<K: 'static> RealFifo<K> {
 
     /// Like [`pop`](Self::pop) for several deltas under one lock: waits for a queued
     /// delta, then calls `run` once, under the queue's lock, with a batch that hands out
-    /// up to `max` deltas in queue order. Returns what `run` returns and whether the
-    /// queue is empty now; `None` once the queue is closed and empty.
+    /// up to `max` deltas in queue order, or, when the next delta heads what one
+    /// `replace` or `resync` queued, all of those (client-go's AtomicFIFO: a consumer
+    /// that applies a batch in one step applies a relist in one step). Returns what
+    /// `run` returns and whether the queue is empty now; `None` once the queue is
+    /// closed and empty.
     pub(crate) async fn pop_batch<T>(
         &self,
         max: usize,
         run: impl FnOnce(&mut RealPopBatch<'_, K>) -> T,
     ) -> Option<(T, bool)> {
         when_ready(&self.shared.state, &self.shared.notify, |mut state| {
+            let together = state.items.front().map_or(1, |item| item.together);
             let mut batch = RealPopBatch {
                 notify: &self.shared.notify,
                 state: &mut state,
-                left: max.max(1),
+                left: max.max(together).max(1),
             };
             let value = run(&mut batch);
             let drained = state.items.is_empty();

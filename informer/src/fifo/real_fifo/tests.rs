@@ -571,3 +571,79 @@ fn keys_known_to_the_store_are_shared_not_allocated_again() {
         .unwrap();
     assert!(Arc::ptr_eq(&queued[0].0, &stored));
 }
+
+/// Pops one batch of at most `max` deltas; returns them summarised.
+async fn pop_one_batch(fifo: &RealFifo<ConfigMap>, max: usize) -> Vec<Summary> {
+    let (popped, _) = fifo
+        .pop_batch(max, |batch| {
+            let mut popped = Vec::new();
+            while batch.apply_next(&mut |deltas| {
+                popped.push(summarise(deltas.key(), deltas.newest()));
+            }) {}
+            popped
+        })
+        .await
+        .expect("not closed");
+    popped
+}
+
+/// client-go's `TestRealFIFO_ReplaceAtomic` and `ReplaceAtomicPop`, in intent: what one
+/// `replace` queued (its tombstones and its listed objects) comes out of one batch pop
+/// whatever the batch's size, and what was queued before it and after it does not join
+/// it.
+#[tokio::test]
+async fn a_replace_is_popped_in_one_batch() {
+    let (fifo, _writer) = fifo_with_known(&[("ns/gone", 1), ("ns/kept", 1)]);
+    fifo.update(cm("ns/kept", 2));
+    fifo.replace(vec![cm("ns/kept", 3), cm("ns/a", 3), cm("ns/b", 3)], "3");
+    fifo.add(cm("ns/after", 4));
+    assert_eq!(
+        pop_one_batch(&fifo, 1).await,
+        [s("ns/kept", Updated, 2, false)]
+    );
+    assert_eq!(
+        pop_one_batch(&fifo, 2).await,
+        [
+            s("ns/gone", Deleted, 1, true),
+            s("ns/kept", Replaced, 3, false),
+            s("ns/a", Replaced, 3, false),
+            s("ns/b", Replaced, 3, false),
+        ],
+        "the whole relist, though the batch asked for 2"
+    );
+    assert_eq!(
+        pop_one_batch(&fifo, 32).await,
+        [s("ns/after", Added, 4, false)]
+    );
+}
+
+/// A one-delta `pop` still takes one; what is left of the relist stays one batch.
+#[tokio::test]
+async fn a_relist_popped_one_by_one_keeps_the_rest_together() {
+    let (fifo, mut writer) = fifo_with_known(&[]);
+    fifo.replace(vec![cm("ns/a", 1), cm("ns/b", 1), cm("ns/c", 1)], "1");
+    pop_apply(&fifo, &mut writer).await;
+    assert_eq!(
+        pop_one_batch(&fifo, 1).await,
+        [s("ns/b", Replaced, 1, false), s("ns/c", Replaced, 1, false)]
+    );
+}
+
+/// client-go's `TestRealFIFO_ResyncAtomic`, in intent: a resync's deltas are one batch.
+#[tokio::test]
+async fn a_resync_is_popped_in_one_batch() {
+    let (fifo, _writer) = fifo_with_known(&[("ns/a", 1), ("ns/b", 1), ("ns/c", 1)]);
+    fifo.update(cm("ns/b", 2));
+    fifo.resync();
+    assert_eq!(
+        pop_one_batch(&fifo, 1).await,
+        [s("ns/b", Updated, 2, false)]
+    );
+    let mut synced = pop_one_batch(&fifo, 1).await;
+    synced.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        synced,
+        [s("ns/a", Sync, 1, false), s("ns/c", Sync, 1, false)],
+        "both resynced objects in one batch"
+    );
+}
