@@ -622,7 +622,7 @@ async fn custom_resources_a_quiet_collection_is_checked_at_fresh_points() {
 /// never change, by key (filtered here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checks_across_shard_hand_offs_raise_no_false_alarm_and_still_find_a_loss() {
-    use informer::shard::{ShardConfig, ShardMember};
+    use informer::shard::ShardConfig;
     let env = TestEnv::shared().await.unwrap();
     let ns = env.create_namespace("handoff-checks").await.unwrap();
     let client = env.client().unwrap();
@@ -635,16 +635,9 @@ async fn checks_across_shard_hand_offs_raise_no_false_alarm_and_still_find_a_los
             .renew_deadline(Duration::from_secs(3))
             .retry_period(Duration::from_millis(250))
     };
-    let join = |identity: &str| {
-        let member = ShardMember::new(client.clone(), config(identity)).unwrap();
-        let handle = member.handle();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let run = tokio::spawn(member.run(async {
-            stopped.await.ok();
-        }));
-        (handle, stop, run)
-    };
-    let (a, stop_a, run_a) = join("a");
+    let join = |identity: &str| common::RunningMember::join(client.clone(), config(identity));
+    let member_a = join("a");
+    let a = member_a.handle.clone();
     eventually("a alone", WAIT, || a.members() == ["a"]).await;
 
     let faulty = FaultyWatches::new(ApiListerWatcher::new(api.clone()));
@@ -684,7 +677,7 @@ async fn checks_across_shard_hand_offs_raise_no_false_alarm_and_still_find_a_los
             informer.consistency_stats()
         );
         changes += 2;
-        let (_c, stop_c, run_c) = join("c");
+        let member_c = join("c");
         eventually("a to see c", WAIT, || a.members() == ["a", "c"]).await;
         eventually("a's cache to follow its smaller share", WAIT, || {
             let len = informer.indexer().len();
@@ -697,8 +690,7 @@ async fn checks_across_shard_hand_offs_raise_no_false_alarm_and_still_find_a_los
         })
         .await;
         sizes.insert(informer.indexer().len());
-        stop_c.send(()).unwrap();
-        run_c.await.unwrap();
+        member_c.leave().await;
         eventually("a alone again", WAIT, || a.members() == ["a"]).await;
         eventually("a's cache to hold everything again", WAIT, || {
             informer.indexer().len() == 300
@@ -750,6 +742,5 @@ async fn checks_across_shard_hand_offs_raise_no_false_alarm_and_still_find_a_los
     .await;
     assert_eq!(faulty.faults_done(), 1);
     running.stop().await;
-    stop_a.send(()).unwrap();
-    run_a.await.unwrap();
+    member_a.leave().await;
 }

@@ -853,7 +853,7 @@ async fn read_your_writes_and_finalizer_cleanup_on_custom_resources() {
     factory.shutdown().await;
 }
 
-/// Sharding on the Lease CRD, code unchanged: two members in this process find each
+/// Sharding with custom resources as primaries: two members in this process find each
 /// other and split the keys; a sharded controller on each reconciles every Widget
 /// created after they settled on exactly one member, the one that owns its key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

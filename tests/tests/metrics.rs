@@ -20,10 +20,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scrape_shows_what_a_controller_did_against_the_real_server() {
+/// A fresh namespace of the shared control plane, a factory confined to it reporting to
+/// a registry of its own, and the namespace's ConfigMaps.
+async fn metered(prefix: &str) -> (Registry, SharedInformerFactory, Api<ConfigMap>) {
     let env = TestEnv::shared().await.unwrap();
-    let ns = env.create_namespace("metrics").await.unwrap();
+    let ns = env.create_namespace(prefix).await.unwrap();
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     let factory = SharedInformerFactory::new(
@@ -32,7 +33,17 @@ async fn a_scrape_shows_what_a_controller_did_against_the_real_server() {
             .namespace(ns.clone())
             .metrics(&metrics),
     );
-    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    (
+        registry,
+        factory,
+        Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_shows_what_a_controller_did_against_the_real_server() {
+    let (registry, factory, api) = metered("metrics").await;
+    let ns = api.namespace().unwrap().to_owned();
     // Six ConfigMaps; the two labelled `fail=once` fail their first reconcile.
     for i in 0..6 {
         let labels: &[(&str, &str)] = if i < 2 { &[("fail", "once")] } else { &[] };
@@ -364,17 +375,7 @@ async fn a_scrape_shows_leader_election_and_shard_membership() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconcile_past_its_timeout_is_cancelled_retried_and_counted() {
     use kube::api::{Patch, PatchParams};
-    let env = TestEnv::shared().await.unwrap();
-    let ns = env.create_namespace("reconcile-timeout").await.unwrap();
-    let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
-    let factory = SharedInformerFactory::new(
-        env.client().unwrap(),
-        FactoryOptions::default()
-            .namespace(ns.clone())
-            .metrics(&metrics),
-    );
-    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let (registry, factory, api) = metered("reconcile-timeout").await;
     api.create(&PostParams::default(), &config_map("slow", "v", &[]))
         .await
         .unwrap();

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
 use informer::key::ObjectKey;
-use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
+use informer::shard::{ShardBy, ShardConfig, ShardHandle};
 use informer::shared_informer::SharedIndexInformer;
 use informer::testenv::{FaultProxy, TestEnv};
 use k8s_openapi::api::core::v1::Pod;
@@ -64,9 +64,8 @@ async fn pods(env: &TestEnv, prefix: &str, namespaces: usize, per_namespace: usi
 /// receives; its Lease traffic goes directly.
 struct Member {
     handle: ShardHandle,
+    member: common::RunningMember,
     proxy: FaultProxy,
-    stop: tokio::sync::oneshot::Sender<()>,
-    run: tokio::task::JoinHandle<()>,
     factory: Option<SharedInformerFactory>,
 }
 
@@ -84,17 +83,11 @@ impl Member {
             .renew_deadline(Duration::from_secs(6))
             .retry_period(Duration::from_millis(500))
             .shard_by(by);
-        let member = ShardMember::new(env.client().unwrap(), config).unwrap();
-        let handle = member.handle();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let run = tokio::spawn(member.run(async {
-            stopped.await.ok();
-        }));
+        let member = common::RunningMember::join(env.client().unwrap(), config);
         Self {
-            handle,
+            handle: member.handle.clone(),
+            member,
             proxy: env.fault_proxy().await.unwrap(),
-            stop,
-            run,
             factory: None,
         }
     }
@@ -147,8 +140,7 @@ impl Member {
         if let Some(factory) = self.factory {
             factory.shutdown().await;
         }
-        self.stop.send(()).unwrap();
-        tokio::time::timeout(WAIT, self.run).await.unwrap().unwrap();
+        self.member.leave().await;
     }
 }
 

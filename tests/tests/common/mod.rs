@@ -250,3 +250,33 @@ pub async fn refused_streaming_lists_are_listed_and_watched(env: &TestEnv) {
     assert_eq!(stats.streaming_list_requests, 1, "never asked again");
     running.stop().await;
 }
+
+/// A shard member run on a task of its own until [`leave`](Self::leave).
+pub struct RunningMember {
+    /// Its handle: its view of the group, its share.
+    pub handle: informer::shard::ShardHandle,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<()>,
+}
+
+impl RunningMember {
+    /// Starts a member of `config`'s group through `client`.
+    pub fn join(client: kube::Client, config: informer::shard::ShardConfig) -> Self {
+        let member = informer::shard::ShardMember::new(client, config).unwrap();
+        let handle = member.handle();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(member.run(async {
+            stopped.await.ok();
+        }));
+        Self { handle, stop, run }
+    }
+
+    /// Stops it (it releases its Lease) and waits, at most a minute, for its run.
+    pub async fn leave(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(60), self.run)
+            .await
+            .expect("the member stopped in time")
+            .unwrap();
+    }
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
-use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
+use informer::shard::{ShardBy, ShardConfig, ShardHandle};
 use informer::store::Selector;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
@@ -97,16 +97,9 @@ async fn owned_children_follow_their_controller(by: ShardBy) {
             .renew_deadline(Duration::from_secs(6))
             .retry_period(Duration::from_millis(500))
             .shard_by(by);
-        let member = ShardMember::new(client.clone(), config).unwrap();
-        let handle = member.handle();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        members.push((
-            stop,
-            tokio::spawn(member.run(async {
-                stopped.await.ok();
-            })),
-        ));
-        handles.push(handle);
+        let member = common::RunningMember::join(client.clone(), config);
+        handles.push(member.handle.clone());
+        members.push(member);
     }
     common::eventually("both members to read each other", WAIT, || {
         handles.iter().all(|h| h.members() == ["a", "b"])
@@ -219,9 +212,8 @@ async fn owned_children_follow_their_controller(by: ShardBy) {
     for factory in factories {
         factory.shutdown().await;
     }
-    for (stop, run) in members {
-        stop.send(()).unwrap();
-        tokio::time::timeout(WAIT, run).await.unwrap().unwrap();
+    for member in members {
+        member.leave().await;
     }
 }
 
