@@ -872,7 +872,10 @@ async fn the_cache_knows_its_resource_version_and_a_write_can_be_waited_for() {
         assert_eq!(cached.data.as_ref().unwrap()["key"], value.to_string());
         let store: u64 = informer.store_resource_version().parse().unwrap();
         let reflector: u64 = informer.last_sync_resource_version().parse().unwrap();
-        assert!(store <= reflector, "{store} ahead of the reflector's {reflector}");
+        assert!(
+            store <= reflector,
+            "{store} ahead of the reflector's {reflector}"
+        );
     }
     assert!(!informer.wait_for_resource_version("not-a-number").await);
     stop.send(()).unwrap();
