@@ -21,20 +21,79 @@ pub(crate) fn kube_cause(kube_error: &kube::Error) -> String {
     innermost.to_string()
 }
 
-/// A Status as its code, reason and message (the message left out when it only
-/// repeats the reason, as a 401's "Unauthorized" does).
+/// The reason kube gives an error answer whose body is not a Status (a proxy's or a
+/// load balancer's page), the body then being the message.
+const UNPARSED: &str = "Failed to parse error data";
+
+/// A Status as its code, reason and message, in one line (the message left out when
+/// it only repeats the reason, as a 401's "Unauthorized" does).
 fn status_words(status: &kube::core::Status) -> String {
+    if status.reason == UNPARSED {
+        return page_words(status.code, &status.message);
+    }
     let message = if status.message == status.reason {
-        ""
+        String::new()
     } else {
-        status.message.as_str()
+        one_line(&status.message)
     };
-    match (status.reason.as_str(), message) {
+    match (status.reason.as_str(), message.as_str()) {
         ("", "") => status.code.to_string(),
         (reason, "") => format!("{} {reason}", status.code),
         ("", message) => format!("{}: {message}", status.code),
         (reason, message) => format!("{} {reason}: {message}", status.code),
     }
+}
+
+/// An error answer that is not a Status, from its code and `body`: the page's title
+/// if it is HTML (`414 Request-URI Too Large`, as nginx writes it), else its first
+/// line, after the code and its reason phrase unless it starts with the code.
+fn page_words(code: u16, body: &str) -> String {
+    let text = match html_title(body) {
+        Some(title) => one_line(title),
+        None if body.trim_start().starts_with('<') => String::new(),
+        None => one_line(
+            body.lines()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or(""),
+        ),
+    };
+    let text: String = if text.chars().count() > 200 {
+        text.chars().take(200).chain(['…']).collect()
+    } else {
+        text
+    };
+    if text.starts_with(&code.to_string()) {
+        return text;
+    }
+    let phrase = http::StatusCode::from_u16(code)
+        .ok()
+        .and_then(|code| code.canonical_reason());
+    match (phrase, text.as_str()) {
+        (None, "") => code.to_string(),
+        (None, text) => format!("{code}: {text}"),
+        (Some(phrase), "") => format!("{code} {phrase}"),
+        (Some(phrase), text) => format!("{code} {phrase}: {text}"),
+    }
+}
+
+/// The text of an HTML page's `<title>`, if it has one.
+fn html_title(page: &str) -> Option<&str> {
+    let lower = page.to_ascii_lowercase();
+    let start = lower.find("<title>")? + "<title>".len();
+    let end = start + lower[start..].find("</title>")?;
+    page.get(start..end).map(str::trim)
+}
+
+/// `text` on one line: its lines, trimmed, joined by spaces.
+fn one_line(text: &str) -> String {
+    if !text.contains(['\n', '\r']) {
+        return text.to_owned();
+    }
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// An error and its causes, for one log line: `outer: cause: deeper cause`, where a
@@ -116,6 +175,31 @@ mod tests {
         assert_eq!(
             Chain(&error).to_string(),
             "could not renew: 409 Conflict: the object has been modified"
+        );
+    }
+
+    /// A page from something on the way (a proxy's 414), which kube could not read
+    /// as a Status: its title, or first line, never the page.
+    #[test]
+    fn a_page_that_is_not_a_status_is_its_title_or_first_line() {
+        let nginx = "<html>\r\n<head><title>414 Request-URI Too Large</title></head>\r\n<body>\r\n\
+                     <center><h1>414 Request-URI Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n\
+                     </body>\r\n</html>";
+        let page = |code, body| status(code, "Failed to parse error data", body);
+        assert_eq!(kube_cause(&page(414, nginx)), "414 Request-URI Too Large");
+        assert_eq!(
+            kube_cause(&page(431, "<html><body>too big</body></html>")),
+            "431 Request Header Fields Too Large"
+        );
+        assert_eq!(
+            kube_cause(&page(502, "upstream connect error\nreset reason: overflow")),
+            "502 Bad Gateway: upstream connect error"
+        );
+        assert_eq!(kube_cause(&page(503, "")), "503 Service Unavailable");
+        // A Status message over several lines is said on one.
+        assert_eq!(
+            kube_cause(&status(500, "InternalError", "first\n  second\n")),
+            "500 InternalError: first second"
         );
     }
 

@@ -44,7 +44,7 @@ use super::lister_watcher::{
     ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
 use super::managed_fields_opt_out::ManagedFieldsOptOut;
-use super::server_shards::{InitialEvents, ServerShards, is_refusal};
+use super::server_shards::{InitialEvents, ServerShards, Step};
 use super::versions::VersionSource;
 use crate::cached::CachedObjects;
 
@@ -281,7 +281,12 @@ where
         if let Some(limit) = &limit {
             params.push(("limit", limit));
         }
-        let selector = self.shards.selector(request.key_filter.as_ref());
+        let step = if request.continue_token.is_none() {
+            Step::Starts
+        } else {
+            Step::Continues
+        };
+        let selector = self.shards.selector(request.key_filter.as_ref(), step);
         let body = self
             .with_selector(selector.as_deref(), |selector| {
                 self.list_body(&params, selector)
@@ -317,8 +322,9 @@ where
 }
 
 impl<K: Resource> ApiListerWatcher<K> {
-    /// `send`'s answer with the shard `selector`; if the server refuses the selector,
-    /// its answer without it, and no selector is sent again.
+    /// `send`'s answer with the shard `selector`; where the answer says the request
+    /// cannot carry it (a 414, a refusal), its answer without it (see
+    /// [`ServerShards::send`]).
     async fn with_selector<'s, T, F>(
         &self,
         selector: Option<&'s str>,
@@ -327,13 +333,7 @@ impl<K: Resource> ApiListerWatcher<K> {
     where
         F: std::future::Future<Output = Result<T, kube::Error>>,
     {
-        match send(selector).await {
-            Err(e) if selector.is_some() && is_refusal(&e) => {
-                self.shards.refused(&self.resource, &e);
-                send(None).await
-            }
-            answer => answer,
-        }
+        self.shards.send(&self.resource, selector, send).await
     }
 
     /// `send`'s answer, asking the server to leave managedFields out where that is
@@ -432,7 +432,13 @@ where
         Box::pin(async move {
             let params = watch_params(&request);
             let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let selector = self.shards.selector(request.key_filter.as_ref());
+            // A streaming list starts a list; a watch goes on from one.
+            let step = if request.streaming_list {
+                Step::Starts
+            } else {
+                Step::Continues
+            };
+            let selector = self.shards.selector(request.key_filter.as_ref(), step);
             let body = self
                 .with_selector(selector.as_deref(), |selector| {
                     self.watch_body(&params, selector)

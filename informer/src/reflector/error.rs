@@ -28,18 +28,28 @@ pub struct DecodeError {
 
 /// An error seen by a reflector. The reflector itself never stops on one: it backs off
 /// and tries again. Handlers set with a watch-error handler see each of them.
+///
+/// Each says its failure in one line (`watch failed: 401 Unauthorized`, `list failed:
+/// 403 Forbidden: configmaps is forbidden: ...`, `list failed: Connection refused (os
+/// error 111)`): the HTTP status once, the server's message once. A request's
+/// [`kube::Error`] is in its variant ([`kube_error`](Self::kube_error)) and not
+/// given as the [`source`](std::error::Error::source): the line already says what it
+/// has to say, and an error reporter that follows the sources (tracing's
+/// `error.sources`, anyhow's "Caused by") would add kube's own text, which repeats
+/// the status and dumps it whole (`ApiError: Unauthorized: Unauthorized (Status {
+/// ..`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReflectorError {
     /// Listing failed (forbidden, unauthorized, unreachable, timed out...).
     #[error("list failed: {}", kube_cause(.0))]
-    List(#[source] kube::Error),
+    List(kube::Error),
     /// Starting or reading a watch failed.
     #[error("watch failed: {}", kube_cause(.0))]
-    Watch(#[source] kube::Error),
+    Watch(kube::Error),
     /// The watch's resourceVersion is too old (410 Gone / Expired): a relist follows.
     #[error("watch expired (resourceVersion too old): relisting: {}", kube_cause(.0))]
-    Expired(#[source] kube::Error),
+    Expired(kube::Error),
     /// A watch ended at once with no events, which means something is wrong.
     #[error("very short watch: closed after {0:?} with no events")]
     ShortWatch(Duration),
@@ -87,6 +97,14 @@ impl ReflectorError {
     /// Whether this is the API server refusing access (401 or 403).
     pub fn is_access_denied(&self) -> bool {
         matches!(self.status_code(), Some(401 | 403))
+    }
+
+    /// The request's own error, for a failed list or watch.
+    pub fn kube_error(&self) -> Option<&kube::Error> {
+        match self {
+            Self::List(e) | Self::Watch(e) | Self::Expired(e) => Some(e),
+            _ => None,
+        }
     }
 }
 
@@ -181,8 +199,8 @@ impl SyncError {
         }
     }
 
-    /// The failure as the reflector saw it (with the request's own error as its
-    /// source).
+    /// The failure as the reflector saw it (with the request's own error in it:
+    /// [`ReflectorError::kube_error`]).
     pub fn reflector_error(&self) -> &ReflectorError {
         match self {
             Self::NotServed { error, .. }
@@ -410,6 +428,99 @@ mod tests {
         assert_eq!(
             sync.to_string(),
             "listing configmaps failed: the streaming list ended after 3 initial events, before their end"
+        );
+    }
+
+    /// A Status as the API server sends it.
+    fn answered(json: &str) -> kube::Error {
+        kube::Error::Api(
+            serde_json::from_str::<kube::core::Status>(json)
+                .unwrap()
+                .boxed(),
+        )
+    }
+
+    /// Each failure reads as one line, the status and the server's message each once;
+    /// nothing is left for a reporter that follows sources to add (kube's text, which
+    /// repeats the status and dumps it).
+    fn one_line(error: &ReflectorError) -> String {
+        let line = error.to_string();
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            !line.contains("ApiError") && !line.contains("Status {"),
+            "{line}"
+        );
+        assert!(std::error::Error::source(error).is_none(), "{line}");
+        assert_eq!(crate::cause::Chain(error).to_string(), line);
+        line
+    }
+
+    #[test]
+    fn every_failure_is_one_line_with_the_status_and_message_once() {
+        let unauthorized = answered(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#,
+        );
+        assert_eq!(
+            one_line(&ReflectorError::Watch(unauthorized)),
+            "watch failed: 401 Unauthorized"
+        );
+        let forbidden = answered(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"widgets.example.com is forbidden: User \"system:serviceaccount:ops:backup\" cannot list resource \"widgets\" in API group \"example.com\" at the cluster scope","reason":"Forbidden","details":{"group":"example.com","kind":"widgets"},"code":403}"#,
+        );
+        assert_eq!(
+            one_line(&ReflectorError::List(forbidden)),
+            r#"list failed: 403 Forbidden: widgets.example.com is forbidden: User "system:serviceaccount:ops:backup" cannot list resource "widgets" in API group "example.com" at the cluster scope"#
+        );
+        let gone = answered(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 5 (10)","reason":"Expired","code":410}"#,
+        );
+        assert_eq!(
+            one_line(&ReflectorError::Expired(gone)),
+            "watch expired (resourceVersion too old): relisting: 410 Expired: too old resource version: 5 (10)"
+        );
+        let internal = answered(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcdserver: request timed out","reason":"InternalError","details":{"causes":[{"message":"etcdserver: request timed out"}]},"code":500}"#,
+        );
+        assert_eq!(
+            one_line(&ReflectorError::List(internal)),
+            "list failed: 500 InternalError: etcdserver: request timed out"
+        );
+        let access = ReflectorError::Watch(status(403, "Forbidden", "no"));
+        assert!(access.kube_error().is_some());
+        assert!(
+            ReflectorError::ShortWatch(Duration::ZERO)
+                .kube_error()
+                .is_none()
+        );
+    }
+
+    /// A real refused connection: kube's error wraps hyper's, which wraps the socket's.
+    #[tokio::test]
+    async fn a_refused_connection_is_one_line_too() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let request = http::Request::get("/api/v1/configmaps")
+            .body(Vec::new())
+            .unwrap();
+        let error = client.request_text(request).await.unwrap_err();
+        assert!(is_connection_refused(&error));
+        let error = ReflectorError::List(error);
+        assert_eq!(
+            one_line(&error),
+            "list failed: Connection refused (os error 111)"
+        );
+        let sync = SyncError::new(error, "configmaps", None);
+        assert_eq!(
+            sync.to_string(),
+            format!(
+                "cannot reach the API server at 127.0.0.1:{port} to list configmaps: \
+                 Connection refused (os error 111)"
+            )
         );
     }
 

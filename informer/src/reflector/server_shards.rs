@@ -1,6 +1,6 @@
 //! [`ServerShards`]: whether the API server filters a collection by the key filter's
 //! shard selector, as far as one [`ApiListerWatcher`](super::ApiListerWatcher) has
-//! seen.
+//! seen, and when to send the selector.
 //!
 //! A [`KeyFilter`](super::KeyFilter) may offer a shard selector
 //! ([`server_selector`](super::KeyFilter::server_selector)); the lister-watcher sends
@@ -8,32 +8,56 @@
 //! (Kubernetes 1.36 and later, feature gate `ShardedListAndWatch`) then sends only
 //! the objects the selector matches; any other server ignores the parameter and sends
 //! everything. Either way the key filter still runs on what arrives, so the cache
-//! holds exactly what it keeps: the selector only saves the bytes and the reading. A
-//! server that refuses the selector (400 Bad Request, or an error naming the shard
-//! selector) is not sent one again, and gets today's full stream.
+//! holds exactly what it keeps: the selector only saves the bytes and the reading.
 //!
-//! Whether the server filtered is read from what a list brings: it did if the list
-//! says so (`metadata.shardInfo`; the 1.36.4 server filters custom resources without
-//! saying so), or, for a selector by uid, if a list (or a streaming list's initial
-//! events) brought at least [`EVIDENCE`] objects the filter kept and none it dropped,
-//! the selector not asking for everything; it did not if the filter dropped any. It is said once per
-//! lister-watcher at INFO, and again only if it changes (a server upgraded, or a
-//! feature gate turned, under a running informer), and an informer's
+//! # When the selector is not sent
+//!
+//! Some answers to a request carrying the selector mean the request cannot carry it:
+//!
+//! - **414 URI Too Long or 431 Request Header Fields Too Large**, from whatever sits
+//!   on the way (a proxy or load balancer with a limit on the request line), or the
+//!   server;
+//! - **an error naming the shard selector**, whatever its status (the 1.36.4 server
+//!   answers a selector it cannot parse with a 500 "invalid shard selector");
+//! - **400 Bad Request to the first request carrying it** (the first since it was
+//!   last tried again): a server or a proxy that refuses the parameter. A 400 once a
+//!   request with the selector has been answered is about something else, and goes
+//!   back to the reflector as any other error.
+//!
+//! Then the same request goes again at once without the selector (everything
+//! arrives, and the key filter keeps the share), and the selector is not sent again
+//! until the next list starts: a relist's first page, or a streaming list. That
+//! request tries it again; once it is answered, the selector stays on. So a fallback
+//! costs one refused request per relist, and a proxy fixed (or a server upgraded)
+//! under a running informer is found at the next relist. Every other error is
+//! returned as it is, the selector still on.
+//!
+//! # Whether the server filtered
+//!
+//! Read from what a list brings: it did if the list says so (`metadata.shardInfo`;
+//! the 1.36.4 server filters custom resources without saying so), or, for a
+//! selector by uid, if a list (or a streaming list's initial events) brought at
+//! least [`EVIDENCE`] objects the filter kept and none it dropped, the selector not
+//! asking for everything; it did not if the filter dropped any, or if the selector
+//! could not be sent. It is said once per lister-watcher at INFO, and again only if
+//! it changes (a server upgraded, a feature gate turned, a proxy in the way fixed,
+//! under a running informer), and an informer's
 //! [`StatsSnapshot::server_filters_shards`](super::StatsSnapshot::server_filters_shards)
 //! reads it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use super::key_filter::SharedKeyFilter;
 use super::lister_watcher::WatchEvent;
+use crate::cause::kube_cause;
 use crate::lock::MutexExt;
 
 /// How many kept objects, none dropped here, show that the server filtered by uid.
 /// Were it sending everything, each object would fall in this member's share with the
-/// share's probability, independently of the others: at most about 0.55 with two
+/// share's probability, independently of the others: at most one half with two
 /// members or more (a lone member's selector asks for everything, and counts for
-/// nothing), so 32 in a row would happen about once in 200 million lists. (By
+/// nothing), so 32 in a row would happen about once in 4 billion lists. (By
 /// namespace, objects are not independent: nothing but `shardInfo` or a drop tells.)
 const EVIDENCE: usize = 32;
 
@@ -41,28 +65,155 @@ const EVIDENCE: usize = 32;
 /// that does not would.
 const WHOLE_SPACE_END: &str = "'0x10000000000000000')";
 
+/// Why the selector is not sent until the next list starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fallback {
+    /// 414 or 431: the request was too long for something on the way.
+    TooLong,
+    /// An error naming the selector, or a 400 to the first request carrying it.
+    Refused,
+}
+
+/// Where a request stands in a list or watch: what decides whether a selector left
+/// off since a fallback is tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// A list's first page, or a streaming list: the selector is tried again.
+    Starts,
+    /// A later page, or a watch from a list's resourceVersion: as the list went.
+    Continues,
+}
+
+/// What one lister-watcher knows of the selector's way to the server.
+#[derive(Debug, Default)]
+struct Sending {
+    /// Left off until the next list starts, and why.
+    fallback: Option<Fallback>,
+    /// A request carrying the selector was answered since it was last tried again.
+    answered: bool,
+    /// The fallback last said at INFO (one seen again at each relist is said at
+    /// DEBUG), until the selector goes through again.
+    told: Option<Fallback>,
+}
+
 /// What one lister-watcher has seen the server do with shard selectors.
 #[derive(Debug, Default)]
 pub(super) struct ServerShards {
-    /// The server refused a shard selector: none is sent again.
-    refused: AtomicBool,
+    sending: Mutex<Sending>,
     /// What was last said: whether the server filtered.
     said: Mutex<Option<bool>>,
 }
 
 impl ServerShards {
-    /// The selector to send with a request filtered by `filter`, if any.
-    pub(super) fn selector(&self, filter: Option<&SharedKeyFilter>) -> Option<String> {
-        if self.refused.load(Ordering::Relaxed) {
-            return None;
+    /// The selector to send with a request filtered by `filter` at `step` of a list
+    /// or watch, if any: none after a fallback until a list starts.
+    pub(super) fn selector(&self, filter: Option<&SharedKeyFilter>, step: Step) -> Option<String> {
+        let selector = filter.and_then(|filter| filter.filter().server_selector())?;
+        let mut sending = self.sending.locked();
+        if sending.fallback.is_some() {
+            if step == Step::Continues {
+                return None;
+            }
+            // Tried again: its next answer is a first answer again.
+            sending.fallback = None;
+            sending.answered = false;
         }
-        filter.and_then(|filter| filter.filter().server_selector())
+        Some(selector)
     }
 
-    /// `selector`, if it was sent and the server did not refuse it: what an answer
-    /// can tell about.
+    /// `selector`, if the request it went with was answered with it (not sent again
+    /// without it): what the answer can tell about.
     pub(super) fn still_sent(&self, selector: Option<String>) -> Option<String> {
-        selector.filter(|_| !self.refused.load(Ordering::Relaxed))
+        selector.filter(|_| self.sending.locked().fallback.is_none())
+    }
+
+    /// `send`'s answer with `selector`; where the answer says the request cannot carry
+    /// it (see the [module documentation](self)), `send`'s answer without it, the
+    /// selector then left off until the next list starts.
+    pub(super) async fn send<'s, T, F>(
+        &self,
+        resource: &str,
+        selector: Option<&'s str>,
+        send: impl Fn(Option<&'s str>) -> F,
+    ) -> Result<T, kube::Error>
+    where
+        F: Future<Output = Result<T, kube::Error>>,
+    {
+        if selector.is_none() {
+            return send(None).await;
+        }
+        match send(selector).await {
+            Ok(answer) => {
+                self.answered(resource);
+                Ok(answer)
+            }
+            Err(error) => match self.fallback_for(&error) {
+                Some(fallback) => {
+                    self.fall_back(resource, fallback, &error);
+                    send(None).await
+                }
+                None => Err(error),
+            },
+        }
+    }
+
+    /// Whether `error`, the answer to a request carrying the selector, means the
+    /// request cannot carry it, and why.
+    fn fallback_for(&self, error: &kube::Error) -> Option<Fallback> {
+        let kube::Error::Api(status) = error else {
+            return None;
+        };
+        if matches!(status.code, 414 | 431) {
+            return Some(Fallback::TooLong);
+        }
+        let names = |text: &str| {
+            let text = text.to_ascii_lowercase();
+            text.contains("shard selector") || text.contains("shardselector")
+        };
+        let mut causes = status.details.iter().flat_map(|details| &details.causes);
+        let named = names(&status.message) || causes.any(|c| names(&c.field) || names(&c.message));
+        if named || (status.code == 400 && !self.sending.locked().answered) {
+            return Some(Fallback::Refused);
+        }
+        None
+    }
+
+    /// A request carrying the selector was answered.
+    fn answered(&self, resource: &str) {
+        let mut sending = self.sending.locked();
+        sending.answered = true;
+        if sending.told.take().is_some() {
+            tracing::info!(
+                resource,
+                "the shard selector goes through again: it is sent with every request"
+            );
+        }
+    }
+
+    /// Leaves the selector off until the next list starts, and says so.
+    fn fall_back(&self, resource: &str, fallback: Fallback, error: &kube::Error) {
+        *self.said.locked() = Some(false);
+        let mut sending = self.sending.locked();
+        sending.fallback = Some(fallback);
+        sending.answered = false;
+        let error = kube_cause(error);
+        if sending.told == Some(fallback) {
+            tracing::debug!(resource, %error, "the shard selector was refused again: requesting without it");
+            return;
+        }
+        sending.told = Some(fallback);
+        match fallback {
+            Fallback::TooLong => tracing::info!(
+                resource,
+                %error,
+                "a request with the shard selector was too long for the way to the API server (a proxy's limit?): requesting without it, every object is received until the next relist tries it again, and this replica keeps its share"
+            ),
+            Fallback::Refused => tracing::info!(
+                resource,
+                %error,
+                "the API server refused the shard selector: requesting without it, every object is received until the next relist tries it again, and this replica keeps its share"
+            ),
+        }
     }
 
     /// Records a list page answered to a request that sent `selector`: whether the
@@ -116,18 +267,6 @@ impl ServerShards {
     pub(super) fn said(&self) -> Option<bool> {
         *self.said.locked()
     }
-
-    /// Records that the server refused a selector (`error`): none is sent again.
-    pub(super) fn refused(&self, resource: &str, error: &kube::Error) {
-        *self.said.locked() = Some(false);
-        if !self.refused.swap(true, Ordering::Relaxed) {
-            tracing::info!(
-                resource,
-                error = %error,
-                "the API server refused the shard selector: every object is received from now on and this replica keeps its share"
-            );
-        }
-    }
 }
 
 /// What a streaming list's initial events show of the server: how many the filter
@@ -174,168 +313,5 @@ impl InitialEvents {
     }
 }
 
-/// Whether `error` is the server refusing a shard selector: 400 Bad Request, or any
-/// error naming it (the 1.36.4 server answers a selector it cannot parse with a 500
-/// "invalid shard selector").
-pub(super) fn is_refusal(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status)
-        if status.code == 400 || status.message.to_ascii_lowercase().contains("shard selector"))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::reflector::{FnKeyFilter, KeyFilter};
-
-    const WHOLE: &str =
-        "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')";
-    const HALF: &str =
-        "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
-
-    /// A server's refusal of the shard selector parameter.
-    fn refusal() -> kube::Error {
-        kube::Error::Api(
-            kube::core::Status::failure("unknown parameter", "BadRequest")
-                .with_code(400)
-                .boxed(),
-        )
-    }
-
-    struct Selecting;
-
-    impl KeyFilter for Selecting {
-        fn keeps(&self, _namespace: Option<&str>, _name: &str) -> bool {
-            true
-        }
-        fn generation(&self) -> tokio::sync::watch::Receiver<u64> {
-            tokio::sync::watch::Sender::new(0).subscribe()
-        }
-        fn server_selector(&self) -> Option<String> {
-            Some(WHOLE.into())
-        }
-    }
-
-    #[test]
-    fn a_selector_is_sent_until_the_server_refuses_one() {
-        let shards = ServerShards::default();
-        let selecting = SharedKeyFilter::new(Arc::new(Selecting));
-        let plain = SharedKeyFilter::new(Arc::new(FnKeyFilter::new(|_, _| true)));
-        assert!(shards.selector(None).is_none());
-        assert!(shards.selector(Some(&plain)).is_none());
-        assert!(shards.selector(Some(&selecting)).is_some());
-        let error = refusal();
-        assert!(is_refusal(&error));
-        let invalid = kube::Error::Api(
-            kube::core::Status::failure("invalid shard selector: hexStart must be …", "")
-                .with_code(500)
-                .boxed(),
-        );
-        assert!(is_refusal(&invalid));
-        let other = kube::Error::Api(
-            kube::core::Status::failure("etcd", "")
-                .with_code(500)
-                .boxed(),
-        );
-        assert!(!is_refusal(&other));
-        shards.refused("configmaps", &error);
-        assert!(shards.selector(Some(&selecting)).is_none());
-    }
-
-    #[test]
-    fn a_streaming_lists_initial_events_tell_whether_the_server_filtered() {
-        let shards = Arc::new(ServerShards::default());
-        let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", HALF.into());
-        let added = || Ok::<_, kube::Error>(WatchEvent::Added(()));
-        for _ in 0..40 {
-            assert!(!initial.ended_by(&added()));
-        }
-        assert_eq!(
-            shards.said(),
-            None,
-            "nothing said before the initial events end"
-        );
-        assert!(initial.ended_by(&Ok(WatchEvent::<()>::initial_events_end("7"))));
-        assert_eq!(shards.said(), Some(true));
-
-        let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", HALF.into());
-        assert!(!initial.ended_by(&added()));
-        assert!(!initial.ended_by(&Ok(WatchEvent::<()>::filtered_out("8"))));
-        assert!(initial.ended_by(&Ok(WatchEvent::<()>::initial_events_end("9"))));
-        assert_eq!(shards.said(), Some(false));
-    }
-
-    #[test]
-    fn the_server_filtered_if_it_says_so_or_nothing_arrived_to_drop() {
-        let said = |shards: &ServerShards| *shards.said.locked();
-        let shards = ServerShards::default();
-        shards.listed("widgets", HALF, false, 10, 0);
-        assert_eq!(said(&shards), None, "too few objects to tell");
-        shards.listed("widgets", WHOLE, false, 1000, 0);
-        assert_eq!(said(&shards), None, "everything asked for: nothing to tell");
-        let by_namespace = HALF.replace("metadata.uid", "metadata.namespace");
-        shards.listed("widgets", &by_namespace, false, 1000, 0);
-        assert_eq!(said(&shards), None, "by namespace, only a drop tells");
-        shards.listed("widgets", HALF, false, 1000, 0);
-        assert_eq!(said(&shards), Some(true));
-        shards.listed("widgets", HALF, false, 10, 3);
-        assert_eq!(said(&shards), Some(false));
-        shards.listed("widgets", HALF, true, 0, 0);
-        assert_eq!(said(&shards), Some(true));
-    }
-
-    /// The lines logged on this thread while `run` runs, without time or colour.
-    fn logged(run: impl FnOnce()) -> Vec<String> {
-        #[derive(Clone, Default)]
-        struct Lines(Arc<Mutex<Vec<u8>>>);
-        impl std::io::Write for Lines {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.locked().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_max_level(tracing::Level::DEBUG)
-            .without_time()
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::with_default(subscriber, run);
-        let text = String::from_utf8(lines.0.locked().clone()).unwrap();
-        text.lines().map(str::to_owned).collect()
-    }
-
-    #[test]
-    fn what_the_server_does_is_said_once_at_info_and_again_only_when_it_changes() {
-        let refusal = refusal();
-        let shards = ServerShards::default();
-        let lines = logged(|| {
-            shards.listed("widgets", HALF, false, 10, 0);
-            shards.listed("widgets", HALF, false, 1000, 0);
-            shards.listed("widgets", HALF, false, 1000, 0);
-            shards.listed("widgets", HALF, true, 0, 0);
-            shards.listed("widgets", HALF, false, 10, 3);
-            shards.listed("widgets", HALF, false, 1000, 1);
-            shards.listed("widgets", HALF, true, 5, 0);
-            shards.refused("widgets", &refusal);
-            shards.refused("widgets", &refusal);
-        });
-        let expected = [
-            "filters this collection by shard",
-            "does not filter by shard (sharded list and watch needs Kubernetes 1.36+ with the ShardedListAndWatch feature gate)",
-            "filters this collection by shard",
-            "refused the shard selector",
-        ];
-        assert_eq!(lines.len(), expected.len(), "{lines:#?}");
-        for (line, says) in lines.iter().zip(expected) {
-            assert!(line.starts_with(" INFO "), "{line}");
-            assert!(line.contains(says), "{line} should say {says}");
-            assert!(line.contains(r#"resource="widgets""#), "{line}");
-        }
-        assert!(lines[3].contains("unknown parameter"), "{}", lines[3]);
-    }
-}
+mod tests;

@@ -132,9 +132,13 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::shard::ring::key_hash;
+    use crate::shard::ring::{Layout, key_hash};
+
+    /// Both layouts: the protocol holds whichever decides the owners.
+    const LAYOUTS: [Layout; 2] = [Layout::PerBucket, Layout::Ranges];
 
     fn member(
+        layout: Layout,
         me: &str,
         members: &[&str],
         published: &[&str],
@@ -143,11 +147,11 @@ mod tests {
         let now = Instant::now();
         Assignment {
             me: Arc::from(me),
-            members: View::of(members),
-            published: View::of(published),
+            members: View::of(layout, members),
+            published: View::of(layout, published),
             others: others
                 .iter()
-                .map(|(who, view)| (Arc::from(*who), View::of(*view)))
+                .map(|(who, view)| (Arc::from(*who), View::of(layout, *view)))
                 .collect(),
             active: true,
             renew_deadline: now + Duration::from_secs(10),
@@ -174,67 +178,109 @@ mod tests {
 
     #[test]
     fn settled_members_split_every_key_exactly_once() {
-        let all: &[&str] = &["a", "b", "c"];
-        let a = member("a", all, all, &[("b", all), ("c", all)]);
-        let b = member("b", all, all, &[("a", all), ("c", all)]);
-        let c = member("c", all, all, &[("a", all), ("b", all)]);
-        for key in keys() {
-            assert_eq!(working(&[&a, &b, &c], key), 1);
-            assert_eq!([&a, &b, &c].iter().filter(|m| m.in_shard(key)).count(), 1);
+        for layout in LAYOUTS {
+            let all: &[&str] = &["a", "b", "c"];
+            let a = member(layout, "a", all, all, &[("b", all), ("c", all)]);
+            let b = member(layout, "b", all, all, &[("a", all), ("c", all)]);
+            let c = member(layout, "c", all, all, &[("a", all), ("b", all)]);
+            for key in keys() {
+                assert_eq!(working(&[&a, &b, &c], key), 1);
+                assert_eq!([&a, &b, &c].iter().filter(|m| m.in_shard(key)).count(), 1);
+            }
         }
     }
 
     #[test]
     fn a_newcomer_waits_until_the_old_owners_published_views_with_it() {
+        for layout in LAYOUTS {
+            let old: &[&str] = &["a", "b"];
+            let new: &[&str] = &["a", "b", "c"];
+            // c has joined and published; a and b have seen it but not yet published.
+            let c = member(layout, "c", new, new, &[("a", old), ("b", old)]);
+            let a = member(layout, "a", new, old, &[("b", old), ("c", new)]);
+            let b = member(layout, "b", new, old, &[("a", old), ("c", new)]);
+            for key in keys() {
+                assert!(!c.may_reconcile(key, Instant::now()));
+                // Whichever claims, never two at once (under ranges, a key may also
+                // move between a and b: each then waits for the other's release).
+                assert!(working(&[&a, &b, &c], key) <= 1);
+                // What c will own is what a and b are letting go of.
+                if c.in_shard(key) {
+                    assert!(a.moving_away(key) || b.moving_away(key));
+                }
+            }
+            // a has published the new view, b not yet: c may take a's keys only.
+            let c = member(layout, "c", new, new, &[("a", new), ("b", old)]);
+            let mut from_a = 0;
+            for key in keys() {
+                if c.may_reconcile(key, Instant::now()) {
+                    assert!(View::of(layout, old).assigns("a", key));
+                    from_a += 1;
+                }
+            }
+            assert!(from_a > 300, "{layout:?}: {from_a}");
+        }
+    }
+
+    /// Under ranges, a join can move a key between two old members too (where a
+    /// quota runs out): neither works on it until both have published the new view.
+    #[test]
+    fn a_key_moving_between_old_members_waits_for_both() {
         let old: &[&str] = &["a", "b"];
-        let new: &[&str] = &["a", "b", "c"];
-        // c has joined and published; a and b have seen it but not yet published.
-        let c = member("c", new, new, &[("a", old), ("b", old)]);
-        let a = member("a", new, old, &[("b", old), ("c", new)]);
-        let b = member("b", new, old, &[("a", old), ("c", new)]);
-        for key in keys() {
-            assert!(!c.may_reconcile(key, Instant::now()));
-            assert!(working(&[&a, &b, &c], key) <= 1);
-            // What c will own is what a and b are letting go of.
-            if c.in_shard(key) {
-                assert!(a.moving_away(key) || b.moving_away(key));
-            }
+        let before = View::of(Layout::Ranges, old);
+        // A newcomer whose arrival moves some of a's keys to b.
+        let (newcomer, moving) = (0..100)
+            .map(|i| format!("c{i}"))
+            .find_map(|c| {
+                let after = View::of(Layout::Ranges, ["a", "b", c.as_str()]);
+                let moving: Vec<u64> = keys()
+                    .into_iter()
+                    .filter(|key| before.assigns("a", *key) && after.assigns("b", *key))
+                    .collect();
+                (!moving.is_empty()).then_some((c, moving))
+            })
+            .expect("some newcomer moves a key from a to b");
+        let c = newcomer.as_str();
+        let new: &[&str] = &["a", "b", c];
+        // b has published the new view, a not yet: b may not take a's keys.
+        let b = member(Layout::Ranges, "b", new, new, &[("a", old), (c, new)]);
+        let a = member(Layout::Ranges, "a", new, old, &[("b", new), (c, new)]);
+        for key in &moving {
+            assert!(!b.may_reconcile(*key, Instant::now()));
+            assert!(a.moving_away(*key));
         }
-        // a has published the new view, b not yet: c may take a's keys only.
-        let c = member("c", new, new, &[("a", new), ("b", old)]);
-        let mut from_a = 0;
-        for key in keys() {
-            if c.may_reconcile(key, Instant::now()) {
-                assert!(View::of(old).assigns("a", key));
-                from_a += 1;
-            }
+        // Once a published it too, b takes them.
+        let b = member(Layout::Ranges, "b", new, new, &[("a", new), (c, new)]);
+        for key in &moving {
+            assert!(b.may_reconcile(*key, Instant::now()));
         }
-        assert!(from_a > 300, "{from_a}");
     }
 
     #[test]
     fn a_member_that_saw_a_departure_takes_the_keys_once_it_published() {
-        let before: &[&str] = &["a", "b", "c"];
-        let after: &[&str] = &["a", "b"];
-        // c's lease is gone (released or fenced); a has not published the new view.
-        let a = member("a", after, before, &[("b", before)]);
-        let a_published = member("a", after, after, &[("b", before)]);
-        let mut gained = 0;
-        for key in keys() {
-            if View::of(before).assigns("c", key) {
-                assert!(!a.may_reconcile(key, Instant::now()));
-                if a_published.may_reconcile(key, Instant::now()) {
-                    gained += 1;
+        for layout in LAYOUTS {
+            let before: &[&str] = &["a", "b", "c"];
+            let after: &[&str] = &["a", "b"];
+            // c's lease is gone (released or fenced); a has not published the new view.
+            let a = member(layout, "a", after, before, &[("b", before)]);
+            let a_published = member(layout, "a", after, after, &[("b", before)]);
+            let mut gained = 0;
+            for key in keys() {
+                if View::of(layout, before).assigns("c", key) {
+                    assert!(!a.may_reconcile(key, Instant::now()));
+                    if a_published.may_reconcile(key, Instant::now()) {
+                        gained += 1;
+                    }
                 }
             }
+            assert!(gained > 300, "{layout:?}: {gained}");
         }
-        assert!(gained > 300, "{gained}");
     }
 
     #[test]
     fn nothing_is_worked_on_without_a_held_lease() {
         let all: &[&str] = &["a"];
-        let mut a = member("a", all, all, &[]);
+        let mut a = member(Layout::Ranges, "a", all, all, &[]);
         let key = key_hash(None, "x");
         assert!(a.may_reconcile(key, Instant::now()));
         assert!(!a.may_reconcile(key, a.renew_deadline));

@@ -125,6 +125,16 @@ impl ShardBy {
         }
     }
 
+    /// How a view lays the buckets out under this rule: by key in scattered buckets
+    /// (nothing is sent to the server), by a field the server hashes in a few ranges
+    /// per member (the shard selector it is sent).
+    pub(crate) fn layout(self) -> super::ring::Layout {
+        match self {
+            Self::Key => super::ring::Layout::PerBucket,
+            Self::Namespace | Self::Uid => super::ring::Layout::Ranges,
+        }
+    }
+
     /// The field the API server hashes for this rule, if it can.
     pub(crate) fn server_field(self) -> Option<&'static str> {
         match self {

@@ -147,11 +147,17 @@ impl ShardHandle {
         self.state.borrow().stopped
     }
 
-    /// The member's figures now: members, whether active, and its counters.
+    /// The member's figures now: members, whether active, the shard selector its
+    /// sharded caches send, and its counters.
     pub fn stats(&self) -> ShardStats {
         let members = self.state.borrow().members.identities().count();
-        self.counters
-            .snapshot(members, self.is_active(), *self.generation.borrow())
+        let selector = self.server_selector();
+        self.counters.snapshot(
+            members,
+            self.is_active(),
+            *self.generation.borrow(),
+            selector.as_deref(),
+        )
     }
 
     /// Whether the member has stopped or its task is gone: nothing will change.

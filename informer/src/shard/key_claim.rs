@@ -84,14 +84,14 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::shard::ring::{View, key_hash};
+    use crate::shard::ring::{Layout, View, key_hash};
 
     fn assignment(membership: Option<&str>) -> Arc<Assignment> {
         let now = Instant::now();
         let me: Arc<str> = Arc::from("a");
         Arc::new(Assignment {
-            members: View::of(["a"]),
-            published: View::of(["a"]),
+            members: View::of(Layout::PerBucket, ["a"]),
+            published: View::of(Layout::PerBucket, ["a"]),
             others: Vec::new(),
             active: true,
             renew_deadline: now + Duration::from_secs(10),

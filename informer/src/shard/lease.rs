@@ -14,7 +14,7 @@ use kube::api::{
 };
 
 use super::config::{GROUP_LABEL, VIEW_ANNOTATION};
-use super::ring::View;
+use super::ring::{Layout, View};
 use super::{ShardConfig, ShardError};
 use crate::leader::wall_now;
 
@@ -160,10 +160,10 @@ impl GroupLeases {
     ) -> Result<T, ShardError> {
         match tokio::time::timeout(self.limit, request).await {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(source)) => Err(ShardError::Api {
+            Ok(Err(error)) => Err(ShardError::Api {
                 action,
                 lease: lease.to_owned(),
-                source,
+                error,
             }),
             Err(_) => Err(ShardError::Timeout {
                 action,
@@ -183,13 +183,13 @@ pub(crate) fn holder(lease: &Lease) -> Option<&str> {
         .filter(|holder| !holder.is_empty())
 }
 
-/// The view a group Lease publishes (empty if none).
-pub(crate) fn published_view(lease: &Lease) -> View {
+/// The view a group Lease publishes (empty if none), laid out by `layout`.
+pub(crate) fn published_view(layout: Layout, lease: &Lease) -> View {
     lease
         .metadata
         .annotations
         .as_ref()
         .and_then(|annotations| annotations.get(VIEW_ANNOTATION))
-        .map(|view| View::parse(view))
+        .map(|view| View::parse(layout, view))
         .unwrap_or_default()
 }

@@ -117,6 +117,11 @@ impl ShardMember {
         &self.config
     }
 
+    /// How this member's views lay the buckets out (its [`ShardBy`](super::ShardBy)'s).
+    fn layout(&self) -> super::ring::Layout {
+        self.config.shard_by.layout()
+    }
+
     /// A handle to ask which keys are this member's.
     pub fn handle(&self) -> ShardHandle {
         ShardHandle::new(
@@ -146,9 +151,12 @@ impl ShardMember {
         let mut round = Round::default();
         tracing::info!(lease = self.leases.describe(), identity = %self.identity, "joining the shard group");
         round.want = match self.leases.list().await {
-            Ok(leases) => View::of(leases.iter().filter_map(holder).chain([&*self.identity])),
+            Ok(leases) => View::of(
+                self.layout(),
+                leases.iter().filter_map(holder).chain([&*self.identity]),
+            ),
             // Claiming every key only makes the others wait one round.
-            Err(_) => View::of([&*self.identity]),
+            Err(_) => View::of(self.layout(), [&*self.identity]),
         };
         loop {
             self.write(&mut round).await;
@@ -279,7 +287,7 @@ impl ShardMember {
             if expiry > now {
                 next_expiry = Some(next_expiry.map_or(expiry, |next: Instant| next.min(expiry)));
             }
-            others.push((member, published_view(&lease)));
+            others.push((member, published_view(self.layout(), &lease)));
         }
         round.seen.retain(|name, _| names.contains(name));
         round.next_expiry = next_expiry;
@@ -288,6 +296,7 @@ impl ShardMember {
             self.fenced(round);
         }
         let members = View::of(
+            self.layout(),
             others
                 .iter()
                 .map(|(member, _)| &**member)

@@ -8,16 +8,22 @@
 //!
 //! # Who owns a key
 //!
-//! Ownership is rendezvous (highest random weight) hashing over the members: a key's
-//! hash (of its namespace and name, or of its namespace alone: see [`ShardBy`]) falls
-//! in one of 2,048 buckets, every member scores every bucket with a fixed hash and the
-//! highest score wins. A member joining takes about `1/N` of each other member's keys;
-//! a member leaving gives away only its own. The cache of a sharded controller's
-//! primary type keeps only the member's shard, filtered before objects are decoded
-//! ([`ShardHandle`] is a [`KeyFilter`](crate::reflector::KeyFilter)), and relists
-//! when the members change. With [`ShardBy::Namespace`] a member's buckets are also
-//! hash ranges the API server can filter by (Kubernetes 1.36's sharded list and watch):
-//! where it does, the member receives only its share.
+//! A key's hash (of its namespace and name, its namespace, or its object's uid: see
+//! [`ShardBy`]) falls in one of 2,048 buckets, and every bucket has one owner,
+//! computed from the member list alone, so every member that read the same members
+//! agrees on it. By key, ownership is rendezvous (highest random weight) hashing per
+//! bucket: every member scores every bucket with a fixed hash and the highest score
+//! wins; a member joining takes about `1/N` of each other member's keys, a member
+//! leaving gives away only its own. By uid or namespace, where the API server is sent
+//! the member's share as a shard selector (Kubernetes 1.36's sharded list and watch),
+//! each member owns exactly `1/N` of the buckets in a few contiguous ranges, ranked
+//! by rendezvous hashing over 32 groups of buckets: the selector stays short (at most
+//! 32 ranges), and a join or a leave moves about `1/N` of the keys (1.0 to 1.4 times
+//! what must move, for two to five members: a few keys may move between members that
+//! stay). The cache of a sharded controller's primary type keeps only the member's
+//! shard, filtered before objects are decoded ([`ShardHandle`] is a
+//! [`KeyFilter`](crate::reflector::KeyFilter)), and relists when the members change;
+//! where the server filters, the member receives only its share.
 //!
 //! # The protocol
 //!
@@ -115,6 +121,7 @@
 
 mod assignment;
 mod config;
+mod contiguous;
 mod error;
 mod handle;
 mod in_flight;

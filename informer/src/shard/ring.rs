@@ -1,18 +1,39 @@
-//! Rendezvous (highest random weight) hashing: which member of a [`View`] owns a key.
+//! Which member of a [`View`] owns a key: rendezvous (highest random weight) hashing
+//! over 2,048 buckets, laid out one of two ways ([`Layout`]).
 //!
 //! A key's hash ([`ShardBy`](super::ShardBy) says of what) falls into one of 2,048
-//! buckets (its top bits, see [`ranges`](super::ranges)). Every member scores every
-//! bucket; the member with the highest score owns it, and every key in it. When a
-//! member leaves, only its buckets move (each to the member with the next-highest
-//! score); when one joins, it takes about `1/N` of each other member's. No other
-//! bucket moves, and no coordination beyond agreeing on the member list is needed.
-//! Deciding by buckets rather than by each hash is what lets a member's share be
-//! written as a few hundred hash ranges, which the API server can serve.
+//! buckets (its top bits, see [`ranges`](super::ranges)). How the buckets are shared
+//! out depends on whether the API server must be told a member's share:
+//!
+//! - **[`Layout::PerBucket`]** (by key: the server is never told). Every member scores
+//!   every bucket; the highest score owns it. When a member leaves, only its buckets
+//!   move (each to the member with the next-highest score); when one joins, it takes
+//!   about `1/N` of each other member's. No other bucket moves. A member's share is
+//!   scattered over the whole hash space: several hundred runs of buckets.
+//! - **[`Layout::Ranges`]** (by uid or namespace: the share is sent as a shard
+//!   selector). The buckets form 32 groups of 64 contiguous buckets. Every member
+//!   scores every group (rendezvous hashing again), and the offers are taken from the
+//!   highest score down: a group's free buckets go, from its start, to the member
+//!   whose offer it is, as far as the member's quota allows (2,048 / N buckets, the
+//!   first `2,048 % N` members by identity one more). So every member owns exactly
+//!   its quota (±1 bucket), in at most 32 contiguous runs (on average 6 to 9 for
+//!   two to five members, 13 at most), which a short selector can name. Where a
+//!   member's quota runs out, its next groups go to their next-highest offer: so a
+//!   join or a leave moves, besides what has to move, a few more buckets between the
+//!   others (in all, on average 1.0 to 1.4 times the `1/N` that must move, for two to
+//!   five members).
+//!   The exact "only the leaver's buckets move" of the per-bucket layout is what a
+//!   short selector costs: no layout can give every member an even share in a few
+//!   ranges and keep it (see docs/replicas.md).
+//!
+//! Either way the owner is a function of the member list alone: every member that
+//! reads the same members computes the same owner for every bucket, which is what
+//! hand-offs and fencing rest on.
 //!
 //! The hash is part of the protocol: replicas of different builds (a rolling upgrade)
 //! must agree on every owner. So it is written out here (FNV-1a over the key or the
-//! field, the bucket mixed with the member's hash by a SplitMix64 finaliser) rather
-//! than std's `DefaultHasher`, whose output may change between Rust releases.
+//! field, a bucket or group mixed with the member's hash by a SplitMix64 finaliser)
+//! rather than std's `DefaultHasher`, whose output may change between Rust releases.
 
 use std::fmt;
 use std::sync::Arc;
@@ -52,6 +73,20 @@ pub(crate) fn key_hash(namespace: Option<&str>, name: &str) -> u64 {
     ]))
 }
 
+/// How a view shares the buckets out (see the [module documentation](self)). Part
+/// of the protocol, like the hash: [`ShardBy`](super::ShardBy) picks it, and every
+/// member of a group uses the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Layout {
+    /// Each bucket to the member with the highest score for it: a scattered share,
+    /// and exactly the leaver's buckets move on a leave. By key.
+    #[default]
+    PerBucket,
+    /// Each member its quota of buckets in a few contiguous runs, what a shard
+    /// selector can name ([`contiguous`](super::contiguous)). By uid or namespace.
+    Ranges,
+}
+
 /// One member of a view: its identity and its hash.
 #[derive(Clone, PartialEq, Eq)]
 struct Member {
@@ -59,15 +94,29 @@ struct Member {
     hash: u64,
 }
 
-/// A set of member identities, sorted: who shares the keys.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// A set of member identities, sorted: who shares the keys, and how.
+#[derive(Clone, Default)]
 pub(crate) struct View {
     members: Vec<Member>,
+    layout: Layout,
+    /// Under [`Layout::Ranges`], the owner of every bucket (an index into `members`),
+    /// computed once; empty otherwise.
+    owners: Arc<[u32]>,
 }
 
+impl PartialEq for View {
+    /// The same members, laid out the same way (the owners follow from them).
+    fn eq(&self, other: &Self) -> bool {
+        self.members == other.members && self.layout == other.layout
+    }
+}
+
+impl Eq for View {}
+
 impl View {
-    /// The view of these identities (duplicates and empty names dropped).
-    pub(crate) fn of<I, S>(identities: I) -> Self
+    /// The view of these identities (duplicates and empty names dropped), laid out
+    /// by `layout`.
+    pub(crate) fn of<I, S>(layout: Layout, identities: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -82,12 +131,29 @@ impl View {
             .collect();
         members.sort_by(|a, b| a.identity.cmp(&b.identity));
         members.dedup_by(|a, b| a.identity == b.identity);
-        Self { members }
+        if members.is_empty() {
+            // No one owns anything, however laid out: all empty views are equal.
+            return Self::default();
+        }
+        let owners = match layout {
+            Layout::PerBucket => Arc::default(),
+            Layout::Ranges => {
+                let hashes: Vec<u64> = members.iter().map(|member| member.hash).collect();
+                // A group is scored as a bucket is.
+                super::contiguous::owners(&hashes, |group, hash| mix(group ^ hash)).into()
+            }
+        };
+        Self {
+            members,
+            layout,
+            owners,
+        }
     }
 
-    /// The view written in a Lease annotation: identities joined by commas.
-    pub(crate) fn parse(annotation: &str) -> Self {
-        Self::of(annotation.split(',').map(str::trim))
+    /// The view written in a Lease annotation (identities joined by commas), laid
+    /// out by `layout`.
+    pub(crate) fn parse(layout: Layout, annotation: &str) -> Self {
+        Self::of(layout, annotation.split(',').map(str::trim))
     }
 
     /// The annotation form of this view.
@@ -100,15 +166,21 @@ impl View {
         self.members.iter().map(|member| &*member.identity)
     }
 
-    /// The owner of the key whose hash is `key`: the member with the highest score
-    /// for its bucket (ties, which need a 64-bit collision, go to the smaller
-    /// identity). `None` for an empty view.
+    /// The owner of the key whose hash is `key`: the owner of its bucket. `None` for
+    /// an empty view.
     pub(crate) fn owner(&self, key: u64) -> Option<&str> {
         self.bucket_owner(bucket_of(key))
     }
 
-    /// The owner of `bucket`.
+    /// The owner of `bucket`: under [`Layout::PerBucket`] the member with the highest
+    /// score for it (ties, which need a 64-bit collision, go to the smaller
+    /// identity); under [`Layout::Ranges`] as computed for the view.
     fn bucket_owner(&self, bucket: u64) -> Option<&str> {
+        if self.layout == Layout::Ranges {
+            let index = usize::try_from(bucket).ok()?;
+            let owner = usize::try_from(*self.owners.get(index)?).ok()?;
+            return self.members.get(owner).map(|member| &*member.identity);
+        }
         let mut best: Option<(u64, &Member)> = None;
         for member in &self.members {
             let score = mix(bucket ^ member.hash);
@@ -124,8 +196,23 @@ impl View {
         self.owner(key) == Some(identity)
     }
 
-    /// The bucket runs `identity` owns: its share as hash ranges.
+    /// The bucket runs `identity` owns: its share as hash ranges, in order.
     pub(crate) fn runs_of(&self, identity: &str) -> Vec<BucketRun> {
+        if self.layout == Layout::Ranges {
+            let Some(index) = self
+                .members
+                .iter()
+                .position(|member| &*member.identity == identity)
+            else {
+                return Vec::new();
+            };
+            return runs(|bucket| {
+                usize::try_from(bucket)
+                    .ok()
+                    .and_then(|bucket| self.owners.get(bucket))
+                    .is_some_and(|owner| usize::try_from(*owner).ok() == Some(index))
+            });
+        }
         runs(|bucket| self.bucket_owner(bucket) == Some(identity))
     }
 }
@@ -141,6 +228,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use crate::shard::ranges::BUCKETS;
 
     fn keys(n: usize) -> Vec<u64> {
         (0..n)
@@ -157,27 +245,29 @@ mod tests {
             key_hash(Some("default"), "web")
         );
         assert_ne!(key_hash(Some("a"), "bc"), key_hash(Some("ab"), "c"));
-        let view = View::of(["replica-a", "replica-b", "replica-c"]);
+        let view = View::of(Layout::PerBucket, ["replica-a", "replica-b", "replica-c"]);
         let owner = view.owner(key_hash(Some("default"), "web")).unwrap();
         assert_eq!(owner, view.owner(key_hash(Some("default"), "web")).unwrap());
     }
 
     #[test]
     fn keys_spread_evenly_over_members() {
-        let view = View::of(["a", "b", "c", "d"]);
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for key in keys(40_000) {
-            *counts.entry(view.owner(key).unwrap()).or_default() += 1;
-        }
-        for (member, count) in counts {
-            assert!((9_000..11_000).contains(&count), "{member}: {count}");
+        for layout in [Layout::PerBucket, Layout::Ranges] {
+            let view = View::of(layout, ["a", "b", "c", "d"]);
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for key in keys(40_000) {
+                *counts.entry(view.owner(key).unwrap()).or_default() += 1;
+            }
+            for (member, count) in counts {
+                assert!((9_000..11_000).contains(&count), "{member}: {count}");
+            }
         }
     }
 
     #[test]
     fn a_join_or_leave_moves_only_about_one_nth_of_the_keys() {
-        let three = View::of(["a", "b", "c"]);
-        let four = View::of(["a", "b", "c", "d"]);
+        let three = View::of(Layout::PerBucket, ["a", "b", "c"]);
+        let four = View::of(Layout::PerBucket, ["a", "b", "c", "d"]);
         let all = keys(30_000);
         let moved: Vec<u64> = all
             .iter()
@@ -188,7 +278,7 @@ mod tests {
         assert!(moved.iter().all(|key| four.owner(*key) == Some("d")));
         assert!((6_500..8_500).contains(&moved.len()), "{}", moved.len());
         // A leave moves exactly the leaver's keys.
-        let two = View::of(["a", "c"]);
+        let two = View::of(Layout::PerBucket, ["a", "c"]);
         for key in all {
             if three.owner(key) != Some("b") {
                 assert_eq!(three.owner(key), two.owner(key));
@@ -198,33 +288,47 @@ mod tests {
 
     #[test]
     fn a_members_runs_hold_exactly_the_hashes_it_owns() {
-        let view = View::of(["a", "b", "c"]);
-        let runs: Vec<Vec<BucketRun>> = ["a", "b", "c"].map(|m| view.runs_of(m)).into();
-        let total: u64 = runs.iter().flatten().map(|run| run.end - run.first).sum();
-        assert_eq!(total, crate::shard::ranges::BUCKETS);
-        for key in keys(3_000) {
-            let owner = view.owner(key).unwrap();
-            let index = ["a", "b", "c"].iter().position(|m| *m == owner).unwrap();
-            let bucket = bucket_of(key);
-            assert!(
-                runs[index]
-                    .iter()
-                    .any(|r| (r.first..r.end).contains(&bucket))
-            );
-        }
-        // A selector a server takes: a few hundred ranges, well under 100,000 characters.
-        for member in &runs {
-            let selector = crate::shard::ranges::selector("object.metadata.uid", member);
-            assert!(selector.len() < 50_000, "{}", selector.len());
+        for layout in [Layout::PerBucket, Layout::Ranges] {
+            let view = View::of(layout, ["a", "b", "c"]);
+            let runs: Vec<Vec<BucketRun>> = ["a", "b", "c"].map(|m| view.runs_of(m)).into();
+            let total: u64 = runs.iter().flatten().map(|run| run.end - run.first).sum();
+            assert_eq!(total, BUCKETS);
+            for key in keys(3_000) {
+                let owner = view.owner(key).unwrap();
+                let index = ["a", "b", "c"].iter().position(|m| *m == owner).unwrap();
+                let bucket = bucket_of(key);
+                assert!(
+                    runs[index]
+                        .iter()
+                        .any(|r| (r.first..r.end).contains(&bucket))
+                );
+            }
+            // Scattered, a member of three has hundreds of runs; in ranges, a few.
+            for member in &runs {
+                match layout {
+                    Layout::PerBucket => assert!(member.len() > 200, "{}", member.len()),
+                    Layout::Ranges => assert!(member.len() <= 16, "{}", member.len()),
+                }
+            }
         }
     }
 
     #[test]
     fn views_parse_sort_and_dedup() {
-        let view = View::parse("c, a,,b,a");
-        assert_eq!(view.to_annotation(), "a,b,c");
-        assert_eq!(View::parse("").identities().count(), 0);
-        assert_eq!(View::default().owner(1), None);
-        assert_eq!(View::of(["solo"]).owner(42), Some("solo"));
+        for layout in [Layout::PerBucket, Layout::Ranges] {
+            let view = View::parse(layout, "c, a,,b,a");
+            assert_eq!(view.to_annotation(), "a,b,c");
+            assert_eq!(View::parse(layout, "").identities().count(), 0);
+            assert_eq!(View::parse(layout, ""), View::default());
+            assert_eq!(View::default().owner(1), None);
+            assert_eq!(View::of(layout, ["solo"]).owner(42), Some("solo"));
+            assert_eq!(View::of(layout, ["solo"]).runs_of("solo").len(), 1);
+            assert!(View::of(layout, ["solo"]).runs_of("other").is_empty());
+        }
+        // The same members laid out otherwise are another view.
+        assert_ne!(
+            View::of(Layout::PerBucket, ["a", "b"]),
+            View::of(Layout::Ranges, ["a", "b"])
+        );
     }
 }

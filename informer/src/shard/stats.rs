@@ -41,11 +41,19 @@ impl Counters {
         self.request_errors.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn snapshot(&self, members: usize, active: bool, changes: u64) -> ShardStats {
+    pub(crate) fn snapshot(
+        &self,
+        members: usize,
+        active: bool,
+        changes: u64,
+        selector: Option<&str>,
+    ) -> ShardStats {
         ShardStats {
             members,
             active,
             membership_changes: changes,
+            server_selector_ranges: selector.map(|s| s.split(" || ").count()),
+            server_selector_bytes: selector.map(str::len),
             fenced_members: self.fenced_members.load(Ordering::Relaxed),
             rejoins: self.rejoins.load(Ordering::Relaxed),
             dropped_reconciles: self.dropped_reconciles.load(Ordering::Relaxed),
@@ -66,6 +74,15 @@ pub struct ShardStats {
     /// Whether this member holds its lease and may reconcile keys
     /// ([`ShardHandle::is_active`](super::ShardHandle::is_active)).
     pub active: bool,
+    /// By uid or namespace, how many hash ranges this member's share of the members
+    /// last read is, as its shard selector sends it (at most 32; `None` by key, which
+    /// sends none).
+    pub server_selector_ranges: Option<usize>,
+    /// By uid or namespace, the length in bytes of the shard selector this member's
+    /// sharded caches send: at most 2,748 (3,398 in the URL, URL-encoded), and for a
+    /// member of a group of two to five about 1,100 at most (1,400 in the URL);
+    /// `None` by key.
+    pub server_selector_bytes: Option<usize>,
     /// How many times a read of the group found other members than known before
     /// (the first read counts): each moves keys, and makes a filtered informer
     /// relist.

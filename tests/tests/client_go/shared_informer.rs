@@ -217,7 +217,7 @@ async fn error_handling() {
         .set_watch_error_handler({
             let errors = Arc::clone(&errors);
             move |error| {
-                let source = std::error::Error::source(error).map(ToString::to_string);
+                let source = error.kube_error().map(ToString::to_string);
                 errors
                     .lock()
                     .unwrap()

@@ -205,7 +205,11 @@ async fn members_by_uid_hand_widgets_over_as_one_joins_and_one_leaves_never_two_
     })
     .await;
 
-    // b leaves cleanly: only its share moves; a keeps what it had.
+    // b leaves cleanly: its share moves, and (members by uid lay their buckets out in
+    // a few ranges, so a leave moves a little between the stayers too) few of the
+    // others': 22 of their 1,365 buckets for these three names (pinned by a unit test
+    // of the layout), so about 0.6 of their 40 or so Widgets; a quarter would be a
+    // broken layout.
     b.leave().await;
     eventually("a and c to settle", Duration::from_secs(60), || {
         [&a, &c].iter().all(|m| m.handle.members() == ["a", "c"])
@@ -213,11 +217,20 @@ async fn members_by_uid_hand_widgets_over_as_one_joins_and_one_leaves_never_two_
     })
     .await;
     let of_two = shares(&[&a, &c], &widgets);
-    for (widget, owner) in &of_three {
-        if *owner != "b" {
-            assert_eq!(of_two[widget], *owner, "{widget} moved though b left");
-        }
-    }
+    let stayed: Vec<&String> = of_three
+        .iter()
+        .filter(|(_, owner)| **owner != "b")
+        .map(|(widget, _)| widget)
+        .collect();
+    let moved: Vec<&&String> = stayed
+        .iter()
+        .filter(|widget| of_two[**widget] != of_three[**widget])
+        .collect();
+    assert!(
+        moved.len() * 4 < stayed.len(),
+        "{moved:?} of a's and c's {} Widgets moved as b left",
+        stayed.len()
+    );
     let left = Instant::now();
     eventually(
         "every Widget reconciled after b left",
