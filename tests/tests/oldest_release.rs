@@ -241,3 +241,84 @@ async fn the_garbage_collector_removes_a_deleted_owner_s_child_and_the_controlle
     running.stop().await;
     factory.shutdown().await;
 }
+
+/// 1.33 has no sharded list and watch: shard members by uid send their selector, the
+/// server answers with every Pod (the parameter is ignored, nothing fails), and each
+/// member's cache still holds exactly its share, the others' Pods dropped here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_members_by_uid_keep_their_share_of_pods_the_server_does_not_filter() {
+    use informer::factory::InformerScope;
+    use informer::key::ObjectKey;
+    use informer::shard::{ShardBy, ShardConfig};
+    use k8s_openapi::api::core::v1::Pod;
+    use std::collections::BTreeSet;
+
+    let env = oldest().await;
+    let ns = env.create_namespace("oldest-shards").await.unwrap();
+    let client = env.client().unwrap();
+    let pods = Api::<Pod>::namespaced(client.clone(), &ns);
+    for i in 0..40 {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": format!("pod-{i}") },
+            "spec": { "containers": [{ "name": "app", "image": "registry.k8s.io/pause:3.10" }] },
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let listed = pods.list(&Default::default()).await.unwrap().items;
+    let members: Vec<common::RunningMember> = ["a", "b"]
+        .into_iter()
+        .map(|id| {
+            let config = ShardConfig::new(ns.clone(), "oldest-pods")
+                .identity(id)
+                .lease_duration(Duration::from_secs(8))
+                .renew_deadline(Duration::from_secs(6))
+                .retry_period(Duration::from_millis(500))
+                .shard_by(ShardBy::Uid);
+            common::RunningMember::join(client.clone(), config)
+        })
+        .collect();
+    common::eventually("a and b to read each other", WAIT, || {
+        members.iter().all(|m| m.handle.members() == ["a", "b"])
+    })
+    .await;
+    let mut factories = Vec::new();
+    for member in &members {
+        let factory =
+            SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
+        let scope = InformerScope::default().filtered(
+            format!("shard {}", member.handle.identity()),
+            Arc::new(member.handle.clone()),
+        );
+        let informer = factory.informer_for::<Pod>(scope);
+        factory.start();
+        let share: BTreeSet<ObjectKey> = listed
+            .iter()
+            .filter(|pod| member.handle.in_shard_object(pod.meta()))
+            .map(ObjectKey::of)
+            .collect();
+        common::eventually("the member's cache to hold its share", WAIT, || {
+            let cached: BTreeSet<ObjectKey> = informer
+                .indexer()
+                .list()
+                .iter()
+                .map(|pod| ObjectKey::of(pod.as_ref()))
+                .collect();
+            cached == share
+        })
+        .await;
+        let stats = informer.reflector_stats().unwrap();
+        assert_eq!(
+            stats.filtered_out as usize,
+            listed.len() - share.len(),
+            "every Pod arrived, the others' were dropped: {stats:?}"
+        );
+        factories.push(factory);
+    }
+    for factory in factories {
+        factory.shutdown().await;
+    }
+    for member in members {
+        member.leave().await;
+    }
+}
