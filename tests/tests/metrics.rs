@@ -186,14 +186,22 @@ async fn a_scrape_shows_what_a_controller_did_against_the_real_server() {
         get(format!("informer_reflector_sync_failures{informer}")),
         0.0
     );
+    assert!(get(format!("informer_store_resource_version{informer}")) > 0.0);
 
     // A change reaches the cache, the queue and a reconcile, and the scrape shows it.
-    api.create(&PostParams::default(), &config_map("cm-6", "v", &[]))
+    let written: f64 = api
+        .create(&PostParams::default(), &config_map("cm-6", "v", &[]))
         .await
+        .unwrap()
+        .resource_version()
+        .unwrap()
+        .parse()
         .unwrap();
     eventually("the new ConfigMap counted", Duration::from_secs(10), || {
         let text = scrape(&registry);
         value(&text, &format!("informer_cached_objects{informer}")) == Some(7.0)
+            && value(&text, &format!("informer_store_resource_version{informer}"))
+                .is_some_and(|version| version >= written)
             && value(&text, &format!("workqueue_adds_total{queue}")) == Some(9.0)
             && value(
                 &text,

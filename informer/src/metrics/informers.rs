@@ -27,6 +27,9 @@ pub(crate) struct InformerSample {
     /// The cache's estimated bytes, when its source measures them.
     pub(crate) cache_bytes: Option<u64>,
     pub(crate) synced: bool,
+    /// [`SharedIndexInformer::store_resource_version`] as a number; `None` before the
+    /// first list is in the cache.
+    pub(crate) store_resource_version: Option<u64>,
     pub(crate) handlers: Vec<ListenerStats>,
     pub(crate) handler_panics: u64,
     /// `None` until the informer runs.
@@ -47,6 +50,7 @@ impl InformerSample {
             cached: size.objects,
             cache_bytes: size.bytes,
             synced: informer.has_synced(),
+            store_resource_version: informer.store_resource_version().parse().ok(),
             handlers: informer.handler_stats(),
             handler_panics: informer.handler_panics(),
             reflector: informer.reflector_stats(),
@@ -147,6 +151,16 @@ impl Collector for InformerCollector {
             "1 once the informer's cache has synced (its first list is in the cache)",
             MetricType::Gauge,
             samples.iter().map(|s| (labels(s), Value::from(s.synced))),
+        )?;
+        family(
+            e,
+            "informer_store_resource_version",
+            "The resourceVersion up to which the informer's cache reflects the server (client-go's name, from 1.36)",
+            MetricType::Gauge,
+            samples.iter().filter_map(|s| {
+                let version = usize::try_from(s.store_resource_version?).ok()?;
+                Some((labels(s), Value::Int(version)))
+            }),
         )?;
         family(
             e,

@@ -33,6 +33,9 @@
 //! `informer_cache_objects` and `informer_cache_bytes` (the objects, and the bytes
 //! they are estimated to hold: see
 //! [`SharedIndexInformer::cache_size`](crate::shared_informer::SharedIndexInformer::cache_size)), `informer_synced`,
+//! `informer_store_resource_version` (client-go 1.36's name and meaning, keyed by our
+//! `informer` label where client-go's are `name`, `group`, `version`, `resource`: see
+//! [`SharedIndexInformer::store_resource_version`](crate::shared_informer::SharedIndexInformer::store_resource_version)),
 //! `informer_handlers`, `informer_handler_pending` (notifications buffered, summed over
 //! handlers), `informer_handler_pending_peak`, `informer_handler_panics_total`;
 //! `informer_reflector_lists_total`, `informer_reflector_list_items_total`,
