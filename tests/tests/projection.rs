@@ -62,10 +62,10 @@ struct PodViewStatus {
     pod_ip: Option<String>,
 }
 
-/// The projected fields of a full Pod, as a projection holds them.
-fn projected(pod: &Pod) -> (ObjectMeta, Option<PodViewSpec>, Option<PodViewStatus>) {
-    let meta = &pod.metadata;
-    let metadata = ObjectMeta {
+/// What a projection's metadata holds of an object's: the fields of the default
+/// `ProjectedMeta`.
+fn projected_meta(meta: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
         name: meta.name.clone(),
         namespace: meta.namespace.clone(),
         uid: meta.uid.clone(),
@@ -76,7 +76,12 @@ fn projected(pod: &Pod) -> (ObjectMeta, Option<PodViewSpec>, Option<PodViewStatu
         deletion_timestamp: meta.deletion_timestamp.clone(),
         finalizers: meta.finalizers.clone(),
         ..ObjectMeta::default()
-    };
+    }
+}
+
+/// The projected fields of a full Pod, as a projection holds them.
+fn projected(pod: &Pod) -> (ObjectMeta, Option<PodViewSpec>, Option<PodViewStatus>) {
+    let metadata = projected_meta(&pod.metadata);
     let spec = pod.spec.as_ref().map(|spec| PodViewSpec {
         node_name: spec.node_name.clone(),
         containers: spec

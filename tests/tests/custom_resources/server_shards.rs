@@ -234,13 +234,9 @@ impl Replica {
     }
 }
 
-/// Members deciding by `by` each cache exactly their share of every namespace's
-/// Widgets (the shares split the objects, decided from the server's full list and
-/// each member's published ranges); where the server filters, nothing outside the
-/// share ever arrives (no object filtered out here), where it does not, the others'
-/// objects arrive and are dropped. A member joining moves the shares, and each cache
-/// follows its new share.
-async fn members_cache_their_share(env: &TestEnv, prefix: &str, filters: bool, by: ShardBy) {
+/// 60 Widgets over a few namespaces (see [`widgets_in_namespaces`]): their keys, the
+/// namespace the members' Leases go in, and the Widgets as the server lists them.
+async fn sixty_widgets(env: &TestEnv, prefix: &str) -> (Vec<ObjectKey>, String, Vec<Widget>) {
     let keys = widgets_in_namespaces(env, prefix, 60).await;
     let lease_namespace = keys[0].namespace.clone().unwrap();
     let namespaces: BTreeSet<String> = keys.iter().map(|k| k.namespace.clone().unwrap()).collect();
@@ -253,6 +249,17 @@ async fn members_cache_their_share(env: &TestEnv, prefix: &str, filters: bool, b
         .filter(|o| o.namespace().is_some_and(|ns| namespaces.contains(&ns)))
         .collect();
     assert_eq!(objects.len(), keys.len());
+    (keys, lease_namespace, objects)
+}
+
+/// Members deciding by `by` each cache exactly their share of every namespace's
+/// Widgets (the shares split the objects, decided from the server's full list and
+/// each member's published ranges); where the server filters, nothing outside the
+/// share ever arrives (no object filtered out here), where it does not, the others'
+/// objects arrive and are dropped. A member joining moves the shares, and each cache
+/// follows its new share.
+async fn members_cache_their_share(env: &TestEnv, prefix: &str, filters: bool, by: ShardBy) {
+    let (keys, lease_namespace, objects) = sixty_widgets(env, prefix).await;
     let group = format!("{prefix}-g");
     let mut replicas: Vec<Replica> = ["a", "b"]
         .into_iter()
@@ -565,18 +572,7 @@ fn long_label_selector(bytes: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_a_proxy_refusing_long_request_lines_members_fall_back_and_sync() {
     let env = gate_on_env().await;
-    let keys = widgets_in_namespaces(env, "proxy-shards", 60).await;
-    let lease_namespace = keys[0].namespace.clone().unwrap();
-    let namespaces: BTreeSet<String> = keys.iter().map(|k| k.namespace.clone().unwrap()).collect();
-    let objects: Vec<Widget> = Api::<Widget>::all(env.client().unwrap())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|o| o.namespace().is_some_and(|ns| namespaces.contains(&ns)))
-        .collect();
-    assert_eq!(objects.len(), keys.len());
+    let (keys, lease_namespace, objects) = sixty_widgets(env, "proxy-shards").await;
     let group = "proxy-shards-g";
     let by = ShardBy::Uid;
     let a = Replica::join(env, &lease_namespace, group, "a", by);

@@ -98,20 +98,8 @@ struct SwatchViewStatus {
 
 /// What the projection holds of a full `Swatch`.
 fn projected(full: &Swatch) -> SwatchView {
-    let meta = &full.metadata;
     SwatchView {
-        metadata: ObjectMeta {
-            name: meta.name.clone(),
-            namespace: meta.namespace.clone(),
-            uid: meta.uid.clone(),
-            resource_version: meta.resource_version.clone(),
-            generation: meta.generation,
-            labels: meta.labels.clone(),
-            owner_references: meta.owner_references.clone(),
-            deletion_timestamp: meta.deletion_timestamp.clone(),
-            finalizers: meta.finalizers.clone(),
-            ..ObjectMeta::default()
-        },
+        metadata: super::projected_meta(&full.metadata),
         spec: SwatchViewSpec {
             palette: full.spec.palette.clone(),
             size: full.spec.size,
