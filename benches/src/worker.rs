@@ -1,7 +1,7 @@
 //! The measured side of every scenario: one child process per run.
 //!
 //! ```text
-//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|kube-runtime-strip-mf|kube-runtime-watch-cache|kube-runtime-tuned> <namespace>
+//! bench-worker sync     <ours|kube-runtime|ours-keep-mf|ours-list|kube-runtime-strip-mf|kube-runtime-watch-cache|kube-runtime-tuned> <namespace>
 //! bench-worker sync-pods <ours|kube-runtime|...> <namespace>
 //! bench-worker sync-pod-views|sync-pods-metadata <ours> <namespace>
 //! bench-worker sync-pod-partial|sync-pod-partial-slim <kube-runtime> <namespace>
@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
-use informer::reflector::{ApiListerWatcher, ManagedFields};
+use informer::reflector::{ApiListerWatcher, Config as ReflectorConfig, ManagedFields};
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::core::PartialObjectMeta;
@@ -250,15 +250,17 @@ async fn start_and_sync<K: Synced>(
     api: Api<K>,
 ) -> anyhow::Result<Cache<K>> {
     match implementation {
-        Implementation::Ours | Implementation::OursKeepManagedFields => {
-            let managed_fields = if implementation == Implementation::Ours {
-                ManagedFields::Drop
-            } else {
+        Implementation::Ours | Implementation::OursKeepManagedFields | Implementation::OursList => {
+            let managed_fields = if implementation == Implementation::OursKeepManagedFields {
                 ManagedFields::Keep
+            } else {
+                ManagedFields::Drop
             };
+            let streaming = implementation != Implementation::OursList;
             let informer = SharedIndexInformer::with_options(
                 ApiListerWatcher::new(api).managed_fields(managed_fields),
-                InformerOptions::default(),
+                InformerOptions::default()
+                    .reflector(ReflectorConfig::default().streaming_list(streaming)),
             )?;
             tokio::spawn({
                 let informer = informer.clone();

@@ -692,8 +692,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
              controller-runtime) syncs with a streaming list, one watch whose initial events \
              are the objects, answered from the API server's watch cache; kube-runtime's \
              default pages consistent reads from etcd, 500 objects a request. The row \"both \
-             listing from the watch cache, unpaged\" sets kube-runtime to list from the watch \
-             cache in one request (`any_semantic()`, no page size), the \"kube-runtime tuned\" \
+             listing from the watch cache, unpaged\" sets both to list from the watch cache in \
+             one request (ours with `streaming_list(false)`, kube-runtime with \
+             `any_semantic()` and no page size), the \"kube-runtime tuned\" \
              rows to stream as ours does (`streaming_lists()`). Both sides' \"synced\" is a \
              notification (ours: `wait_for_cache_sync`; kube-runtime: \
              `Store::wait_until_ready`); the Go peers' is their informer's HasSynced, polled \

@@ -1,9 +1,9 @@
-//! Scenario 17: scenario 11's sharded controller on Kubernetes 1.36, deciding by uid,
+//! Scenario 17: scenario 11's sharded controller on Kubernetes 1.37, deciding by uid,
 //! with the API server's sharded list and watch on (feature gate
 //! `ShardedListAndWatch`) and off (issue 39; ours only: kube-runtime has no sharding).
 //!
-//! For each gate, the driver starts a 1.36 control plane of its own (crd-apiserver:
-//! custom resources only), installs [`ShardItem`](crate::shard_item::ShardItem) and
+//! For each gate, the driver starts a control plane of its own (the default release,
+//! the gate set as asked), installs [`ShardItem`](crate::shard_item::ShardItem) and
 //! creates `--large-objects` of them in [`NAMESPACE`], each shaped like scenario 2's
 //! ConfigMap. Then, for 1, 2 and 3 replicas (the order rotating from round to round),
 //! it starts that many `bench-worker shard … uid item` processes in a group of their
@@ -36,7 +36,7 @@ use crate::shard_item::{ShardItem, item};
 /// Bytes in a MiB ([`MIB`] is KiB in a MiB, for the workers' `/proc` figures).
 const BYTES_PER_MIB: f64 = 1024.0 * MIB;
 
-/// The namespace of the items and of the member Leases (on 1.36, only a name).
+/// The namespace of the items and of the member Leases.
 pub(super) const NAMESPACE: &str = "bench-server-shards";
 
 /// One run: `replicas` replicas on the server with the gate `gate`.

@@ -18,6 +18,11 @@ pub enum Implementation {
     KubeRuntime,
     /// Ours keeping `managedFields` (`ManagedFields::Keep`), like kube-runtime's default.
     OursKeepManagedFields,
+    /// Ours with streaming lists off (`reflector::Config::streaming_list(false)`): it
+    /// lists at resourceVersion 0, from the API server's watch cache in one request, as
+    /// it did by default before servers streamed lists (and still does on a server
+    /// without them).
+    OursList,
     /// kube-runtime clearing `managedFields` before its store (`.modify(..)`, as its
     /// optimisation guide advises), like our default.
     KubeRuntimeStripManagedFields,
@@ -53,6 +58,7 @@ impl Implementation {
             Implementation::Ours => "ours",
             Implementation::KubeRuntime => "kube-runtime",
             Implementation::OursKeepManagedFields => "ours-keep-mf",
+            Implementation::OursList => "ours-list",
             Implementation::KubeRuntimeStripManagedFields => "kube-runtime-strip-mf",
             Implementation::KubeRuntimeWatchCache => "kube-runtime-watch-cache",
             Implementation::KubeRuntimeTuned => "kube-runtime-tuned",
@@ -83,6 +89,7 @@ impl Implementation {
             "ours" => Some(Implementation::Ours),
             "kube-runtime" => Some(Implementation::KubeRuntime),
             "ours-keep-mf" => Some(Implementation::OursKeepManagedFields),
+            "ours-list" => Some(Implementation::OursList),
             "kube-runtime-strip-mf" => Some(Implementation::KubeRuntimeStripManagedFields),
             "kube-runtime-watch-cache" => Some(Implementation::KubeRuntimeWatchCache),
             "kube-runtime-tuned" => Some(Implementation::KubeRuntimeTuned),
