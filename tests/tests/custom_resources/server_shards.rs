@@ -192,17 +192,7 @@ impl Replica {
 
     /// The keys among `keys` its cache holds.
     fn cached(&self, keys: &[ObjectKey]) -> BTreeSet<ObjectKey> {
-        let informer = self.informer();
-        let cached: BTreeSet<ObjectKey> = informer
-            .indexer()
-            .list_keys()
-            .iter()
-            .map(|key| ObjectKey::clone(key))
-            .collect();
-        keys.iter()
-            .filter(|k| cached.contains(k))
-            .cloned()
-            .collect()
+        cached_of(&self.informer(), keys)
     }
 
     /// The keys of `objects` (the server's) in its shard.
@@ -232,6 +222,23 @@ impl Replica {
             .unwrap()
             .unwrap();
     }
+}
+
+/// The keys among `keys` that `informer`'s cache holds.
+fn cached_of(
+    informer: &informer::shared_informer::SharedIndexInformer<Widget>,
+    keys: &[ObjectKey],
+) -> BTreeSet<ObjectKey> {
+    let cached: BTreeSet<ObjectKey> = informer
+        .indexer()
+        .list_keys()
+        .iter()
+        .map(|key| ObjectKey::clone(key))
+        .collect();
+    keys.iter()
+        .filter(|k| cached.contains(k))
+        .cloned()
+        .collect()
 }
 
 /// 60 Widgets over a few namespaces (see [`widgets_in_namespaces`]): their keys, the
@@ -604,16 +611,7 @@ async fn behind_a_proxy_refusing_long_request_lines_members_fall_back_and_sync()
     let informer = factory.informer_for::<Widget>(scope);
     factory.start();
     let cached = |informer: &informer::shared_informer::SharedIndexInformer<Widget>| {
-        let cached: BTreeSet<ObjectKey> = informer
-            .indexer()
-            .list_keys()
-            .iter()
-            .map(|key| ObjectKey::clone(key))
-            .collect();
-        keys.iter()
-            .filter(|k| cached.contains(k))
-            .cloned()
-            .collect::<BTreeSet<_>>()
+        cached_of(informer, &keys)
     };
     common::eventually(
         "a to sync its share through the proxy",
