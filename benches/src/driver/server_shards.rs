@@ -104,7 +104,11 @@ pub(super) async fn run(
 
 /// Creates `count` items in [`NAMESPACE`], a few requests at a time.
 async fn create_items(env: &TestEnv, count: usize, payload: usize) -> anyhow::Result<()> {
-    let api = Api::<ShardItem>::namespaced(env.client()?, NAMESPACE);
+    // A whole control plane serves namespaces: this one must exist first (the 1.36
+    // server of custom resources only took any name).
+    let client = env.client()?;
+    super::setup::create_namespace(&client, NAMESPACE).await?;
+    let api = Api::<ShardItem>::namespaced(client, NAMESPACE);
     let started = Instant::now();
     let results: Vec<Result<ShardItem, kube::Error>> = futures::stream::iter(0..count)
         .map(|i| {
