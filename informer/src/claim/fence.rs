@@ -18,6 +18,10 @@
 //!   [`Context::client`](crate::controller::Context::client), see [`fenced_client`]):
 //!   a refused write fails with [`Fenced`].
 //!
+//! A write let through is counted until it is answered ([`WritesInFlight`]): a shard
+//! member stepping down, or a leader releasing its lease, ends its claims and then waits
+//! for the writes counted before it lets the others take the keys.
+//!
 //! What no client-side check can stop is a request that was already handed to the
 //! connection when the process froze: it reaches the server on resume. A write made
 //! conditional on the state it was computed from (`resourceVersion` preconditions,
@@ -35,6 +39,7 @@ use futures::future::BoxFuture;
 use kube::client::Body;
 
 use super::Claim;
+use super::writes::{WriteInFlight, WritesInFlight};
 use crate::key::ObjectKey;
 
 /// A write not sent because the replica that would have sent it may no longer act for
@@ -120,6 +125,21 @@ impl Fence {
             }
             _ => Ok(()),
         }
+    }
+
+    /// [`check_write`](Self::check_write) for a write that is then sent: counted as on
+    /// its way (where the claim's grantor waits for its writes) before it is checked,
+    /// so that a grantor that ends the claim and then waits for the writes counted
+    /// either waits for this one or has it refused. Keep the guard until the write
+    /// is answered.
+    pub(crate) fn start_write(&self) -> Result<Option<WriteInFlight>, Fenced> {
+        let write = self
+            .0
+            .as_ref()
+            .and_then(|claim| claim.writes())
+            .map(WritesInFlight::start);
+        self.check_write()?;
+        Ok(write)
     }
 
     /// Runs `work` of `key` under the fence: checked before each poll, and watched
@@ -215,11 +235,22 @@ impl tower_service::Service<http::Request<Body>> for FencedService {
             *request.method(),
             http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
         ) && !connects(&request);
-        if !reads && let Err(fenced) = self.fence.check_write() {
-            return Box::pin(std::future::ready(Err(fenced.into_kube_error())));
-        }
+        let write = if reads {
+            None
+        } else {
+            match self.fence.start_write() {
+                Ok(write) => write,
+                Err(fenced) => {
+                    return Box::pin(std::future::ready(Err(fenced.into_kube_error())));
+                }
+            }
+        };
         let client = self.client.clone();
-        Box::pin(async move { client.send(request).await })
+        Box::pin(async move {
+            let answer = client.send(request).await;
+            drop(write);
+            answer
+        })
     }
 }
 

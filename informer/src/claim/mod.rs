@@ -14,9 +14,13 @@
 //! knows only this trait.
 
 mod fence;
+mod writes;
 
 pub use fence::Fenced;
 pub(crate) use fence::{Fence, fenced_client};
+pub(crate) use writes::WritesInFlight;
+
+use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -96,6 +100,13 @@ pub(crate) trait Claim: Send + Sync + std::fmt::Debug {
     /// Why work under the claim must stop, in words, for the logs and for the error
     /// a refused write fails with: what the claim was and how it ends.
     fn describe_loss(&self) -> String;
+
+    /// Where the writes let through under this claim are counted until answered, for
+    /// a grantor that waits for them before it gives the claim up to others (a shard
+    /// member stepping down); `None` when nothing waits.
+    fn writes(&self) -> Option<&Arc<WritesInFlight>> {
+        None
+    }
 }
 
 /// A claim a test holds or drops by hand, counting what it is told.

@@ -84,6 +84,7 @@ impl LeaderElector {
                 dropped_reconciles: AtomicU64::new(0),
                 refused_writes: AtomicU64::new(0),
                 clocks: MissedTime::new(crate::clock::system()),
+                writes: Arc::default(),
             }),
             lock,
             state: watch::Sender::new(State::new()),
@@ -137,6 +138,7 @@ impl LeaderElector {
                 TermEnd::Lost => continue,
                 TermEnd::SteppedDown => {
                     if self.config.release_on_shutdown {
+                        self.end_term_for_writes().await;
                         self.release(&mut tries).await;
                     }
                     break;
@@ -335,6 +337,26 @@ impl LeaderElector {
                     }
                 }
             }
+        }
+    }
+
+    /// Before a release: the term ends for the work (a write through a context a task
+    /// kept is refused from now on), then the writes that passed the fence just
+    /// before are answered (within the renew deadline): were the lease released while
+    /// one is on its way, another replica could lead and the old write land after its
+    /// first.
+    async fn end_term_for_writes(&self) {
+        self.state
+            .send_modify(|s| s.renew_deadline = s.renew_deadline.min(Instant::now()));
+        let answered = self.candidate.writes.answered();
+        if tokio::time::timeout(self.config.timings.renew_deadline, answered)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                lease = self.lock.describe(),
+                "a write was still unanswered at the renew deadline; releasing the lease anyway"
+            );
         }
     }
 

@@ -264,6 +264,7 @@ pub(crate) mod tests {
                 dropped_reconciles: AtomicU64::new(0),
                 refused_writes: AtomicU64::new(0),
                 clocks: MissedTime::new(clocks),
+                writes: Arc::default(),
             }),
         );
         (state, handle, released)

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::timings::drop_deadline;
+use crate::claim::WritesInFlight;
 use crate::clock::{ClockReading, MissedTime};
 
 /// Where this replica stands in the election.
@@ -102,6 +103,9 @@ pub(crate) struct Candidate {
     pub(crate) refused_writes: AtomicU64,
     /// The clocks terms are checked with (the system's; a test's in unit tests).
     pub(crate) clocks: MissedTime,
+    /// Writes let through under a term and not yet answered: a release waits for
+    /// them.
+    pub(crate) writes: Arc<WritesInFlight>,
 }
 
 impl Candidate {

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::state::{Candidate, State};
-use crate::claim::{Claim, holds_by_the_clocks, lost_when};
+use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, lost_when};
 
 /// Work begun under one [`Term`](super::Term) may go on while that term still holds
 /// the lease (also while the elector steps down, which waits for the work before
@@ -60,5 +60,9 @@ impl Claim for TermClaim {
             "leadership term {} of {} on Lease {} has ended (or may have expired for the other replicas)",
             self.term, self.candidate.identity, self.candidate.lease
         )
+    }
+
+    fn writes(&self) -> Option<&Arc<WritesInFlight>> {
+        Some(&self.candidate.writes)
     }
 }

@@ -11,6 +11,7 @@ use super::config::ShardBy;
 use super::in_flight::{InFlight, InFlightGuard};
 use super::key_claim::KeyClaim;
 use super::stats::{Counters, ShardStats};
+use crate::claim::WritesInFlight;
 use crate::clock::MissedTime;
 use crate::key::ObjectKey;
 use crate::reflector::{KeyFilter, ObjectHead};
@@ -18,6 +19,7 @@ use crate::reflector::{KeyFilter, ObjectHead};
 /// What a handle shares with its member besides the assignment.
 pub(crate) struct HandleParts {
     pub(crate) in_flight: Arc<InFlight>,
+    pub(crate) writes: Arc<WritesInFlight>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) clocks: Arc<MissedTime>,
     pub(crate) releases: Arc<watch::Sender<()>>,
@@ -38,6 +40,7 @@ pub struct ShardHandle {
     state: watch::Receiver<Arc<Assignment>>,
     generation: watch::Receiver<u64>,
     in_flight: Arc<InFlight>,
+    writes: Arc<WritesInFlight>,
     counters: Arc<Counters>,
     clocks: Arc<MissedTime>,
     releases: Arc<watch::Sender<()>>,
@@ -56,6 +59,7 @@ impl ShardHandle {
             state,
             generation,
             in_flight: parts.in_flight,
+            writes: parts.writes,
             counters: parts.counters,
             clocks: parts.clocks,
             releases: parts.releases,
@@ -232,6 +236,7 @@ impl ShardHandle {
             membership: state.membership.clone(),
             key: key.clone(),
             hash,
+            writes: Arc::clone(&self.writes),
             counters: Arc::clone(&self.counters),
             clocks: Arc::clone(&self.clocks),
             group: Arc::clone(&self.group),

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::assignment::Assignment;
 use super::stats::Counters;
-use crate::claim::{Claim, holds_by_the_clocks, lost_when};
+use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, lost_when};
 use crate::clock::MissedTime;
 use crate::key::ObjectKey;
 
@@ -25,6 +25,8 @@ pub(crate) struct KeyClaim {
     pub(super) membership: Option<Arc<str>>,
     pub(super) key: ObjectKey,
     pub(super) hash: u64,
+    /// The member's writes on their way, which it waits for before deleting its Lease.
+    pub(super) writes: Arc<WritesInFlight>,
     pub(super) counters: Arc<Counters>,
     pub(super) clocks: Arc<MissedTime>,
     pub(super) group: Arc<str>,
@@ -77,6 +79,10 @@ impl Claim for KeyClaim {
             self.group, self.identity, self.key
         )
     }
+
+    fn writes(&self) -> Option<&Arc<WritesInFlight>> {
+        Some(&self.writes)
+    }
 }
 
 #[cfg(test)]
@@ -110,6 +116,7 @@ mod tests {
             membership: state.borrow().membership.clone(),
             hash: key_hash(key.namespace.as_deref(), &key.name),
             key,
+            writes: Arc::default(),
             counters: Arc::default(),
             clocks: Arc::new(MissedTime::new(crate::clock::system())),
             group: Arc::from("g"),

@@ -18,6 +18,7 @@ use super::lease::{GroupLeases, holder, published_view};
 use super::ring::View;
 use super::stats::Counters;
 use super::{ShardConfig, ShardError};
+use crate::claim::WritesInFlight;
 use crate::clock::{ClockReading, MissedTime};
 
 /// One replica's membership in a shard group; see the [module documentation](super).
@@ -33,6 +34,8 @@ pub struct ShardMember {
     state: watch::Sender<Arc<Assignment>>,
     generation: watch::Sender<u64>,
     in_flight: Arc<InFlight>,
+    /// Writes let through under this member's claims and not yet answered.
+    writes: Arc<WritesInFlight>,
     counters: Arc<Counters>,
     /// The clocks the member's deadlines are checked with.
     clocks: Arc<MissedTime>,
@@ -99,6 +102,7 @@ impl ShardMember {
             state: watch::Sender::new(Arc::new(Assignment::initial(Arc::clone(&identity)))),
             generation: watch::Sender::new(0),
             in_flight: Arc::default(),
+            writes: Arc::default(),
             counters: Arc::default(),
             clocks: Arc::new(MissedTime::new(crate::clock::system())),
             releases: Arc::new(watch::Sender::new(())),
@@ -129,6 +133,7 @@ impl ShardMember {
             self.generation.subscribe(),
             HandleParts {
                 in_flight: Arc::clone(&self.in_flight),
+                writes: Arc::clone(&self.writes),
                 counters: Arc::clone(&self.counters),
                 clocks: Arc::clone(&self.clocks),
                 releases: Arc::clone(&self.releases),
@@ -462,6 +467,15 @@ impl ShardMember {
         // take the keys.
         self.state
             .send_modify(|state| Arc::make_mut(state).membership = None);
+        // And the writes that passed the fence just before are answered first: were
+        // the Lease gone while one is on its way, another member could take its key
+        // and the old write land after that member's.
+        if timeout(self.config.handoff_timeout, self.writes.answered())
+            .await
+            .is_err()
+        {
+            tracing::warn!(identity = %self.identity, "a write was still unanswered at the hand-off timeout; leaving the group anyway");
+        }
         if let Some(own) = &round.own {
             match self.leases.delete_as_observed("releasing", own).await {
                 Ok(()) => {
