@@ -378,6 +378,8 @@ pub async fn replica(
             // The fleet's caches are per cluster: not counted here.
             objects_decoded: 0,
             objects_filtered_out: 0,
+            // Sharded by cluster: no shard selector.
+            selector_bytes: 0,
         }
     };
     let forgetting = tokio::spawn(forget_left(Arc::clone(&coverage)));

@@ -202,6 +202,7 @@ async fn run_on<K: Primary>(args: &ShardArgs) -> anyhow::Result<ShardSample> {
     let sample = {
         let coverage = Arc::clone(&coverage);
         let identity = identity.to_owned();
+        let selector_shard = shard.clone();
         move || {
             let stats = primary.reflector_stats().unwrap_or_default();
             let (covered, members) = coverage.state();
@@ -219,6 +220,7 @@ async fn run_on<K: Primary>(args: &ShardArgs) -> anyhow::Result<ShardSample> {
                 bytes_received: 0,
                 objects_decoded: stats.list_items + stats.watch_events,
                 objects_filtered_out: stats.filtered_out,
+                selector_bytes: selector_shard.stats().server_selector_bytes.unwrap_or(0) as u64,
             }
         }
     };

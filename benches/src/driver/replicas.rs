@@ -469,6 +469,7 @@ mod tests {
             bytes_received: 0,
             objects_decoded: 0,
             objects_filtered_out: 0,
+            selector_bytes: 0,
         };
         let line = serde_json::to_string(&WorkerReport::Shard(sample)).unwrap();
         assert!(matches!(

@@ -206,10 +206,14 @@ fn server_shard_rows(label: &str, runs: &[ServerShardRun]) -> Vec<Row> {
         n => format!("{n} replicas"),
     };
     type Measure = fn(&ShardSample) -> f64;
-    let measures: [(&str, Measure); 5] = [
+    let measures: [(&str, Measure); 6] = [
         ("bytes received per replica (MiB)", |s| {
             s.bytes_received as f64 / BYTES_PER_MIB
         }),
+        (
+            "shard selector sent, longest (bytes, before URL encoding)",
+            |s| s.selector_bytes as f64,
+        ),
         ("objects decoded per replica", |s| s.objects_decoded as f64),
         ("objects dropped before decoding per replica", |s| {
             s.objects_filtered_out as f64

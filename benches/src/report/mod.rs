@@ -349,6 +349,10 @@ pub struct ShardSample {
     /// (not its shard's).
     #[serde(default)]
     pub objects_filtered_out: u64,
+    /// The length in bytes of the shard selector it sends (by uid or namespace; 0 by
+    /// key), as written, before URL encoding.
+    #[serde(default)]
+    pub selector_bytes: u64,
 }
 
 /// One run of scenario 14's fleet worker in one process: a fleet of clusters until
