@@ -19,8 +19,9 @@
 //!   is asked again without it, and never again by this lister-watcher.
 //! - Whether the server left them out is read from what arrives: the first object of
 //!   each list says (an object the API server stores has at least one managedFields
-//!   entry, the one of the manager that created it). It is said once at INFO, and again
-//!   only if it changes.
+//!   entry, the one of the manager that created it). A server that leaves them out
+//!   is said once at INFO; one that sends them, the common case today, at DEBUG; a
+//!   change either way at INFO.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,14 +96,22 @@ impl ManagedFieldsOptOut {
         if *said == Some(left_out) {
             return;
         }
-        *said = Some(left_out);
+        let before = said.replace(left_out);
         if left_out {
             tracing::info!(
                 resource,
                 "the API server leaves managedFields out (KEP-5958)"
             );
-        } else {
+        } else if before.is_some() {
+            // It did leave them out: worth saying at the level that said so.
             tracing::info!(
+                resource,
+                "the API server sends managedFields again though asked not to; they \
+                 are skipped while decoding"
+            );
+        } else {
+            // Every server released so far (1.37.2 included): the common case, not news.
+            tracing::debug!(
                 resource,
                 "the API server sends managedFields though asked not to (it predates \
                  KEP-5958 or has its ManagedFieldsOptOut gate off); they are skipped \
