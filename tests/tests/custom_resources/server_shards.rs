@@ -681,20 +681,7 @@ async fn behind_a_proxy_refusing_long_request_lines_members_fall_back_and_sync()
     common::eventually(
         "a to cache its share of the new Widgets",
         Duration::from_secs(60),
-        || {
-            let cached: BTreeSet<ObjectKey> = informer
-                .indexer()
-                .list_keys()
-                .iter()
-                .map(|key| ObjectKey::clone(key))
-                .collect();
-            created_keys
-                .iter()
-                .filter(|k| cached.contains(*k))
-                .cloned()
-                .collect::<BTreeSet<_>>()
-                == mine
-        },
+        || cached_of(&informer, &created_keys) == mine,
     )
     .await;
     let stats = informer.reflector_stats().unwrap();
