@@ -6,6 +6,7 @@
 //! resourceVersions answer 410 Gone), and one client's connection being cut while
 //! others go on writing ([`FaultProxy`]).
 
+use super::etcd;
 use super::process::Supervised;
 use super::{FaultProxy, TestEnv, TestEnvError};
 
@@ -65,8 +66,7 @@ impl TestEnv {
     /// [`TestEnv::restart_apiserver`] (etcd keeps the data) they are 410 too. Seen on
     /// 1.36 (etcd 3.5) and 1.20 (etcd 3.4); etcd compacts alike in every release.
     pub async fn compact_etcd(&self) -> Result<i64, TestEnvError> {
-        // etcd's own API through its JSON gateway (on by default on the client URL),
-        // so that no etcdctl is needed: envtest's binary folders have none.
+        // etcd's own API through its JSON gateway (on by default on the client URL).
         let status = self
             .etcd_api("status", "/v3/maintenance/status", "{}")
             .await?;
@@ -84,40 +84,13 @@ impl TestEnv {
         Ok(revision)
     }
 
-    /// POSTs `body` to etcd's JSON gateway at `path` and returns the JSON it answers
-    /// (HTTP/1.0, so that the answer is neither chunked nor kept alive).
+    /// POSTs `body` to etcd's JSON gateway at `path` and returns the JSON it answers.
     async fn etcd_api(
         &self,
         action: &'static str,
         path: &str,
         body: &str,
     ) -> Result<serde_json::Value, TestEnvError> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let failed = |message: String| TestEnvError::Etcd { action, message };
-        let address = self.etcd_url.trim_start_matches("http://");
-        let mut stream = tokio::net::TcpStream::connect(address)
-            .await
-            .map_err(|e| failed(format!("connecting to {address}: {e}")))?;
-        let request = format!(
-            "POST {path} HTTP/1.0\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        let mut answer = Vec::new();
-        let exchanged = async {
-            stream.write_all(request.as_bytes()).await?;
-            stream.read_to_end(&mut answer).await
-        };
-        tokio::time::timeout(std::time::Duration::from_secs(30), exchanged)
-            .await
-            .map_err(|_| failed("no answer within 30 s".into()))?
-            .map_err(|e| failed(e.to_string()))?;
-        let answer = String::from_utf8_lossy(&answer);
-        let (head, json) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-        if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
-            let status = head.lines().next().unwrap_or_default();
-            return Err(failed(format!("{status}: {}", json.trim())));
-        }
-        serde_json::from_str(json).map_err(|e| failed(format!("{e} in {json}")))
+        etcd::request(&self.etcd_url, action, "POST", path, body).await
     }
 }

@@ -72,6 +72,7 @@
 mod controller_manager;
 mod credentials;
 mod error;
+mod etcd;
 mod faulty_watches;
 mod flags;
 mod install;
@@ -312,7 +313,7 @@ impl TestEnv {
             &dir.join("etcd.log"),
             (!keep).then_some(dir.as_path()),
         )?;
-        readiness::wait_for_port(&etcd, etcd_port).await?;
+        readiness::wait_for_etcd(&etcd, &etcd_url).await?;
 
         let mut apiserver_args = flags::apiserver_args(
             binaries.minor,
