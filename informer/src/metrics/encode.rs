@@ -3,16 +3,20 @@
 
 use std::fmt;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+
+use crate::shared_informer::LatencySnapshot;
 
 /// A value of one series.
 pub(super) enum Value {
     Int(usize),
     Count(u64),
     Seconds(f64),
+    /// A histogram read at scrape time.
+    Histogram(LatencySnapshot),
 }
 
 impl From<bool> for Value {
@@ -46,13 +50,16 @@ pub(super) fn family_of<L: EncodeLabelSet>(
 ) -> fmt::Result {
     let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
     for (labels, value) in series {
-        let metric = family.encode_family(&labels)?;
+        let mut metric = family.encode_family(&labels)?;
         match value {
             Value::Int(v) => {
                 ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX)).encode(metric)?
             }
             Value::Count(v) => ConstCounter::new(v).encode(metric)?,
             Value::Seconds(v) => ConstGauge::new(v).encode(metric)?,
+            Value::Histogram(h) => {
+                metric.encode_histogram::<NoLabelSet>(h.sum_seconds, h.count, &h.buckets, None)?
+            }
         }
     }
     Ok(())

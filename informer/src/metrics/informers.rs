@@ -13,7 +13,7 @@ use super::encode::{Value, family_of};
 use crate::consistency::ConsistencyStats;
 use crate::lock::MutexExt;
 use crate::reflector::StatsSnapshot;
-use crate::shared_informer::{ListenerStats, SharedIndexInformer, WeakInformer};
+use crate::shared_informer::{LatencySnapshot, ListenerStats, SharedIndexInformer, WeakInformer};
 
 /// One informer's figures at one scrape.
 pub(crate) struct InformerSample {
@@ -30,6 +30,9 @@ pub(crate) struct InformerSample {
     /// [`SharedIndexInformer::store_resource_version`] as a number; `None` before the
     /// first list is in the cache.
     pub(crate) store_resource_version: Option<u64>,
+    /// What the queue holds for the process loop.
+    pub(crate) queued_items: usize,
+    pub(crate) processing_latency: LatencySnapshot,
     pub(crate) handlers: Vec<ListenerStats>,
     pub(crate) handler_panics: u64,
     /// `None` until the informer runs.
@@ -51,6 +54,8 @@ impl InformerSample {
             cache_bytes: size.bytes,
             synced: informer.has_synced(),
             store_resource_version: informer.store_resource_version().parse().ok(),
+            queued_items: informer.queued_items(),
+            processing_latency: informer.processing_latency(),
             handlers: informer.handler_stats(),
             handler_panics: informer.handler_panics(),
             reflector: informer.reflector_stats(),
@@ -161,6 +166,24 @@ impl Collector for InformerCollector {
                 let version = usize::try_from(s.store_resource_version?).ok()?;
                 Some((labels(s), Value::Int(version)))
             }),
+        )?;
+        family(
+            e,
+            "informer_queued_items",
+            "Number of items currently queued in the FIFO: changes for the in-order queue, keys for the per-key one (client-go's name, from 1.36)",
+            MetricType::Gauge,
+            samples
+                .iter()
+                .map(|s| (labels(s), Value::Int(s.queued_items))),
+        )?;
+        family(
+            e,
+            "informer_processing_latency_seconds",
+            "Time taken to process events after popping from the queue, per popped batch: writing them to the cache and handing them to the handlers' buffers (client-go's name and buckets, from 1.36)",
+            MetricType::Histogram,
+            samples
+                .iter()
+                .map(|s| (labels(s), Value::Histogram(s.processing_latency.clone()))),
         )?;
         family(
             e,

@@ -36,6 +36,13 @@
 //! `informer_store_resource_version` (client-go 1.36's name and meaning, keyed by our
 //! `informer` label where client-go's are `name`, `group`, `version`, `resource`: see
 //! [`SharedIndexInformer::store_resource_version`](crate::shared_informer::SharedIndexInformer::store_resource_version)),
+//! `informer_queued_items` (what the queue holds for the process loop: changes for the
+//! in-order queue, keys for the per-key one, as client-go counts its two queues) and
+//! `informer_processing_latency_seconds` (client-go's buckets; one observation per
+//! popped batch, as client-go's batch processing observes, of the time to write it to
+//! the cache and hand it to the handlers' buffers, which never wait for a handler: a
+//! slow handler shows in `informer_handler_pending`, not here), both with client-go
+//! 1.36's names and meaning under our labels,
 //! `informer_handlers`, `informer_handler_pending` (notifications buffered, summed over
 //! handlers), `informer_handler_pending_peak`, `informer_handler_panics_total`;
 //! `informer_reflector_lists_total`, `informer_reflector_list_items_total`,

@@ -170,6 +170,14 @@ async fn an_observed_informer_reports_its_cache_handlers_and_reflector_until_dro
     let text = scrape(&registry);
     let label = r#"{informer="configmaps"}"#;
     assert_eq!(must(&text, &format!("informer_synced{label}")), 0.0);
+    assert_eq!(must(&text, &format!("informer_queued_items{label}")), 0.0);
+    assert_eq!(
+        must(
+            &text,
+            &format!("informer_processing_latency_seconds_count{label}")
+        ),
+        0.0
+    );
     assert_eq!(
         value(&text, &format!("informer_reflector_lists_total{label}")),
         None,
@@ -245,6 +253,31 @@ async fn an_observed_informer_reports_its_cache_handlers_and_reflector_until_dro
         &format!("informer_reflector_last_resource_version_age_seconds{label}"),
     );
     assert!((0.0..10.0).contains(&age), "age {age}");
+    // Every batch the process loop popped is one observation, in client-go's buckets,
+    // counted cumulatively up to +Inf.
+    let batches = must(
+        &text,
+        &format!("informer_processing_latency_seconds_count{label}"),
+    );
+    assert!(
+        batches >= 2.0,
+        "the list, then the update at least: {batches}"
+    );
+    let bucket = |le: &str| {
+        must(
+            &text,
+            &format!(
+                r#"informer_processing_latency_seconds_bucket{{le="{le}",informer="configmaps"}}"#
+            ),
+        )
+    };
+    assert_eq!(bucket("+Inf"), batches);
+    assert!(bucket("0.001") <= bucket("10.0") && bucket("10.0") <= batches);
+    let seconds = must(
+        &text,
+        &format!("informer_processing_latency_seconds_sum{label}"),
+    );
+    assert!((0.0..10.0).contains(&seconds), "{seconds}");
 
     // A removed handler's panics stay counted.
     registration.remove();

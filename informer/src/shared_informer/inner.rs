@@ -9,6 +9,7 @@ use std::time::Duration;
 use kube::Resource;
 
 use super::handler::Notification;
+use super::latency::ProcessingLatency;
 use super::listener::Listener;
 use super::options::Transform;
 use super::processor::Processor;
@@ -47,6 +48,8 @@ pub(crate) struct Inner<K> {
     pub(super) tracker: Arc<Tracker>,
     /// What the informer's consistency checks need besides the tracker.
     pub(super) consistency: ConsistencyParts,
+    /// How long the process loop takes per batch.
+    pub(super) processing_latency: ProcessingLatency,
 }
 
 /// The settings and counters of an informer's consistency checks.

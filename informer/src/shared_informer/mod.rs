@@ -58,6 +58,7 @@ mod cache_size;
 mod error;
 mod handler;
 mod inner;
+mod latency;
 pub(crate) mod listener;
 mod options;
 mod process;
@@ -73,6 +74,8 @@ pub use crate::synced::{HasSynced, wait_for_cache_sync};
 pub use cache_size::CacheSize;
 pub use error::InformerError;
 pub use handler::{Notification, ResourceEventHandler, ResourceEventHandlerFns};
+#[cfg(feature = "metrics")]
+pub(crate) use latency::LatencySnapshot;
 pub use listener::ListenerStats;
 pub use options::{InformerOptions, Transform};
 pub use queue::QueueKind;

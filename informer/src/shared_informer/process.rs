@@ -3,6 +3,7 @@
 //! to the handlers.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use kube::Resource;
 
@@ -55,8 +56,15 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
 
     /// Applies the deltas of one batch, each as [`handle_deltas`](Self::handle_deltas),
     /// with the writer, the cache and the handler list locked once for the batch;
-    /// returns how many pops it applied.
+    /// returns how many pops it applied. Its time is the processing latency.
     fn handle_batch(&self, batch: &mut dyn DeltaBatch<K>) -> usize {
+        let started = Instant::now();
+        let processed = self.apply_batch(batch);
+        self.processing_latency.record(started.elapsed());
+        processed
+    }
+
+    fn apply_batch(&self, batch: &mut dyn DeltaBatch<K>) -> usize {
         let mut writer = self.writer.locked();
         let mut store = writer.batch();
         let mut tracked = self.tracker.applying();

@@ -104,6 +104,12 @@ impl<K: 'static> Queue<K> {
         dispatch!(self, fifo => fifo.is_empty())
     }
 
+    /// Changes queued (in order), or keys (per key).
+    #[cfg(feature = "metrics")]
+    pub(super) fn len(&self) -> usize {
+        dispatch!(self, fifo => fifo.len())
+    }
+
     /// Waits for something queued, then calls `run` under the queue's lock with a batch
     /// of up to `max` keys' (or changes') deltas; returns what `run` returns and whether
     /// the queue is empty now, `None` once it is closed and empty.

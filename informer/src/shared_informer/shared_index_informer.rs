@@ -13,6 +13,9 @@ use serde::de::DeserializeOwned;
 use super::error::InformerError;
 use super::handler::ResourceEventHandler;
 use super::inner::{ConsistencyParts, Inner, Startup};
+#[cfg(feature = "metrics")]
+use super::latency::LatencySnapshot;
+use super::latency::ProcessingLatency;
 use super::listener::ListenerStats;
 use super::options::InformerOptions;
 use super::processor::{Processor, RunsOn, Stopped};
@@ -175,6 +178,7 @@ where
                 sync_signal,
                 tracker,
                 consistency,
+                processing_latency: ProcessingLatency::default(),
             }),
         })
     }
@@ -357,6 +361,19 @@ where
         };
         self.inner.tracker.reached(target).await;
         true
+    }
+
+    /// What the queue holds for the process loop: changes for the in-order queue, keys
+    /// for the per-key one (client-go's `informer_queued_items` counts alike).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn queued_items(&self) -> usize {
+        self.inner.queue.len()
+    }
+
+    /// How long the process loop has taken per batch.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn processing_latency(&self) -> LatencySnapshot {
+        self.inner.processing_latency.snapshot()
     }
 
     /// The reflector's counters (lists, watches, errors...), once started.

@@ -549,3 +549,24 @@ async fn a_reader_sees_a_ten_thousand_object_relist_before_or_after_never_half_a
     stop.send(()).ok();
     running.await.expect("joined").expect("ran");
 }
+
+/// What the queue holds is what the metrics report as queued: every change for the
+/// in-order queue, one entry per key for the per-key one (client-go's two counts).
+#[cfg(feature = "metrics")]
+#[test]
+fn queued_items_counts_changes_in_order_and_keys_per_key() {
+    for (kind, expected) in [(QueueKind::InOrder, 3), (QueueKind::DeltaFifo, 2)] {
+        let informer = SharedIndexInformer::with_options(
+            crate::reflector::FakeSource::<ConfigMap>::new(),
+            InformerOptions::default().queue(kind),
+        )
+        .expect("no indexes");
+        assert_eq!(informer.queued_items(), 0);
+        let queue = &informer.inner.queue;
+        queue.add(Arc::new(config_map("default/a", &[], 1)));
+        queue.update(Arc::new(config_map("default/a", &[("v", "2")], 2)));
+        queue.add(Arc::new(config_map("default/b", &[], 1)));
+        assert_eq!(informer.queued_items(), expected, "{kind:?}");
+        assert_eq!(informer.processing_latency().count, 0, "nothing popped yet");
+    }
+}
