@@ -838,8 +838,8 @@ async fn a_panicking_transform_skips_that_object_and_the_informer_goes_on() {
 
 /// The cache's own resourceVersion (client-go's `LastStoreSyncResourceVersion`): after a
 /// write, waiting for the version it returned ends once the cache shows the write, and
-/// never before; it is never ahead of the reflector's; a version that is no integer is
-/// refused at once.
+/// never before; it is never ahead of the reflector's; the informer's lister knows it
+/// too; a version that is no integer is refused at once.
 #[tokio::test]
 async fn the_cache_knows_its_resource_version_and_a_write_can_be_waited_for() {
     let env = TestEnv::shared().await.unwrap();
@@ -865,8 +865,12 @@ async fn the_cache_knows_its_resource_version_and_a_write_can_be_waited_for() {
             .await
             .expect("the cache reached the write's version");
         assert!(waited);
-        // Reached means the cache shows the write (or something newer).
-        let cached = informer.lister().namespaced(&ns).get("x").unwrap();
+        // Reached means the cache shows the write (or something newer), and the
+        // informer's lister says so too.
+        let lister = informer.lister();
+        let listed: u64 = lister.store_resource_version().parse().unwrap();
+        assert!(listed >= version.parse::<u64>().unwrap());
+        let cached = lister.namespaced(&ns).get("x").unwrap();
         let cached_version: u64 = cached.resource_version().unwrap().parse().unwrap();
         assert!(cached_version >= version.parse::<u64>().unwrap());
         assert_eq!(cached.data.as_ref().unwrap()["key"], value.to_string());

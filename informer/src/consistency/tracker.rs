@@ -225,6 +225,14 @@ impl Tracker {
         self.state.locked().points.newest().cloned()
     }
 
+    /// The resourceVersion of the newest point: the version up to which the cache
+    /// reflects the server ("" before the first list is in it).
+    pub(crate) fn store_resource_version(&self) -> String {
+        self.newest_point()
+            .map(|point| point.resource_version)
+            .unwrap_or_default()
+    }
+
     /// Waits until the cache has been the server's collection at `target` or a later
     /// version (its newest point, compared as integers).
     pub(crate) async fn reached(&self, target: u64) {

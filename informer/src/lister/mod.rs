@@ -45,6 +45,7 @@ use std::sync::Arc;
 
 use kube::Resource;
 
+use crate::consistency::Tracker;
 use crate::key::ObjectKey;
 use crate::scope::{ClusterScoped, NamespaceScoped};
 use crate::store::{AsIndexKey, Index, IndexQuery, Indexer, Selector, typed_query};
@@ -137,6 +138,9 @@ fn lookup<K: Resource + 'static>(
 pub struct Lister<K> {
     indexer: Indexer<K>,
     synced: SyncedFlag,
+    /// The informer's record of the versions its cache reached, for an informer's
+    /// lister.
+    versions: Option<Arc<Tracker>>,
 }
 
 impl<K> std::fmt::Debug for Lister<K> {
@@ -155,6 +159,7 @@ impl<K: Resource + 'static> Lister<K> {
         Self {
             indexer,
             synced: SyncedFlag::default(),
+            versions: None,
         }
     }
 
@@ -166,13 +171,35 @@ impl<K: Resource + 'static> Lister<K> {
         Self {
             indexer,
             synced: SyncedFlag(Some(Arc::new(synced))),
+            versions: None,
         }
+    }
+
+    /// This lister, reading the cache's resourceVersion from `versions`: an informer's.
+    pub(crate) fn knowing_version(mut self, versions: Arc<Tracker>) -> Self {
+        self.versions = Some(versions);
+        self
     }
 
     /// Whether the cache has synced: what it lists is everything (as of its last
     /// update), and a miss means not found.
     pub fn has_synced(&self) -> bool {
         self.synced.get()
+    }
+
+    /// The resourceVersion up to which the cache reflects the server, as the informer
+    /// says it ([`SharedIndexInformer::store_resource_version`], client-go's
+    /// `LastStoreSyncResourceVersion` on its store): a read from this lister after
+    /// this call sees the cache at least that new. "" before the first list is in the cache, and for a
+    /// lister over a bare indexer ([`Lister::new`], [`Lister::with_synced`]), which
+    /// knows no version.
+    ///
+    /// [`SharedIndexInformer::store_resource_version`]: crate::shared_informer::SharedIndexInformer::store_resource_version
+    pub fn store_resource_version(&self) -> String {
+        self.versions
+            .as_ref()
+            .map(|versions| versions.store_resource_version())
+            .unwrap_or_default()
     }
 
     /// The objects (in every namespace) whose labels match `selector`.

@@ -84,6 +84,11 @@ fn a_lister_over_a_bare_indexer_counts_as_synced() {
     writer.upsert(namespace("default"));
     let lister = Lister::new(writer.indexer());
     assert!(lister.has_synced());
+    assert_eq!(
+        lister.store_resource_version(),
+        "",
+        "no informer, no version"
+    );
     assert!(lister.get("default").is_ok());
     assert_eq!(
         lister.get("other").unwrap_err(),

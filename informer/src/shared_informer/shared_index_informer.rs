@@ -302,6 +302,7 @@ where
         // The queue's flag, not the informer: a handler holding a lister would
         // otherwise keep the informer that holds the handler alive.
         Lister::with_synced(self.inner.indexer.clone(), self.inner.queue.clone())
+            .knowing_version(Arc::clone(&self.inner.tracker))
     }
 
     /// Whether the initial list has been stored in the cache.
@@ -341,11 +342,7 @@ where
     /// behind). Under a stream of changes that never lets the queue empty, it waits for
     /// the stream to pause: a lower bound, never ahead of the cache.
     pub fn store_resource_version(&self) -> String {
-        self.inner
-            .tracker
-            .newest_point()
-            .map(|point| point.resource_version)
-            .unwrap_or_default()
+        self.inner.tracker.store_resource_version()
     }
 
     /// Waits until the cache reflects the server at least as of `resource_version`
