@@ -200,7 +200,11 @@ impl<K: Primary> Reconciler<K> {
         fence: Fence,
         failed: &mut bool,
     ) -> Result<Action, Failure> {
-        self.state.read_your_writes.wait(&key).await;
+        let _waited = self.state.read_your_writes.wait(&key).await;
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            metrics.waited_for_own_writes(_waited);
+        }
         let context = Context::new(Arc::clone(&self.state), key.clone(), fence);
         let Some(mut object) = self.primary.get(&key) else {
             return self.deleted(&key, context).await;

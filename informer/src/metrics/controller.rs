@@ -8,6 +8,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::controller::WaitOutcome;
+
 /// `controller`, and `cluster` for a fleet member's.
 type ControllerLabel = Vec<(&'static str, String)>;
 /// The same and `result`.
@@ -29,6 +31,7 @@ pub(super) struct ControllerFamilies {
     errors: Family<ControllerLabel, Counter>,
     panics: Family<ControllerLabel, Counter>,
     timeouts: Family<ControllerLabel, Counter>,
+    own_writes: Family<ResultLabels, Counter>,
     time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
     active_workers: Family<ControllerLabel, Gauge>,
     max_concurrent: Family<ControllerLabel, Gauge>,
@@ -41,6 +44,7 @@ impl ControllerFamilies {
             errors: Family::default(),
             panics: Family::default(),
             timeouts: Family::default(),
+            own_writes: Family::default(),
             time: Family::new_with_constructor(reconcile_histogram),
             active_workers: Family::default(),
             max_concurrent: Family::default(),
@@ -66,6 +70,11 @@ impl ControllerFamilies {
             families.timeouts.clone(),
         );
         registry.register(
+            "informer_controller_read_your_writes_waits",
+            "Reconciles that first waited for the cache to show this controller's own earlier writes of the key, by result: caught_up, or timed_out (the bound passed and the reconcile went ahead)",
+            families.own_writes.clone(),
+        );
+        registry.register(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
             families.time.clone(),
@@ -85,11 +94,12 @@ impl ControllerFamilies {
 
     pub(super) fn controller(&self, name: &str, cluster: Option<&str>) -> ControllerMetrics {
         let label = super::encode::with_cluster(cluster, vec![("controller", name.to_owned())]);
-        let result = |result: &str| {
+        let labelled = |family: &Family<ResultLabels, Counter>, result: &str| {
             let mut labels = label.clone();
             labels.push(("result", result.to_owned()));
-            self.reconciles.get_or_create(&labels).clone()
+            family.get_or_create(&labels).clone()
         };
+        let result = |result: &str| labelled(&self.reconciles, result);
         ControllerMetrics {
             success: result("success"),
             error: result("error"),
@@ -97,6 +107,8 @@ impl ControllerFamilies {
             errors: self.errors.get_or_create(&label).clone(),
             panics: self.panics.get_or_create(&label).clone(),
             timeouts: self.timeouts.get_or_create(&label).clone(),
+            writes_caught_up: labelled(&self.own_writes, "caught_up"),
+            writes_timed_out: labelled(&self.own_writes, "timed_out"),
             time: self.time.get_or_create(&label).clone(),
             active_workers: self.active_workers.get_or_create(&label).clone(),
             max_concurrent: self.max_concurrent.get_or_create(&label).clone(),
@@ -125,6 +137,8 @@ pub(crate) struct ControllerMetrics {
     errors: Counter,
     panics: Counter,
     timeouts: Counter,
+    writes_caught_up: Counter,
+    writes_timed_out: Counter,
     time: Histogram,
     active_workers: Gauge,
     max_concurrent: Gauge,
@@ -134,6 +148,20 @@ impl ControllerMetrics {
     /// A reconcile ran past the controller's timeout and was cancelled.
     pub(crate) fn timed_out(&self) {
         self.timeouts.inc();
+    }
+
+    /// A reconcile first waited for the cache to show the controller's own writes of
+    /// its key, with `outcome` (nothing is counted when none were pending).
+    pub(crate) fn waited_for_own_writes(&self, outcome: WaitOutcome) {
+        match outcome {
+            WaitOutcome::NothingPending => {}
+            WaitOutcome::CaughtUp => {
+                self.writes_caught_up.inc();
+            }
+            WaitOutcome::TimedOut => {
+                self.writes_timed_out.inc();
+            }
+        }
     }
 
     /// The controller runs `workers` workers.

@@ -23,8 +23,15 @@
 //! `error`), `controller_runtime_reconcile_errors_total`,
 //! `controller_runtime_reconcile_panics_total`,
 //! `controller_runtime_reconcile_time_seconds`, `controller_runtime_active_workers`,
-//! `controller_runtime_max_concurrent_reconciles`. A reconcile whose error the error
-//! policy answers with a delay still counts as an `error`.
+//! `controller_runtime_max_concurrent_reconciles`, `controller_runtime_reconcile_timeouts_total`
+//! (reconciles cancelled by [`Controller::reconcile_timeout`](crate::controller::Controller::reconcile_timeout)).
+//! A reconcile whose error the error policy answers with a delay still counts as an
+//! `error`. Ours beside them: `informer_controller_read_your_writes_waits_total` (by
+//! `result`: `caught_up`, `timed_out`), the reconciles that first waited for the
+//! cache to show the controller's own earlier writes of the key
+//! ([read-your-writes](crate::controller#read-your-writes)): where KEP-5647's
+//! controllers skip a sync on a stale cache and count it in `stale_sync_skips_total`,
+//! ours waits, and counts the wait.
 //!
 //! **Informers and their reflectors**, labelled `informer` (the factory's name for it:
 //! `ConfigMap in default`, named by the resource; an informer of a

@@ -104,6 +104,11 @@ fn a_reconcile_is_counted_by_result_and_a_panic_as_an_error_and_a_panic() {
     }));
     assert!(panicked.is_err());
     drop(controller.start()); // abandoned at shutdown: not a reconcile
+    use crate::controller::WaitOutcome;
+    controller.waited_for_own_writes(WaitOutcome::NothingPending);
+    controller.waited_for_own_writes(WaitOutcome::CaughtUp);
+    controller.waited_for_own_writes(WaitOutcome::CaughtUp);
+    controller.waited_for_own_writes(WaitOutcome::TimedOut);
 
     let text = scrape(&registry);
     let reconciles = |result: &str| {
@@ -116,6 +121,19 @@ fn a_reconcile_is_counted_by_result_and_a_panic_as_an_error_and_a_panic() {
     assert_eq!(reconciles("success"), 2.0);
     assert_eq!(reconciles("requeue_after"), 1.0);
     assert_eq!(reconciles("error"), 2.0, "the error and the panic");
+    let waits = |result: &str| {
+        let labels = format!(r#"{{controller="backup-controller",result="{result}"}}"#);
+        must(
+            &text,
+            &format!("informer_controller_read_your_writes_waits_total{labels}"),
+        )
+    };
+    assert_eq!(
+        waits("caught_up"),
+        2.0,
+        "a wait with nothing pending is none"
+    );
+    assert_eq!(waits("timed_out"), 1.0);
     let label = r#"{controller="backup-controller"}"#;
     assert_eq!(
         must(
