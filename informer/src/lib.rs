@@ -110,6 +110,7 @@ pub mod shared_informer;
 pub mod store;
 pub mod workqueue;
 
+mod allocator;
 mod cached;
 mod cause;
 mod claim;

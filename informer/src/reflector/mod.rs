@@ -97,7 +97,7 @@ pub use crate::cached::CachedObjects;
 pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
 pub use config::{Config, ShouldResync, WatchErrorHandler};
-pub(crate) use decode::{KeyText, allocation};
+pub(crate) use decode::KeyText;
 pub use decode::{ManagedFields, decode_measured};
 pub(crate) use decoded_sizes::Budget;
 pub use decoded_sizes::DecodedSizes;

@@ -17,6 +17,8 @@
 
 use std::fmt::Write as _;
 
+use super::ring::fnv1a;
+
 /// How many top bits of a hash name its bucket: 2,048 buckets. By key each bucket's
 /// owner is drawn independently, so a member's share of `1/N` varies by about
 /// `sqrt((N - 1) / 2048)` (3% for three members); by uid or namespace every member
@@ -34,11 +36,7 @@ pub(crate) fn bucket_of(hash: u64) -> u64 {
 /// FNV-1a, 64 bits, over `value`'s bytes: the hash the API server computes of the
 /// field a shard selector names.
 pub(crate) fn field_hash(value: &str) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    value.bytes().fold(OFFSET, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-    })
+    fnv1a(&[value.as_bytes()])
 }
 
 /// A run of buckets `[first, end)`, as one hash range `[first << 53, end << 53)`.

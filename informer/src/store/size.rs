@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::state::Slot;
+use crate::allocator::allocation;
 use crate::key::ObjectKey;
-use crate::reflector::allocation;
 
 /// The store's bytes per object: the slot in the slab, the key map's entry (at
 /// hashbrown's 7/8 load, with its control byte), the key's `Arc` and its two

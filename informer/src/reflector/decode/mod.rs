@@ -23,5 +23,4 @@ pub use object::decode_measured;
 pub(super) use event::decode_event;
 pub(super) use list::{ListDecoder, decode_list_stream};
 pub(crate) use managed_fields::KeyText;
-pub(crate) use size::allocation;
 pub(super) use size::last as last_decoded_size;

@@ -25,6 +25,8 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
+use crate::allocator::allocation;
+
 thread_local! {
     /// The bytes counted for the object being measured on this thread, or `None`
     /// when no measurement is open (values decoded outside [`measure`] count nowhere).
@@ -60,12 +62,6 @@ fn count(bytes: usize) {
             open.set(Some(total + allocation(bytes)));
         }
     });
-}
-
-/// What an allocation of `bytes` takes from glibc's allocator: its size and an
-/// 8-byte header rounded up to 16, and at least 32.
-pub(crate) fn allocation(bytes: usize) -> usize {
-    (bytes + 8).next_multiple_of(16).max(32)
 }
 
 /// The capacity a `Vec` of elements of `size` bytes has after `len` pushes into
@@ -279,14 +275,6 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Elements<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn allocations_round_as_glibc_does() {
-        assert_eq!(allocation(1), 32);
-        assert_eq!(allocation(24), 32);
-        assert_eq!(allocation(25), 48);
-        assert_eq!(allocation(100), 112);
-    }
 
     #[test]
     fn vectors_grow_as_raw_vec_grows_them_from_one() {
