@@ -28,8 +28,8 @@ mod delta;
 mod delta_fifo;
 mod known;
 mod pop;
+mod queue_state;
 mod real_fifo;
-mod wait;
 
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Deltas};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};

@@ -3,7 +3,7 @@
 
 use super::DeltaFifo;
 use super::state::{Queued, State};
-use crate::fifo::wait::QueueState;
+use crate::fifo::queue_state::QueueState;
 use crate::fifo::{DeltaBatch, Deltas, PopError, ProcessError};
 
 /// The keys of one [`DeltaFifo::pop_batch`], handed out under the queue's lock.

@@ -16,7 +16,7 @@ use hashbrown::{Equivalent, HashTable};
 use kube::Resource;
 use tokio::sync::Notify;
 
-use super::wait::{release_and_wake, when_ready};
+use super::queue_state::{self, QueueState, release_and_wake};
 use super::{
     DeletedFinalStateUnknown, DeletedObject, Delta, Deltas, KnownObjects, PopError, ProcessError,
 };
@@ -460,16 +460,12 @@ impl<K: 'static> DeltaFifo<K> {
         max: usize,
         run: impl FnOnce(&mut PopBatch<'_, K>) -> T,
     ) -> Option<(T, bool)> {
-        when_ready(&self.shared.state, &self.shared.notify, |mut state| {
-            let mut batch = PopBatch {
+        queue_state::pop_batch(&self.shared.state, &self.shared.notify, |state| {
+            run(&mut PopBatch {
                 fifo: self,
-                state: &mut state,
+                state,
                 left: max.max(1),
-            };
-            let value = run(&mut batch);
-            let drained = state.queue.is_empty();
-            self.wake(state);
-            (value, drained)
+            })
         })
         .await
     }
@@ -478,27 +474,24 @@ impl<K: 'static> DeltaFifo<K> {
     /// hands out what is still queued, and returns [`PopError::Closed`] instead of
     /// waiting for more.
     pub fn close(&self) {
-        self.lock().closed = true;
-        // Wakes every pop registered so far, polled or not.
-        self.shared.notify.notify_waiters();
+        queue_state::close(&self.shared.state, &self.shared.notify);
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.lock().is_closed()
     }
 
     /// Whether the initial list has been delivered: every key queued by the first
     /// [`replace`](Self::replace) was popped and processed (without requeue), or an
     /// `add`, `update` or `delete` came before any `replace`.
     pub fn has_synced(&self) -> bool {
-        let state = self.lock();
-        state.populated && state.initial_pending == 0
+        self.lock().has_synced()
     }
 
     /// How many keys are queued.
     pub fn len(&self) -> usize {
-        self.lock().queue.len()
+        self.lock().len()
     }
 
     /// Whether no key is queued.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use hashbrown::{Equivalent, HashTable, hash_table::Entry};
 use tokio::sync::Notify;
 
-use crate::fifo::wait::QueueState;
+use crate::fifo::queue_state::QueueState;
 use crate::fifo::{DeletedFinalStateUnknown, DeletedObject, Delta, Deltas, KnownObjects};
 use crate::key::{KeyCandidate, KeyFn, ObjectKey, ObjectKeyRef};
 use crate::store::FastState;
@@ -179,11 +179,17 @@ impl<K> State<K> {
 }
 
 impl<K> QueueState for State<K> {
-    fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+    fn len(&self) -> usize {
+        self.queue.len()
     }
     fn is_closed(&self) -> bool {
         self.closed
+    }
+    fn set_closed(&mut self) {
+        self.closed = true;
+    }
+    fn has_synced(&self) -> bool {
+        self.populated && self.initial_pending == 0
     }
     fn waiters_mut(&mut self) -> &mut usize {
         &mut self.waiters

@@ -13,7 +13,7 @@ use educe::Educe;
 use kube::Resource;
 use tokio::sync::Notify;
 
-use super::wait::{QueueState, release_and_wake, when_ready};
+use super::queue_state::{self, QueueState, release_and_wake};
 use super::{
     DeletedFinalStateUnknown, DeletedObject, Delta, DeltaBatch, Deltas, KnownObjects, PopError,
 };
@@ -100,11 +100,17 @@ struct State<K> {
 }
 
 impl<K> QueueState for State<K> {
-    fn is_empty(&self) -> bool {
-        self.items.is_empty()
+    fn len(&self) -> usize {
+        self.items.len()
     }
     fn is_closed(&self) -> bool {
         self.closed
+    }
+    fn set_closed(&mut self) {
+        self.closed = true;
+    }
+    fn has_synced(&self) -> bool {
+        self.populated && self.initial_pending == 0
     }
     fn waiters_mut(&mut self) -> &mut usize {
         &mut self.waiters
@@ -569,17 +575,13 @@ impl<K: 'static> RealFifo<K> {
         max: usize,
         run: impl FnOnce(&mut RealPopBatch<'_, K>) -> T,
     ) -> Option<(T, bool)> {
-        when_ready(&self.shared.state, &self.shared.notify, |mut state| {
+        queue_state::pop_batch(&self.shared.state, &self.shared.notify, |state| {
             let together = state.items.front().map_or(1, |item| item.together);
-            let mut batch = RealPopBatch {
+            run(&mut RealPopBatch {
                 notify: &self.shared.notify,
-                state: &mut state,
+                state,
                 left: max.max(together).max(1),
-            };
-            let value = run(&mut batch);
-            let drained = state.items.is_empty();
-            self.wake(state);
-            (value, drained)
+            })
         })
         .await
     }
@@ -588,27 +590,24 @@ impl<K: 'static> RealFifo<K> {
     /// hands out what is still queued, and returns [`PopError::Closed`] instead of
     /// waiting for more.
     pub fn close(&self) {
-        self.lock().closed = true;
-        // Wakes every pop registered so far, polled or not.
-        self.shared.notify.notify_waiters();
+        queue_state::close(&self.shared.state, &self.shared.notify);
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.lock().is_closed()
     }
 
     /// Whether the initial list has been delivered: every delta queued by the first
     /// [`replace`](Self::replace) was popped and processed, or an `add`, `update` or
     /// `delete` came before any `replace`.
     pub fn has_synced(&self) -> bool {
-        let state = self.lock();
-        state.populated && state.initial_pending == 0
+        self.lock().has_synced()
     }
 
     /// How many deltas are queued.
     pub fn len(&self) -> usize {
-        self.lock().items.len()
+        self.lock().len()
     }
 
     /// Whether nothing is queued.

@@ -1,5 +1,6 @@
-//! Waiting for something to pop: shared by both queues, so each states only what it
-//! holds, not how a pop sleeps and wakes.
+//! What both queues do alike, written once: how a pop waits, takes a batch and wakes
+//! the next, closing, and the synced flag. Each queue states only what it holds (its
+//! [`QueueState`]) and what its batches hand out.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -7,14 +8,23 @@ use tokio::sync::Notify;
 
 use crate::lock::MutexExt;
 
-/// What a waiting pop needs to know of a queue's state.
+/// What the shared bodies need to know of a queue's state.
 pub(super) trait QueueState {
-    /// Nothing is queued.
-    fn is_empty(&self) -> bool;
+    /// How many entries are queued (changes, or keys).
+    fn len(&self) -> usize;
     /// `close` was called.
     fn is_closed(&self) -> bool;
+    /// Marks the queue closed.
+    fn set_closed(&mut self);
+    /// Whether the initial list has been delivered (see each queue's `has_synced`).
+    fn has_synced(&self) -> bool;
     /// How many pops are waiting: producers wake one only if there is one.
     fn waiters_mut(&mut self) -> &mut usize;
+
+    /// Nothing is queued.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 
     /// Whether a producer should wake a waiting pop.
     fn wake_needed(&mut self) -> bool {
@@ -35,7 +45,7 @@ pub(super) fn release_and_wake<S: QueueState>(mut state: MutexGuard<'_, S>, noti
 /// returns what `run` returns; `None` once the queue is closed and empty (what is
 /// still queued at `close` is handed out first, client-go's rule). Cancel-safe: a
 /// dropped wait unregisters itself and loses nothing.
-pub(super) async fn when_ready<'a, S: QueueState, T>(
+async fn when_ready<'a, S: QueueState, T>(
     mutex: &'a Mutex<S>,
     notify: &'a Notify,
     run: impl FnOnce(MutexGuard<'a, S>) -> T,
@@ -75,4 +85,28 @@ pub(super) async fn when_ready<'a, S: QueueState, T>(
         };
         notified.await;
     }
+}
+
+/// Waits until the queue holds something, then calls `run` with its state (to hand a
+/// batch out); returns what `run` returns and whether the queue is empty after it,
+/// `None` once the queue is closed and empty. Wakes the next waiting pop if something
+/// is left.
+pub(super) async fn pop_batch<S: QueueState, T>(
+    mutex: &Mutex<S>,
+    notify: &Notify,
+    run: impl FnOnce(&mut S) -> T,
+) -> Option<(T, bool)> {
+    when_ready(mutex, notify, |mut state| {
+        let value = run(&mut state);
+        let drained = state.is_empty();
+        release_and_wake(state, notify);
+        (value, drained)
+    })
+    .await
+}
+
+/// Closes the queue and wakes every waiting pop, registered so far, polled or not.
+pub(super) fn close<S: QueueState>(mutex: &Mutex<S>, notify: &Notify) {
+    mutex.locked().set_closed();
+    notify.notify_waiters();
 }
