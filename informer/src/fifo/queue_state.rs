@@ -26,9 +26,15 @@ pub(super) trait QueueState {
         self.len() == 0
     }
 
+    /// A batch taken out is being processed outside the lock: the next pop waits for
+    /// it, so that batches are processed one at a time and in order.
+    fn is_busy(&self) -> bool {
+        false
+    }
+
     /// Whether a producer should wake a waiting pop.
     fn wake_needed(&mut self) -> bool {
-        *self.waiters_mut() > 0 && !self.is_empty()
+        *self.waiters_mut() > 0 && !self.is_empty() && !self.is_busy()
     }
 }
 
@@ -41,11 +47,12 @@ pub(super) fn release_and_wake<S: QueueState>(mut state: MutexGuard<'_, S>, noti
     }
 }
 
-/// Waits until the queue holds something, then calls `run` with its locked state and
+/// Waits until the queue holds something (and no batch taken out is still being
+/// processed), then calls `run` with its locked state and
 /// returns what `run` returns; `None` once the queue is closed and empty (what is
 /// still queued at `close` is handed out first, client-go's rule). Cancel-safe: a
 /// dropped wait unregisters itself and loses nothing.
-async fn when_ready<'a, S: QueueState, T>(
+pub(super) async fn when_ready<'a, S: QueueState, T>(
     mutex: &'a Mutex<S>,
     notify: &'a Notify,
     run: impl FnOnce(MutexGuard<'a, S>) -> T,
@@ -73,11 +80,13 @@ async fn when_ready<'a, S: QueueState, T>(
             if std::mem::take(&mut waiting.registered) {
                 *state.waiters_mut() -= 1;
             }
-            if !state.is_empty() {
-                return Some(run(state));
-            }
-            if state.is_closed() {
-                return None;
+            if !state.is_busy() {
+                if !state.is_empty() {
+                    return Some(run(state));
+                }
+                if state.is_closed() {
+                    return None;
+                }
             }
             *state.waiters_mut() += 1;
             waiting.registered = true;

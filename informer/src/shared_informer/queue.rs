@@ -100,8 +100,13 @@ impl<K: 'static> Queue<K> {
         dispatch!(self, fifo => fifo.has_synced())
     }
 
-    pub(super) fn is_empty(&self) -> bool {
-        dispatch!(self, fifo => fifo.is_empty())
+    /// Whether every change queued so far has been applied: nothing queued, and (for
+    /// the in-order queue, which processes outside its lock) no batch being applied.
+    pub(super) fn is_settled(&self) -> bool {
+        match self {
+            Queue::InOrder(fifo) => fifo.is_settled(),
+            Queue::PerKey(fifo) => fifo.is_empty(),
+        }
     }
 
     /// Changes queued (in order), or keys (per key).

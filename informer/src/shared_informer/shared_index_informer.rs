@@ -151,7 +151,7 @@ where
         let sync_signal = Arc::new(SyncSignal::default());
         let tracker = Arc::new(Tracker::new(Box::new({
             let queue = queue.clone();
-            move || queue.is_empty()
+            move || queue.is_settled()
         })));
         let consistency = ConsistencyParts {
             config: consistency,

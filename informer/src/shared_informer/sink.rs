@@ -60,23 +60,29 @@ impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
             meta.name.as_deref() == Some(key.name.as_str())
                 && meta.namespace.as_deref() == key.namespace.as_deref()
         };
+        // The queue first, then the cache: a change this sink queued for the key is
+        // either still queued, or applied (the queue waits for a batch being applied),
+        // and nothing else queues, so an object moving from one to the other between
+        // the two looks is found in the second. (The other order could miss it.)
+        let queued = self.queue.newest_queued(key).filter(named);
         let by_name = self.indexer.keyed_by_name();
-        let cached = self.indexer.get(key).filter(named).or_else(|| {
-            if by_name {
-                // Keyed by name: what the key does not find is not there.
-                return None;
-            }
-            let namespace = key.namespace.as_deref().unwrap_or_default();
-            let candidates = match self.indexer.by_index(NAMESPACE_INDEX, namespace) {
-                Ok(in_namespace) if key.namespace.is_some() => in_namespace,
-                _ => self.indexer.list(),
-            };
-            candidates.into_iter().find(named)
-        });
-        // Not stored yet: a watch event queued it (found by key where the key function
-        // is `namespace/name`, the default).
-        let Some(last_known) = cached.or_else(|| self.queue.newest_queued(key).filter(named))
-        else {
+        let cached = || {
+            self.indexer.get(key).filter(named).or_else(|| {
+                if by_name {
+                    // Keyed by name: what the key does not find is not there.
+                    return None;
+                }
+                let namespace = key.namespace.as_deref().unwrap_or_default();
+                let candidates = match self.indexer.by_index(NAMESPACE_INDEX, namespace) {
+                    Ok(in_namespace) if key.namespace.is_some() => in_namespace,
+                    _ => self.indexer.list(),
+                };
+                candidates.into_iter().find(named)
+            })
+        };
+        // Queued is found by key where the key function is `namespace/name`, the
+        // default.
+        let Some(last_known) = queued.or_else(cached) else {
             return false;
         };
         self.queue.delete_stale(last_known);

@@ -6,7 +6,7 @@ mod tests;
 use std::{
     collections::VecDeque,
     fmt,
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError},
 };
 
 use educe::Educe;
@@ -72,6 +72,11 @@ impl<K> fmt::Debug for RealFifoOptions<K> {
 struct Shared<K> {
     state: Mutex<State<K>>,
     notify: Notify,
+    /// Signalled when a batch taken out has been processed (`State::processing` ends).
+    idle: Condvar,
+    /// How many times an operation waited for a batch being processed (for tests).
+    #[cfg(test)]
+    idle_waits: std::sync::atomic::AtomicUsize,
     key_fn: KeyFn<K>,
     known: Option<Arc<dyn KnownObjects<K>>>,
 }
@@ -97,6 +102,10 @@ struct State<K> {
     initial_pending: usize,
     waiters: usize,
     closed: bool,
+    /// A batch is taken out of `items` and being processed, the lock released
+    /// (client-go's `UnlockWhileProcessingFIFO`): its changes are in neither the queue
+    /// nor, until processed, the known objects.
+    processing: bool,
 }
 
 impl<K> QueueState for State<K> {
@@ -114,6 +123,9 @@ impl<K> QueueState for State<K> {
     }
     fn waiters_mut(&mut self) -> &mut usize {
         &mut self.waiters
+    }
+    fn is_busy(&self) -> bool {
+        self.processing
     }
 }
 
@@ -158,12 +170,13 @@ impl<K> State<K> {
     }
 }
 
-/// The deltas of one [`RealFifo::pop_batch`], handed out under the queue's lock.
-pub(crate) struct RealPopBatch<'a, K> {
-    notify: &'a Notify,
-    state: &'a mut State<K>,
-    /// Deltas the batch may still take.
-    left: usize,
+/// The deltas of one [`RealFifo::pop_batch`]: taken out of the queue, and handed out
+/// with the queue's lock released.
+pub(crate) struct RealPopBatch<K> {
+    taken: VecDeque<Item<K>>,
+    /// Deltas of the initial list handed out and processed: counted off the queue's
+    /// `initial_pending` once the batch is done.
+    initial_done: usize,
 }
 
 impl<K> State<K> {
@@ -177,50 +190,116 @@ impl<K> State<K> {
             first.together = count;
         }
     }
+
+    /// How many items from the front a batch of up to `max` takes: whole groups only
+    /// (one longer than `max` when it is first), so that what one `replace` or
+    /// `resync` queued is never split between batches.
+    fn batch_len(&self, max: usize) -> usize {
+        let mut taken = 0;
+        while let Some(item) = self.items.get(taken) {
+            let group = item.together.max(1);
+            if taken > 0 && taken + group > max {
+                break;
+            }
+            taken += group;
+            if taken >= max {
+                break;
+            }
+        }
+        taken.min(self.items.len())
+    }
+
+    /// Takes the first `count` items out; a group cut short keeps the rest of it
+    /// together.
+    fn take(&mut self, count: usize) -> VecDeque<Item<K>> {
+        let head_group = self.items.front().map_or(1, |item| item.together);
+        let taken: VecDeque<Item<K>> = self.items.drain(..count).collect();
+        if head_group > count
+            && let Some(next) = self.items.front_mut()
+        {
+            next.together = head_group - count;
+        }
+        taken
+    }
 }
 
-impl<K> RealPopBatch<'_, K> {
-    /// Takes the next queued delta, if the batch has room left, and calls `process`
-    /// with it as a one-delta [`Deltas`]; `None` when the batch is full or the queue
-    /// empty.
+impl<K> RealPopBatch<K> {
+    /// Hands out the next taken delta, calling `process` with it as a one-delta
+    /// [`Deltas`]; `None` once all are handed out.
     fn next<T, E>(
         &mut self,
         process: impl FnOnce(&Deltas<K>) -> Result<T, E>,
     ) -> Option<Result<T, PopError<E>>> {
-        if self.left == 0 {
-            return None;
-        }
         let Item {
             key,
             delta,
             initial,
-            together,
-        } = self.state.items.pop_front()?;
-        self.left -= 1;
-        if together > 1
-            && let Some(next) = self.state.items.front_mut()
-        {
-            // What is left of the group stays one, should this batch stop here (a
-            // one-delta `pop`).
-            next.together = together - 1;
-        }
-        if self.state.wake_needed() {
-            // Pass the wake-up on to another waiting pop.
-            self.notify.notify_one();
-        }
+            together: _,
+        } = self.taken.pop_front()?;
         let mut deltas = Deltas::new(key, 0, delta);
         deltas.initial = initial;
         let result = process(&deltas).map_err(PopError::Failed);
         // Counted once processed, so `has_synced` never turns true while the last item
         // of the initial list is still being applied (client-go's order).
         if initial {
-            self.state.initial_pending -= 1;
+            self.initial_done += 1;
         }
         Some(result)
     }
 }
 
-impl<K> DeltaBatch<K> for RealPopBatch<'_, K> {
+/// Ends a batch taken out, also when its processing panics: counts off what it
+/// processed, puts back what it did not hand out (at the front, in order), and lets
+/// the next pop and any `replace` waiting for the batch go on.
+struct Processing<'a, K> {
+    shared: &'a Shared<K>,
+    batch: RealPopBatch<K>,
+    done: bool,
+}
+
+impl<K> Processing<'_, K> {
+    /// Ends the batch; whether the queue is empty now.
+    fn finish(mut self) -> bool {
+        self.done = true;
+        self.end()
+    }
+
+    fn end(&mut self) -> bool {
+        let mut state = self.shared.state.locked();
+        state.initial_pending -= std::mem::take(&mut self.batch.initial_done);
+        let rest = std::mem::take(&mut self.batch.taken);
+        let returned = rest.len();
+        for item in rest.into_iter().rev() {
+            state.items.push_front(item);
+        }
+        if returned > 1
+            && let Some(first) = state.items.front_mut()
+        {
+            first.together = returned;
+        }
+        state.processing = false;
+        let drained = state.items.is_empty();
+        let waiting = state.waiters > 0;
+        drop(state);
+        self.shared.idle.notify_all();
+        if waiting {
+            // Every waiting pop looks again: one pops what is left, or all see the
+            // queue closed and empty.
+            self.shared.notify.notify_waiters();
+        }
+        drained
+    }
+}
+
+impl<K> Drop for Processing<'_, K> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.end();
+        }
+    }
+}
+
+impl<K> DeltaBatch<K> for RealPopBatch<K> {
     fn apply_next(&mut self, apply: &mut dyn FnMut(&Deltas<K>)) -> bool {
         self.next(|deltas| {
             apply(deltas);
@@ -250,13 +329,17 @@ impl<K> DeltaBatch<K> for RealPopBatch<'_, K> {
 ///   nothing queued, so a resync never overtakes (and reverts) a pending change.
 /// - **Atomic relists and resyncs** (client-go's `AtomicFIFO`, on by default since
 ///   1.36): what one `replace` or `resync` queued is handed out in one batch pop,
-///   whatever its size, so the informer applies it to its cache under one lock:
-///   readers see the cache before the relist or after it, never a mix. A one-delta
-///   [`pop`] still takes one.
+///   whatever its size and never split with what came before or after, so the
+///   informer applies it to its cache under one lock: readers see the cache before the
+///   relist or after it, never a mix. A one-delta [`pop`] still takes one.
 /// - **Pop.** [`pop`] waits asynchronously for a delta, removes it and calls the process
-///   function with it under the queue's lock, so the consumer updates the known objects
-///   before any other operation looks at them. There is no requeue: putting a delta
-///   back would reorder it (client-go's `RealFIFO` has none either).
+///   function with it, the queue's lock released (client-go's
+///   `UnlockWhileProcessingFIFO`, on by default since 1.36): [`add`], [`update`] and
+///   [`delete`] are never blocked by processing, while [`replace`], [`resync`],
+///   [`delete_stale`](RealFifo::delete_stale) and the next pop wait until it returns,
+///   so the consumer updates the known objects before any operation that reads them
+///   looks, and batches are processed one at a time, in order. There is no requeue:
+///   putting a delta back would reorder it (client-go's `RealFIFO` has none either).
 /// - **Close.** [`close`] wakes every waiting [`pop`]; from then on `pop` hands out
 ///   what is still queued and then returns [`PopError::Closed`].
 /// - **Synced.** [`has_synced`] turns true once every delta queued by the first
@@ -343,6 +426,26 @@ impl<K> RealFifo<K> {
     fn lock(&self) -> MutexGuard<'_, State<K>> {
         self.shared.state.locked()
     }
+
+    /// The lock, once no batch is being processed outside it: what reads the queue
+    /// and the known objects together (a relist, a resync, a stale deletion) must not
+    /// miss the changes of a batch in between. Waits at most for one batch's
+    /// processing, which never awaits: on a single-threaded runtime it never waits.
+    fn lock_idle(&self) -> MutexGuard<'_, State<K>> {
+        let mut state = self.lock();
+        while state.processing {
+            #[cfg(test)]
+            self.shared
+                .idle_waits
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            state = self
+                .shared
+                .idle
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state
+    }
 }
 
 impl<K: 'static> RealFifo<K> {
@@ -356,8 +459,12 @@ impl<K: 'static> RealFifo<K> {
                     initial_pending: 0,
                     waiters: 0,
                     closed: false,
+                    processing: false,
                 }),
                 notify: Notify::new(),
+                idle: Condvar::new(),
+                #[cfg(test)]
+                idle_waits: std::sync::atomic::AtomicUsize::new(0),
                 key_fn: options.key_fn,
                 known: options.known_objects,
             }),
@@ -412,7 +519,7 @@ impl<K: 'static> RealFifo<K> {
     /// The newest queued state of `key`, unless that is a deletion: an object a watch
     /// brought that the process loop has not stored yet.
     pub(crate) fn newest_queued(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        match self.lock().newest_queued(key.as_key_ref()) {
+        match self.lock_idle().newest_queued(key.as_key_ref()) {
             Some(Item {
                 delta: Delta::Deleted(_),
                 ..
@@ -430,7 +537,7 @@ impl<K: 'static> RealFifo<K> {
     pub fn delete_stale(&self, last_known: impl Into<Arc<K>>) {
         let last_known = last_known.into();
         let key = self.key_of(&last_known);
-        let mut state = self.lock();
+        let mut state = self.lock_idle();
         state.populated = true;
         let newest = match state.newest_queued(key.as_key_ref()) {
             Some(Item {
@@ -469,7 +576,7 @@ impl<K: 'static> RealFifo<K> {
                 (self.key_of(&obj), obj)
             })
             .collect();
-        let mut guard = self.lock();
+        let mut guard = self.lock_idle();
         let state = &mut *guard;
 
         let vanished = {
@@ -526,7 +633,7 @@ impl<K: 'static> RealFifo<K> {
         let Some(known) = &self.shared.known else {
             return;
         };
-        let mut guard = self.lock();
+        let mut guard = self.lock_idle();
         let state = &mut *guard;
         let mut to_sync = Vec::new();
         {
@@ -546,44 +653,68 @@ impl<K: 'static> RealFifo<K> {
     }
 
     /// Waits for a queued delta, removes it and calls `process` with it (as a one-delta
-    /// [`Deltas`]) while holding the queue's lock; returns what `process` returns, a
-    /// failure as [`PopError::Failed`] (the delta is dropped: there is no requeue).
+    /// [`Deltas`]); returns what `process` returns, a failure as [`PopError::Failed`]
+    /// (the delta is dropped: there is no requeue).
     ///
-    /// `process` runs synchronously under the lock, as in client-go, so it must be quick
-    /// and must not call this queue. Cancel-safe: dropping the future while it waits
-    /// loses nothing.
+    /// `process` runs with the queue's lock released (client-go's
+    /// `UnlockWhileProcessingFIFO`): `add`, `update` and `delete` go on meanwhile,
+    /// while `replace`, `resync`, `delete_stale` and the next pop wait for it to
+    /// return, so the consumer updates the known objects before any of those looks at
+    /// them. It must not call this queue's `replace`, `resync` or `pop`. Cancel-safe:
+    /// dropping the future while it waits loses nothing.
     pub async fn pop<T, E, F>(&self, process: F) -> Result<T, PopError<E>>
     where
         F: FnOnce(&Deltas<K>) -> Result<T, E>,
     {
         let popped = self
-            .pop_batch(1, |batch| batch.next(process))
+            .pop_taking(|_| 1, |batch| batch.next(process))
             .await
             .and_then(|(result, _)| result);
         popped.unwrap_or(Err(PopError::Closed))
     }
 
-    /// Like [`pop`](Self::pop) for several deltas under one lock: waits for a queued
-    /// delta, then calls `run` once, under the queue's lock, with a batch that hands out
-    /// up to `max` deltas in queue order, or, when the next delta heads what one
+    /// Like [`pop`](Self::pop) for several deltas at once: waits for a queued delta,
+    /// takes up to `max` deltas in queue order, or, when the next delta heads what one
     /// `replace` or `resync` queued, all of those (client-go's AtomicFIFO: a consumer
-    /// that applies a batch in one step applies a relist in one step). Returns what
-    /// `run` returns and whether the queue is empty now; `None` once the queue is
-    /// closed and empty.
+    /// that applies a batch in one step applies a relist in one step; a group is never
+    /// split between batches), and calls `run` once with them, the queue's lock
+    /// released. Returns what `run` returns and whether the queue is empty now; `None`
+    /// once the queue is closed and empty.
     pub(crate) async fn pop_batch<T>(
         &self,
         max: usize,
-        run: impl FnOnce(&mut RealPopBatch<'_, K>) -> T,
+        run: impl FnOnce(&mut RealPopBatch<K>) -> T,
     ) -> Option<(T, bool)> {
-        queue_state::pop_batch(&self.shared.state, &self.shared.notify, |state| {
-            let together = state.items.front().map_or(1, |item| item.together);
-            run(&mut RealPopBatch {
-                notify: &self.shared.notify,
-                state,
-                left: max.max(together).max(1),
+        self.pop_taking(|state| state.batch_len(max.max(1)), run)
+            .await
+    }
+
+    /// Waits for a queued delta, takes out as many as `count` says, and calls `run`
+    /// with them and the lock released; see [`pop_batch`](Self::pop_batch).
+    async fn pop_taking<T>(
+        &self,
+        count: impl FnOnce(&State<K>) -> usize,
+        run: impl FnOnce(&mut RealPopBatch<K>) -> T,
+    ) -> Option<(T, bool)> {
+        let taken =
+            queue_state::when_ready(&self.shared.state, &self.shared.notify, |mut state| {
+                let count = count(&state);
+                let taken = state.take(count);
+                state.processing = true;
+                taken
             })
-        })
-        .await
+            .await?;
+        let mut processing = Processing {
+            shared: &self.shared,
+            batch: RealPopBatch {
+                taken,
+                initial_done: 0,
+            },
+            done: false,
+        };
+        let value = run(&mut processing.batch);
+        let drained = processing.finish();
+        Some((value, drained))
     }
 
     /// Closes the queue: wakes every waiting [`pop`](Self::pop). From then on a `pop`
@@ -613,6 +744,13 @@ impl<K: 'static> RealFifo<K> {
     /// Whether nothing is queued.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether nothing is queued and no batch taken out is still being processed: every
+    /// change queued so far has reached the consumer.
+    pub(crate) fn is_settled(&self) -> bool {
+        let state = self.lock();
+        state.items.is_empty() && !state.processing
     }
 
     /// The queued deltas with their keys, in pop order (the objects are shared, not

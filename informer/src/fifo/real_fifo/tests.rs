@@ -647,3 +647,168 @@ async fn a_resync_is_popped_in_one_batch() {
         "both resynced objects in one batch"
     );
 }
+
+/// A group is never split between batches: what was queued before it goes alone when
+/// the group would not fit beside it, and the group goes whole in the next batch.
+#[tokio::test]
+async fn a_batch_never_takes_part_of_a_relist() {
+    let (fifo, _writer) = fifo_with_known(&[]);
+    fifo.add(cm("ns/before", 1));
+    let listed: Vec<ConfigMap> = (0..40).map(|i| cm(&format!("ns/l{i}"), 2)).collect();
+    fifo.replace(listed, "2");
+    fifo.add(cm("ns/after", 3));
+    assert_eq!(
+        pop_one_batch(&fifo, 32).await,
+        [s("ns/before", Added, 1, false)]
+    );
+    assert_eq!(
+        pop_one_batch(&fifo, 32).await.len(),
+        41,
+        "the whole relist: the tombstone of ns/before, which it lacks, and 40 listed"
+    );
+    assert_eq!(
+        pop_one_batch(&fifo, 32).await,
+        [s("ns/after", Added, 3, false)]
+    );
+}
+
+/// How long a test waits for a condition another thread brings about.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until `done` holds, or panics after [`WAIT`].
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// A pop processing on its own thread: says when processing starts, waits to be
+/// released, and ends with the writer it applied the delta to and the delta.
+type HeldPop = (
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<(Writer<ConfigMap>, Summary)>,
+);
+
+/// A pop on a thread of its own, whose process function applies the delta to `writer`
+/// once the test releases it; returns the writer and what was popped.
+fn pop_on_a_thread(fifo: &RealFifo<ConfigMap>, mut writer: Writer<ConfigMap>) -> HeldPop {
+    let (started, is_started) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let fifo = fifo.clone();
+    let consumer = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let popped = runtime.block_on(fifo.pop(|deltas| {
+            started.send(()).unwrap();
+            released.recv_timeout(WAIT).expect("released");
+            writer.upsert_keyed(deltas.key(), Arc::clone(deltas.newest().object()));
+            Ok::<_, ()>(summarise(deltas.key(), deltas.newest()))
+        }));
+        (writer, popped.unwrap())
+    });
+    (is_started, release, consumer)
+}
+
+/// client-go's `UnlockWhileProcessingFIFO`: while a popped delta is processed, a
+/// watch's `add` goes through at once (it used to wait for the processing), and a
+/// relist waits for it, so that it sees the processed object in the known objects and
+/// tombstones it (reading them while the delta was in neither place would miss it).
+#[test]
+fn an_add_goes_on_while_a_delta_is_processed_and_a_relist_waits_for_it() {
+    let (fifo, writer) = fifo_with_known(&[]);
+    fifo.add(cm("ns/a", 1));
+    let (started, release, consumer) = pop_on_a_thread(&fifo, writer);
+    started.recv_timeout(WAIT).expect("processing");
+
+    fifo.add(cm("ns/b", 2));
+    assert_eq!(queued(&fifo), [s("ns/b", Added, 2, false)]);
+    assert!(!fifo.is_settled(), "a delta is being processed");
+
+    let relist = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fifo.replace(Vec::<ConfigMap>::new(), "3"))
+    };
+    wait_until("the relist waits for the processing", || {
+        fifo.shared
+            .idle_waits
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0
+    });
+    assert_eq!(fifo.len(), 1, "nothing relisted yet");
+    release.send(()).unwrap();
+    relist.join().unwrap();
+    let (writer, popped) = consumer.join().unwrap();
+    assert_eq!(popped, s("ns/a", Added, 1, false));
+    assert!(
+        writer
+            .indexer()
+            .get(&ObjectKey::parse("ns/a").unwrap())
+            .is_some()
+    );
+    assert_eq!(
+        queued(&fifo),
+        [
+            s("ns/b", Added, 2, false),
+            s("ns/b", Deleted, 2, true),
+            s("ns/a", Deleted, 1, true),
+        ],
+        "the relist tombstoned the processed object too"
+    );
+}
+
+/// Batches are processed one at a time and in order: a second pop waits for the first
+/// one's processing, though the queue's lock is free.
+#[test]
+fn a_second_pop_waits_for_the_first_ones_processing() {
+    let (fifo, writer) = fifo_with_known(&[]);
+    fifo.add(cm("ns/a", 1));
+    fifo.add(cm("ns/b", 1));
+    let (started, release, first) = pop_on_a_thread(&fifo, writer);
+    started.recv_timeout(WAIT).expect("processing");
+    let second = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            runtime
+                .block_on(fifo.pop(|deltas| Ok::<_, ()>(summarise(deltas.key(), deltas.newest()))))
+        })
+    };
+    wait_until("the second pop waits", || fifo.lock().waiters == 1);
+    assert_eq!(fifo.len(), 1, "b still queued while a is processed");
+    release.send(()).unwrap();
+    assert_eq!(first.join().unwrap().1, s("ns/a", Added, 1, false));
+    assert_eq!(second.join().unwrap().unwrap(), s("ns/b", Added, 1, false));
+    assert!(fifo.is_settled());
+}
+
+/// A process function that panics loses its delta, as before, and leaves the queue
+/// working: the next pop gets the next delta and a relist does not wait forever.
+#[test]
+fn a_panic_while_processing_leaves_the_queue_working() {
+    let (fifo, _writer) = fifo_with_known(&[]);
+    fifo.add(cm("ns/a", 1));
+    fifo.add(cm("ns/b", 1));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(fifo.pop(|_| -> Result<(), ()> { panic!("process blew up") }))
+    }));
+    assert!(panicked.is_err());
+    assert!(!fifo.lock().processing, "not left processing");
+    assert_eq!(
+        queued(&fifo),
+        [s("ns/b", Added, 1, false)],
+        "a is lost, b queued"
+    );
+    fifo.replace(vec![cm("ns/b", 1)], "2");
+    let next =
+        runtime.block_on(fifo.pop(|deltas| Ok::<_, ()>(summarise(deltas.key(), deltas.newest()))));
+    assert_eq!(next.unwrap(), s("ns/b", Added, 1, false));
+}
