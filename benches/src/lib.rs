@@ -165,6 +165,7 @@ pub mod backlog;
 pub mod consistency;
 pub mod controller;
 pub mod driver;
+mod fifo_push;
 pub mod fleet_worker;
 pub mod footprint;
 mod handshake;

@@ -135,6 +135,10 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
             )
             .await?,
         )),
+        "fifo-push" => Ok(WorkerReport::FifoPush(crate::fifo_push::run(
+            arg(1)?.parse()?,
+            arg(2)?.parse()?,
+        )?)),
         "relist" => Ok(WorkerReport::Relist(
             relist(implementation(1)?, arg(2)?).await?,
         )),

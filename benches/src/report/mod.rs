@@ -512,4 +512,26 @@ pub enum WorkerReport {
     ConsistencyRun(ConsistencyRunSample),
     /// See [`StalenessSample`].
     Staleness(StalenessSample),
+    /// See [`FifoPushSample`].
+    FifoPush(FifoPushSample),
+}
+
+/// One `fifo-push` run: how long a producer's adds to a `RealFifo` took while a
+/// consumer on another thread processed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FifoPushSample {
+    /// Changes added.
+    pub count: usize,
+    /// Microseconds the consumer spent per change beyond applying it.
+    pub process_micros: u64,
+    /// Median add, nanoseconds.
+    pub push_p50_ns: u64,
+    /// 99th percentile add, nanoseconds.
+    pub push_p99_ns: u64,
+    /// 99.9th percentile add, nanoseconds.
+    pub push_p999_ns: u64,
+    /// Slowest add, nanoseconds.
+    pub push_max_ns: u64,
+    /// Seconds until the consumer had processed every change.
+    pub seconds: f64,
 }
