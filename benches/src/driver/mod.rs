@@ -1,7 +1,7 @@
 //! The driver: one control plane, the objects, every scenario, one table.
 //!
 //! ```text
-//! bench [--pairs N] [--only 1,2,...,17] [--objects N] [--large-objects N]
+//! bench [--pairs N] [--only 1,2,...,18] [--objects N] [--large-objects N]
 //!       [--payload BYTES] [--large-payload BYTES] [--updates N]
 //!       [--pipeline-objects N] [--pipeline-events N] [--controller-objects N]
 //!       [--controller-updates N] [--backlog-edits N] [--footprint-objects N]
@@ -38,7 +38,7 @@
 //! note above the table names each peer's configuration and the versions it links (its
 //! `--version`).
 //!
-//! `--only` picks scenarios by number (default all, 1 to 17; see the crate docs), e.g.
+//! `--only` picks scenarios by number (default all, 1 to 18; see the crate docs), e.g.
 //! `--only 12,13` for the controller's startup backlog and the small operator's
 //! footprint. `--large-objects` sizes the collection of scenarios 2 and 10 (which
 //! share it); `--controller-objects` the parents of scenarios 7 and 12 (which share
@@ -93,6 +93,7 @@ mod controller;
 mod fleet;
 mod footprint;
 mod machine;
+mod managed_fields;
 mod metadata;
 mod pipeline;
 mod process;
@@ -121,7 +122,7 @@ const SCALE_NAMESPACE: &str = "bench-scale";
 const MIB: f64 = 1024.0;
 
 /// The scenarios, numbered 1 to this.
-pub const SCENARIOS: u8 = 17;
+pub const SCENARIOS: u8 = 18;
 
 /// The driver's settings.
 #[derive(Debug, Clone)]
@@ -487,7 +488,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("[bench] {machine:?}; load average {load_before}; {options:?}");
 
-    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+    let needs_server = [1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18]
         .iter()
         .any(|&scenario| options.runs(scenario));
     let env = if needs_server {
@@ -499,7 +500,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let kubeconfig = env.as_ref().map(|env| env.kubeconfig_path().to_path_buf());
     let client = env.as_ref().map(TestEnv::client).transpose()?;
     if let Some(client) = &client {
-        if options.runs(1) || options.runs(3) {
+        if options.runs(1) || options.runs(3) || options.runs(18) {
             create_objects(client, SMALL_NAMESPACE, options.objects, options.payload).await?;
         }
         // Scenario 14 compares its fleet with one cluster of these.
@@ -660,6 +661,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     if options.runs(15) {
         projections::run(&bench, &mut rows, &mut samples).await?;
+    }
+    if options.runs(18) {
+        managed_fields::run(&bench, &mut rows, &mut samples).await?;
     }
     // Last: it changes objects of the large collection, and restarts the API server.
     if options.runs(16) {
