@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use futures::FutureExt as _;
 use informer::reflector::{ApiListerWatcher, ManagedFields};
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -57,13 +58,8 @@ pub(super) async fn run(
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
             let running = tokio::spawn({
                 let informer = informer.clone();
-                async move {
-                    informer
-                        .run(async {
-                            let _ = stopped.await;
-                        })
-                        .await
-                }
+                // Runs until `stop` is sent (or dropped).
+                async move { informer.run(stopped.map(drop)).await }
             });
             tokio::time::timeout(SYNC_TIMEOUT, wait_for_cache_sync(&[&informer]))
                 .await
