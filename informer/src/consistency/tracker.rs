@@ -7,15 +7,18 @@
 //!   queues (an event's object, a list's end) or skips over (a bookmark), holding the
 //!   tracker's *marks* lock while it queues;
 //! - the process loop adds each applied change to the digest (one hash in, one out);
-//! - whoever finds the queue empty while holding the marks lock takes a *point*: no
+//! - whoever finds the queue settled while holding the marks lock takes a *point*: no
 //!   change can be queued meanwhile, and every change queued before has been applied
-//!   (the process loop applies a batch under the queue's lock), so the cache is
-//!   exactly the server's collection at the last version noted.
+//!   (a batch the process loop has taken out counts until it is applied: the queue is
+//!   settled only when nothing is queued and no batch is being applied), so the cache
+//!   is exactly the server's collection at the last version noted.
 //!
-//! Lock order: marks, then the queue's lock (only to ask whether it is empty, released
-//! at once), then the cache's read lock (a snapshot), then the state. The process loop
-//! takes the queue's lock, then the state; nobody takes another lock while holding the
-//! state, so no two of them wait on each other.
+//! Lock order: marks, then the queue's lock (only to ask whether it is settled,
+//! released at once), then the cache's read lock (a snapshot), then the state. The
+//! process loop takes the queue's lock to take a batch out and to finish it, and the
+//! cache's write lock and the state while applying it, never the two groups at once;
+//! nobody takes another lock while holding the state, so no two of them wait on each
+//! other.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -30,8 +33,9 @@ use super::points::{Point, Points};
 use super::staleness::{ProbeId, Staleness};
 use crate::lock::MutexExt;
 
-/// Says whether the informer's queue is empty (taking the queue's lock).
-pub(crate) type QueueIsEmpty = Box<dyn Fn() -> bool + Send + Sync>;
+/// Says whether the informer's queue is settled: nothing queued, and no batch taken out
+/// still being applied (taking the queue's lock).
+pub(crate) type QueueIsSettled = Box<dyn Fn() -> bool + Send + Sync>;
 
 /// See the [module docs](self).
 pub(crate) struct Tracker {
@@ -39,7 +43,7 @@ pub(crate) struct Tracker {
     state: Mutex<State>,
     /// Woken whenever a point is taken or the queue is found empty.
     settled: Notify,
-    queue_is_empty: QueueIsEmpty,
+    queue_is_settled: QueueIsSettled,
     /// The key filter's generation the cache's objects were filtered with, as the
     /// reflector sets it (see [`follow_filter_generation`](Tracker::follow_filter_generation)).
     store_generation: OnceLock<Arc<AtomicU64>>,
@@ -116,8 +120,8 @@ impl Applying<'_> {
 }
 
 impl Tracker {
-    /// A tracker for a cache fed through a queue that `queue_is_empty` looks into.
-    pub(crate) fn new(queue_is_empty: QueueIsEmpty) -> Self {
+    /// A tracker for a cache fed through a queue that `queue_is_settled` looks into.
+    pub(crate) fn new(queue_is_settled: QueueIsSettled) -> Self {
         Self {
             marks: Mutex::new(Marks {
                 latest: String::new(),
@@ -130,7 +134,7 @@ impl Tracker {
                 moved: false,
             }),
             settled: Notify::new(),
-            queue_is_empty,
+            queue_is_settled,
             store_generation: OnceLock::new(),
         }
     }
@@ -184,7 +188,7 @@ impl Tracker {
 
     /// Takes a point if the queue is empty (the marks held).
     fn point_if_settled(&self, marks: &Marks) {
-        if !(self.queue_is_empty)() {
+        if !(self.queue_is_settled)() {
             return;
         }
         self.take_point(&marks.latest, &marks.latest);
@@ -290,7 +294,7 @@ impl Tracker {
             let settled = self.settled.notified();
             {
                 let marks = self.marks.locked();
-                if (self.queue_is_empty)() && !marks.latest.is_empty() {
+                if (self.queue_is_settled)() && !marks.latest.is_empty() {
                     let seen = visit();
                     let point = self.take_point(&marks.latest, &marks.latest)?;
                     return Some((point, seen));
@@ -342,7 +346,7 @@ impl Tracker {
             .latest
             .parse::<u64>()
             .is_ok_and(|at| target <= at && at <= server);
-        if settled_between && (self.queue_is_empty)() {
+        if settled_between && (self.queue_is_settled)() {
             self.take_point(&marks.latest, server_version);
             self.settled.notify_waiters();
         }
@@ -390,7 +394,7 @@ mod tests {
     /// A point is the version last queued, with the digest of what was applied; none
     /// is taken while something is queued.
     #[tokio::test]
-    async fn points_are_taken_when_the_queue_is_empty() {
+    async fn points_are_taken_when_the_queue_is_settled() {
         let (tracker, empty) = tracker();
         empty.store(false, Ordering::SeqCst);
         tracker.marking().note(Some("5"));
