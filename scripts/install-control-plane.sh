@@ -211,10 +211,11 @@ build_etcd() {
 }
 
 # Builds the benchmarks' peer in Go module folder $1 as $bin/$2, unless the binary there
-# was built from the folder's current sources.
+# was built from the folder's current sources and those of the module the peers share
+# (benches/gopeer, beside it).
 install_peer() {
   local source="$1" name="$2" hash
-  hash=$(cat "$source"/go.mod "$source"/go.sum "$source"/*.go | sha256sum | cut -d' ' -f1)
+  hash=$(cat "$source"/go.mod "$source"/go.sum "$source"/*.go     "$source"/../gopeer/go.mod "$source"/../gopeer/*.go | sha256sum | cut -d' ' -f1)
   if [ -x "$bin/$name" ] && [ "$(cat "$bin/$name.sha256" 2>/dev/null)" = "$hash" ]; then
     log "$name cached at $bin/$name"
     return 0

@@ -36,10 +36,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime/debug"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,22 +45,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"informer.local/gopeer"
 )
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "--version" {
 		// What the install script checks a built binary with. Nothing stamps a version
 		// into a module build; the build info names the client-go module it links.
-		fmt.Printf("client-go-bench-peer (client-go %s, %s)\n", moduleVersion("k8s.io/client-go"), goVersion())
+		fmt.Printf("client-go-bench-peer (client-go %s, %s)\n", gopeer.ModuleVersion("k8s.io/client-go"), gopeer.GoVersion())
 		return
 	}
 	if len(os.Args) != 4 {
-		fail("usage: client-go-bench-peer <sync|watch|relist|sync-pods-transform> <json|protobuf> <namespace>")
+		gopeer.Fail("usage: client-go-bench-peer <sync|watch|relist|sync-pods-transform> <json|protobuf> <namespace>")
 	}
 	mode, encoding, namespace := os.Args[1], os.Args[2], os.Args[3]
 	config, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err != nil {
-		fail("kubeconfig: %v", err)
+		gopeer.Fail("kubeconfig: %v", err)
 	}
 	implementation := "client-go-json"
 	switch encoding {
@@ -75,13 +74,13 @@ func main() {
 		config.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 		implementation = "client-go-protobuf"
 	default:
-		fail("unknown encoding %q", encoding)
+		gopeer.Fail("unknown encoding %q", encoding)
 	}
 	// The benchmark measures the informer, not client-side throttling.
 	config.QPS, config.Burst = 1e6, 1e6
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		fail("client: %v", err)
+		gopeer.Fail("client: %v", err)
 	}
 	var report map[string]any
 	switch mode {
@@ -94,41 +93,12 @@ func main() {
 	case "sync-pods-transform":
 		report = syncPodsTransform(client, namespace, implementation)
 	default:
-		fail("unknown mode %q", mode)
+		gopeer.Fail("unknown mode %q", mode)
 	}
 	line, _ := json.Marshal(report)
 	fmt.Println(string(line))
 	// Skip tearing down the cache: nothing is measured after this point.
 	os.Exit(0)
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "client-go-bench-peer: "+format+"\n", args...)
-	os.Exit(1)
-}
-
-// The version of module path this binary was built with, from its build info.
-func moduleVersion(path string) string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(no build info)"
-	}
-	for _, dep := range info.Deps {
-		if dep.Path == path {
-			if dep.Replace != nil {
-				return dep.Replace.Version
-			}
-			return dep.Version
-		}
-	}
-	return "(not linked)"
-}
-
-func goVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		return info.GoVersion
-	}
-	return "go (unknown)"
 }
 
 // An informer on the ConfigMaps of namespace, as a controller gets it from a factory.
@@ -161,22 +131,22 @@ func waitForSync(shared cache.SharedIndexInformer) {
 
 // Scenarios 1, 2 and 8.
 func syncOnce(client kubernetes.Interface, namespace, implementation string) map[string]any {
-	baseline := memory()
-	mark := now()
+	baseline := gopeer.Memory()
+	mark := gopeer.Now()
 	i := start(client, namespace, nil)
 	i.waitForSync()
 	return syncReport(implementation, i.shared, baseline, mark)
 }
 
 // The report of a sync that started at mark with RSS baseline and just synced.
-func syncReport(implementation string, shared cache.SharedIndexInformer, baseline mem, mark mark) map[string]any {
-	elapsed, cpu, user, sys := mark.since()
-	after := memory()
+func syncReport(implementation string, shared cache.SharedIndexInformer, baseline gopeer.Mem, mark gopeer.Mark) map[string]any {
+	elapsed, cpu, user, sys := mark.Since()
+	after := gopeer.Memory()
 	return map[string]any{
 		"kind": "sync", "implementation": implementation,
 		"objects":        len(shared.GetStore().ListKeys()),
 		"synced_seconds": elapsed, "cpu_seconds": cpu, "user_seconds": user, "sys_seconds": sys,
-		"baseline_rss_kib": baseline.rss, "peak_rss_kib": after.peak, "rss_after_sync_kib": after.rss,
+		"baseline_rss_kib": baseline.RSS, "peak_rss_kib": after.Peak, "rss_after_sync_kib": after.RSS,
 	}
 }
 
@@ -188,12 +158,12 @@ func watch(client kubernetes.Interface, namespace, implementation string) map[st
 	fmt.Println("synced")
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil {
-		fail("stdin: %v", err)
+		gopeer.Fail("stdin: %v", err)
 	}
-	mark := now()
+	mark := gopeer.Now()
 	words := strings.Fields(line)
 	if len(words) != 3 || words[0] != "go" {
-		fail("expected `go <name> <value>`, got %q", line)
+		gopeer.Fail("expected `go <name> <value>`, got %q", line)
 	}
 	key := namespace + "/" + words[1]
 	for {
@@ -203,11 +173,11 @@ func watch(client kubernetes.Interface, namespace, implementation string) map[st
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	elapsed, cpu, _, _ := mark.since()
-	after := memory()
+	elapsed, cpu, _, _ := mark.Since()
+	after := gopeer.Memory()
 	return map[string]any{
 		"kind": "watch", "implementation": implementation,
-		"seconds": elapsed, "cpu_seconds": cpu, "peak_rss_kib": after.peak, "rss_kib": after.rss,
+		"seconds": elapsed, "cpu_seconds": cpu, "peak_rss_kib": after.Peak, "rss_kib": after.RSS,
 	}
 }
 
@@ -240,25 +210,25 @@ func relist(client kubernetes.Interface, namespace, implementation string) map[s
 	})
 	i.waitForSync()
 	synced := i.shared.LastSyncResourceVersion()
-	after := memory()
+	after := gopeer.Memory()
 	fmt.Println("synced")
-	resetPeak()
-	mark := now()
+	gopeer.ResetPeak()
+	mark := gopeer.Now()
 	deadline := time.Now().Add(2 * time.Minute)
 	for i.shared.LastSyncResourceVersion() == synced {
 		if time.Now().After(deadline) {
-			fail("no relist within two minutes")
+			gopeer.Fail("no relist within two minutes")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Let the relist's replace be applied (and the replaced objects dropped).
 	time.Sleep(500 * time.Millisecond)
-	_, cpu, _, _ := mark.since()
-	peak := memory()
+	_, cpu, _, _ := mark.Since()
+	peak := gopeer.Memory()
 	return map[string]any{
 		"kind": "relist", "implementation": implementation,
 		"objects":            len(i.shared.GetStore().ListKeys()),
-		"rss_after_sync_kib": after.rss, "peak_rss_kib": peak.peak, "cpu_seconds": cpu,
+		"rss_after_sync_kib": after.RSS, "peak_rss_kib": peak.Peak, "cpu_seconds": cpu,
 	}
 }
 
@@ -270,8 +240,8 @@ func relist(client kubernetes.Interface, namespace, implementation string) map[s
 // the reflector hands over (the streaming list's initial events as they arrive, and
 // every watch event), before the queue and the cache.
 func syncPodsTransform(client kubernetes.Interface, namespace, implementation string) map[string]any {
-	baseline := memory()
-	mark := now()
+	baseline := gopeer.Memory()
+	mark := gopeer.Now()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	shared := factory.Core().V1().Pods().Informer()
 	if err := shared.SetTransform(func(object any) (any, error) {
@@ -280,7 +250,7 @@ func syncPodsTransform(client kubernetes.Interface, namespace, implementation st
 		}
 		return object, nil // a tombstone: its object was cut already
 	}); err != nil {
-		fail("SetTransform: %v", err)
+		gopeer.Fail("SetTransform: %v", err)
 	}
 	factory.Start(make(chan struct{}))
 	waitForSync(shared)
@@ -303,55 +273,4 @@ func cut(pod *corev1.Pod) *corev1.Pod {
 		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: containers},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase},
 	}
-}
-
-type mark struct {
-	wall time.Time
-	user time.Duration
-	sys  time.Duration
-}
-
-func now() mark {
-	user, sys := rusage()
-	return mark{wall: time.Now(), user: user, sys: sys}
-}
-
-// Seconds of wall time, CPU (user + sys), user and sys since the mark.
-func (m mark) since() (float64, float64, float64, float64) {
-	user, sys := rusage()
-	u, s := (user - m.user).Seconds(), (sys - m.sys).Seconds()
-	return time.Since(m.wall).Seconds(), u + s, u, s
-}
-
-func rusage() (time.Duration, time.Duration) {
-	var usage syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &usage)
-	return time.Duration(usage.Utime.Nano()), time.Duration(usage.Stime.Nano())
-}
-
-type mem struct{ rss, peak uint64 }
-
-// VmRSS and VmHWM of this process, KiB.
-func memory() mem {
-	status, _ := os.ReadFile("/proc/self/status")
-	var m mem
-	for _, line := range strings.Split(string(status), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		value, _ := strconv.ParseUint(fields[1], 10, 64)
-		switch fields[0] {
-		case "VmRSS:":
-			m.rss = value
-		case "VmHWM:":
-			m.peak = value
-		}
-	}
-	return m
-}
-
-// Resets VmHWM to the current RSS.
-func resetPeak() {
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }

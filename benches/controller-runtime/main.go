@@ -47,13 +47,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -68,6 +66,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"informer.local/gopeer"
 )
 
 // Reconciles run at once, as on the other sides (benches/src/controller.rs WORKERS).
@@ -88,31 +88,31 @@ func main() {
 		// What the install script checks a built binary with: the build info names
 		// the modules it links.
 		fmt.Printf("controller-runtime-bench-peer (controller-runtime %s, client-go %s, %s)\n",
-			moduleVersion("sigs.k8s.io/controller-runtime"), moduleVersion("k8s.io/client-go"), goVersion())
+			gopeer.ModuleVersion("sigs.k8s.io/controller-runtime"), gopeer.ModuleVersion("k8s.io/client-go"), gopeer.GoVersion())
 		return
 	}
 	if len(os.Args) < 4 {
-		fail("usage: controller-runtime-bench-peer <sync|controller|backlog|footprint> controller-runtime <namespace> ...")
+		gopeer.Fail("usage: controller-runtime-bench-peer <sync|controller|backlog|footprint> controller-runtime <namespace> ...")
 	}
 	mode, side, namespace := os.Args[1], os.Args[2], os.Args[3]
 	if side != implementation {
-		fail("this peer runs controller-runtime, not %q", side)
+		gopeer.Fail("this peer runs controller-runtime, not %q", side)
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	config, err := ctrl.GetConfig()
 	if err != nil {
-		fail("kubeconfig: %v", err)
+		gopeer.Fail("kubeconfig: %v", err)
 	}
 	arg := func(i int) string {
 		if len(os.Args) <= i {
-			fail("%s: missing argument %d", mode, i-1)
+			gopeer.Fail("%s: missing argument %d", mode, i-1)
 		}
 		return os.Args[i]
 	}
 	count := func(i int) int {
 		n, err := strconv.Atoi(arg(i))
 		if err != nil {
-			fail("%s: argument %d: %v", mode, i-1, err)
+			gopeer.Fail("%s: argument %d: %v", mode, i-1, err)
 		}
 		return n
 	}
@@ -127,7 +127,7 @@ func main() {
 	case "footprint":
 		report = footprintRun(config, namespace, count(4), arg(5))
 	default:
-		fail("unknown mode %q", mode)
+		gopeer.Fail("unknown mode %q", mode)
 	}
 	line, _ := json.Marshal(report)
 	fmt.Println(string(line))
@@ -135,43 +135,14 @@ func main() {
 	os.Exit(0)
 }
 
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "controller-runtime-bench-peer: "+format+"\n", args...)
-	os.Exit(1)
-}
-
-// The version of module path this binary was built with, from its build info.
-func moduleVersion(path string) string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(no build info)"
-	}
-	for _, dep := range info.Deps {
-		if dep.Path == path {
-			if dep.Replace != nil {
-				return dep.Replace.Version
-			}
-			return dep.Version
-		}
-	}
-	return "(not linked)"
-}
-
-func goVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		return info.GoVersion
-	}
-	return "go (unknown)"
-}
-
 // The scheme of every mode: client-go's built-in types and the Parent type.
 func newScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		fail("scheme: %v", err)
+		gopeer.Fail("scheme: %v", err)
 	}
 	if err := addParentToScheme(scheme); err != nil {
-		fail("scheme: %v", err)
+		gopeer.Fail("scheme: %v", err)
 	}
 	return scheme
 }
@@ -191,35 +162,35 @@ func cacheOptions(scheme *runtime.Scheme, namespace string) cache.Options {
 func syncOnce(config *rest.Config, namespace string) map[string]any {
 	scheme := newScheme()
 	ctx := context.Background()
-	baseline := memory()
-	mark := now()
+	baseline := gopeer.Memory()
+	mark := gopeer.Now()
 	c, err := cache.New(config, cacheOptions(scheme, namespace))
 	if err != nil {
-		fail("cache: %v", err)
+		gopeer.Fail("cache: %v", err)
 	}
 	informer, err := c.GetInformer(ctx, &corev1.ConfigMap{})
 	if err != nil {
-		fail("informer: %v", err)
+		gopeer.Fail("informer: %v", err)
 	}
 	go func() {
 		if err := c.Start(ctx); err != nil {
-			fail("cache: %v", err)
+			gopeer.Fail("cache: %v", err)
 		}
 	}()
 	for !informer.HasSynced() {
 		time.Sleep(time.Millisecond)
 	}
-	elapsed, cpu, user, sys := mark.since()
-	after := memory()
+	elapsed, cpu, user, sys := mark.Since()
+	after := gopeer.Memory()
 	var list corev1.ConfigMapList
 	if err := c.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		fail("list: %v", err)
+		gopeer.Fail("list: %v", err)
 	}
 	return map[string]any{
 		"kind": "sync", "implementation": implementation,
 		"objects":        len(list.Items),
 		"synced_seconds": elapsed, "cpu_seconds": cpu, "user_seconds": user, "sys_seconds": sys,
-		"baseline_rss_kib": baseline.rss, "peak_rss_kib": after.peak, "rss_after_sync_kib": after.rss,
+		"baseline_rss_kib": baseline.RSS, "peak_rss_kib": after.Peak, "rss_after_sync_kib": after.RSS,
 	}
 }
 
@@ -295,7 +266,7 @@ func startController(config *rest.Config, namespace, tag string, o observer) {
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
-		fail("manager: %v", err)
+		gopeer.Fail("manager: %v", err)
 	}
 	err = ctrl.NewControllerManagedBy(manager).
 		For(&Parent{}).
@@ -303,11 +274,11 @@ func startController(config *rest.Config, namespace, tag string, o observer) {
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(&reconciler{client: manager.GetClient(), tag: tag, observer: o})
 	if err != nil {
-		fail("controller: %v", err)
+		gopeer.Fail("controller: %v", err)
 	}
 	go func() {
 		if err := manager.Start(context.Background()); err != nil {
-			fail("manager: %v", err)
+			gopeer.Fail("manager: %v", err)
 		}
 	}()
 }
@@ -347,11 +318,11 @@ func (p *progress) waitForPatches(count int) {
 // driver's updates (benches/src/controller.rs run).
 func controllerRun(config *rest.Config, namespace string, objects, updates int, tag string) map[string]any {
 	p := &progress{}
-	baseline := memory()
-	mark := now()
+	baseline := gopeer.Memory()
+	mark := gopeer.Now()
 	startController(config, namespace, tag, p)
 	p.waitForPatches(objects)
-	convergeSeconds, convergeCPU, _, _ := mark.since()
+	convergeSeconds, convergeCPU, _, _ := mark.Since()
 	convergeReconciles := p.reconciles.Load()
 	p.mu.Lock()
 	p.latencies = nil
@@ -359,19 +330,19 @@ func controllerRun(config *rest.Config, namespace string, objects, updates int, 
 	fmt.Println("synced")
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil {
-		fail("stdin: %v", err)
+		gopeer.Fail("stdin: %v", err)
 	}
 	if strings.TrimSpace(line) != "go" {
-		fail("expected `go`, got %q", line)
+		gopeer.Fail("expected `go`, got %q", line)
 	}
-	mark = now()
+	mark = gopeer.Now()
 	p.waitForPatches(objects + updates)
-	updateSeconds, updateCPU, _, _ := mark.since()
+	updateSeconds, updateCPU, _, _ := mark.Since()
 	updateReconciles := p.reconciles.Load() - convergeReconciles
 	p.mu.Lock()
 	latencies := p.latencies
 	p.mu.Unlock()
-	after := memory()
+	after := gopeer.Memory()
 	return map[string]any{
 		"kind": "controller", "implementation": implementation,
 		"objects": objects, "updates": updates, "workers": workers,
@@ -382,7 +353,7 @@ func controllerRun(config *rest.Config, namespace string, objects, updates int, 
 		"latency_p50_ms":    jsonNumber(median(latencies)),
 		"latency_p99_ms":    jsonNumber(percentile(latencies, 0.99)),
 		"latencies":         len(latencies),
-		"baseline_rss_kib":  baseline.rss, "peak_rss_kib": after.peak,
+		"baseline_rss_kib":  baseline.RSS, "peak_rss_kib": after.Peak,
 	}
 }
 
@@ -443,7 +414,7 @@ func (b *backlog) patched(parent, observed string) {
 // every parent converged (benches/src/backlog.rs run).
 func backlogRun(config *rest.Config, namespace string, objects, edits int, tag string) map[string]any {
 	b := newBacklog(tag)
-	mark := now()
+	mark := gopeer.Now()
 	started := time.Now().UnixNano()
 	startController(config, namespace, tag, b)
 	type point struct {
@@ -459,7 +430,7 @@ func backlogRun(config *rest.Config, namespace string, objects, edits int, tag s
 		b.mu.Unlock()
 		timeline = append(timeline, point{time.Now().UnixNano(), patched})
 		if !told && patched >= min(firstPatches, objects) {
-			firstPatchesSeconds, _, _, _ = mark.since()
+			firstPatchesSeconds, _, _, _ = mark.Since()
 			fmt.Println("synced")
 			told = true
 		}
@@ -468,7 +439,7 @@ func backlogRun(config *rest.Config, namespace string, objects, edits int, tag s
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	convergeSeconds, convergeCPU, _, _ := mark.since()
+	convergeSeconds, convergeCPU, _, _ := mark.Since()
 	reconciles := b.reconciles.Load()
 	b.mu.Lock()
 	var latencies []float64
@@ -482,7 +453,7 @@ func backlogRun(config *rest.Config, namespace string, objects, edits int, tag s
 	}
 	b.mu.Unlock()
 	if len(latencies) == 0 {
-		fail("no edit seen")
+		gopeer.Fail("no edit seen")
 	}
 	// Parents not yet patched at stamp: as of the last look before it.
 	backlogAt := func(stamp int64) int {
@@ -506,7 +477,7 @@ func backlogRun(config *rest.Config, namespace string, objects, edits int, tag s
 		"reconciles":     reconciles,
 		"latency_p50_ms": median(latencies), "latency_p99_ms": percentile(latencies, 0.99),
 		"latency_max_ms": maxLatency, "latencies": len(latencies),
-		"peak_rss_kib": memory().peak,
+		"peak_rss_kib": gopeer.Memory().Peak,
 	}
 }
 
@@ -530,9 +501,9 @@ func (f *footprint) patched(parent, _ string) {
 // Scenario 13: converge, idle, then measure (benches/src/footprint.rs run).
 func footprintRun(config *rest.Config, namespace string, objects int, tag string) map[string]any {
 	f := &footprint{patchedSet: map[string]struct{}{}}
-	baseline := memory()
-	baselineThreads := status()["Threads:"]
-	mark := now()
+	baseline := gopeer.Memory()
+	baselineThreads := gopeer.Status()["Threads:"]
+	mark := gopeer.Now()
 	startController(config, namespace, tag, f)
 	for {
 		f.mu.Lock()
@@ -543,14 +514,14 @@ func footprintRun(config *rest.Config, namespace string, objects int, tag string
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	convergeSeconds, _, _, _ := mark.since()
+	convergeSeconds, _, _, _ := mark.Since()
 	time.Sleep(idle)
-	fields := status()
-	_, cpu, _, _ := mark.since()
+	fields := gopeer.Status()
+	_, cpu, _, _ := mark.Since()
 	return map[string]any{
 		"kind": "footprint", "implementation": implementation,
 		"objects":          objects,
-		"baseline_rss_kib": baseline.rss, "baseline_threads": baselineThreads,
+		"baseline_rss_kib": baseline.RSS, "baseline_threads": baselineThreads,
 		"converge_seconds": convergeSeconds, "idle_seconds": idle.Seconds(),
 		"idle_rss_kib": fields["VmRSS:"], "idle_rss_anon_kib": fields["RssAnon:"],
 		"idle_rss_file_kib": fields["RssFile:"], "peak_rss_kib": fields["VmHWM:"],
@@ -591,54 +562,6 @@ func jsonNumber(x float64) any {
 		return nil
 	}
 	return x
-}
-
-type mark struct {
-	wall time.Time
-	user time.Duration
-	sys  time.Duration
-}
-
-func now() mark {
-	user, sys := rusage()
-	return mark{wall: time.Now(), user: user, sys: sys}
-}
-
-// Seconds of wall time, CPU (user + sys), user and sys since the mark.
-func (m mark) since() (float64, float64, float64, float64) {
-	user, sys := rusage()
-	u, s := (user - m.user).Seconds(), (sys - m.sys).Seconds()
-	return time.Since(m.wall).Seconds(), u + s, u, s
-}
-
-func rusage() (time.Duration, time.Duration) {
-	var usage syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &usage)
-	return time.Duration(usage.Utime.Nano()), time.Duration(usage.Stime.Nano())
-}
-
-// The numeric fields of /proc/self/status (kB for memory), by name with its colon.
-func status() map[string]uint64 {
-	text, _ := os.ReadFile("/proc/self/status")
-	fields := map[string]uint64{}
-	for _, line := range strings.Split(string(text), "\n") {
-		words := strings.Fields(line)
-		if len(words) < 2 {
-			continue
-		}
-		if value, err := strconv.ParseUint(words[1], 10, 64); err == nil {
-			fields[words[0]] = value
-		}
-	}
-	return fields
-}
-
-type mem struct{ rss, peak uint64 }
-
-// VmRSS and VmHWM of this process, KiB.
-func memory() mem {
-	fields := status()
-	return mem{rss: fields["VmRSS:"], peak: fields["VmHWM:"]}
 }
 
 // The names of this process's threads (/proc/self/task/*/comm), sorted.
