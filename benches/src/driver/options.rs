@@ -96,7 +96,7 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Parses the command line (see the [module docs](self)).
+    /// Parses the command line (see the [driver's docs](super)).
     pub fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<Self> {
         let mut options = Self::default();
         let mut args = args.into_iter();

@@ -40,8 +40,9 @@ impl<E> ProcessError<E> {
     }
 }
 
-/// The deltas of one `pop_batch`, handed out one key at a time under the queue's lock,
-/// whichever queue feeds the informer.
+/// The deltas of one `pop_batch`, handed out one key (or change) at a time, whichever
+/// queue feeds the informer: the DeltaFIFO's under its lock, the RealFIFO's taken out
+/// of it and handed out with the lock released.
 pub(crate) trait DeltaBatch<K> {
     /// Calls `apply` with the next deltas of the batch; `false` (without calling it)
     /// once the batch is full or the queue empty.

@@ -115,8 +115,9 @@ impl<K: 'static> Queue<K> {
         dispatch!(self, fifo => fifo.len())
     }
 
-    /// Waits for something queued, then calls `run` under the queue's lock with a batch
-    /// of up to `max` keys' (or changes') deltas; returns what `run` returns and whether
+    /// Waits for something queued, then calls `run` with a batch of up to `max` keys'
+    /// (or changes') deltas: under the queue's lock for the per-key queue, with the
+    /// changes taken out and the lock released for the in-order one; returns what `run` returns and whether
     /// the queue is empty now, `None` once it is closed and empty.
     pub(super) async fn pop_batch<T>(
         &self,
