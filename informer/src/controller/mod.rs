@@ -197,8 +197,6 @@ pub use context::Context;
 pub use mapping::IntoPrimaryKey;
 pub use predicate::Predicate;
 pub use primary::Primary;
-#[cfg(feature = "metrics")]
-pub(crate) use read_your_writes::WaitOutcome;
 pub(crate) use reconciler::{ReconcileFn, erase_reconcile};
 pub(crate) use replication::{Decide, Replicate, Workload, gated_by_shard};
 pub use replication::{Fenced, LeaderElected, ReplicationMode, Sharded, Single};

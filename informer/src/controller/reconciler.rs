@@ -203,7 +203,12 @@ impl<K: Primary> Reconciler<K> {
         let _waited = self.state.read_your_writes.wait(&key).await;
         #[cfg(feature = "metrics")]
         if let Some(metrics) = &self.metrics {
-            metrics.waited_for_own_writes(_waited);
+            use super::read_your_writes::WaitOutcome;
+            match _waited {
+                WaitOutcome::NothingPending => {}
+                WaitOutcome::CaughtUp => metrics.waited_for_own_writes(true),
+                WaitOutcome::TimedOut => metrics.waited_for_own_writes(false),
+            }
         }
         let context = Context::new(Arc::clone(&self.state), key.clone(), fence);
         let Some(mut object) = self.primary.get(&key) else {

@@ -8,8 +8,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::controller::WaitOutcome;
-
 /// `controller`, and `cluster` for a fleet member's.
 type ControllerLabel = Vec<(&'static str, String)>;
 /// The same and `result`.
@@ -151,16 +149,12 @@ impl ControllerMetrics {
     }
 
     /// A reconcile first waited for the cache to show the controller's own writes of
-    /// its key, with `outcome` (nothing is counted when none were pending).
-    pub(crate) fn waited_for_own_writes(&self, outcome: WaitOutcome) {
-        match outcome {
-            WaitOutcome::NothingPending => {}
-            WaitOutcome::CaughtUp => {
-                self.writes_caught_up.inc();
-            }
-            WaitOutcome::TimedOut => {
-                self.writes_timed_out.inc();
-            }
+    /// its key: `caught_up` when it did, `false` when the bound passed first.
+    pub(crate) fn waited_for_own_writes(&self, caught_up: bool) {
+        if caught_up {
+            self.writes_caught_up.inc();
+        } else {
+            self.writes_timed_out.inc();
         }
     }
 

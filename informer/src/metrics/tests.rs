@@ -104,11 +104,9 @@ fn a_reconcile_is_counted_by_result_and_a_panic_as_an_error_and_a_panic() {
     }));
     assert!(panicked.is_err());
     drop(controller.start()); // abandoned at shutdown: not a reconcile
-    use crate::controller::WaitOutcome;
-    controller.waited_for_own_writes(WaitOutcome::NothingPending);
-    controller.waited_for_own_writes(WaitOutcome::CaughtUp);
-    controller.waited_for_own_writes(WaitOutcome::CaughtUp);
-    controller.waited_for_own_writes(WaitOutcome::TimedOut);
+    controller.waited_for_own_writes(true);
+    controller.waited_for_own_writes(true);
+    controller.waited_for_own_writes(false);
 
     let text = scrape(&registry);
     let reconciles = |result: &str| {

@@ -17,8 +17,6 @@
 
 use std::fmt::Write as _;
 
-use super::ring::fnv1a;
-
 /// How many top bits of a hash name its bucket: 2,048 buckets. By key each bucket's
 /// owner is drawn independently, so a member's share of `1/N` varies by about
 /// `sqrt((N - 1) / 2048)` (3% for three members); by uid or namespace every member
@@ -31,6 +29,23 @@ pub(crate) const BUCKETS: u64 = 1 << BUCKET_BITS;
 /// The bucket of `hash`: its top [`BUCKET_BITS`] bits.
 pub(crate) fn bucket_of(hash: u64) -> u64 {
     hash >> (64 - BUCKET_BITS)
+}
+
+/// FNV-1a, 64 bits, over `parts` separated by a byte no name contains (one part: the
+/// plain FNV-1a of its bytes, as the API server hashes a shard selector's field).
+pub(super) fn fnv1a(parts: &[&[u8]]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            hash = (hash ^ 0xff).wrapping_mul(PRIME);
+        }
+        for byte in *part {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(PRIME);
+        }
+    }
+    hash
 }
 
 /// FNV-1a, 64 bits, over `value`'s bytes: the hash the API server computes of the

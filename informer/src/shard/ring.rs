@@ -38,24 +38,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::ranges::{BucketRun, bucket_of, runs};
-
-/// FNV-1a, 64 bits, over `parts` separated by a byte no name contains (one part: the
-/// plain FNV-1a of its bytes, as the API server hashes a shard selector's field).
-pub(super) fn fnv1a(parts: &[&[u8]]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            hash = (hash ^ 0xff).wrapping_mul(PRIME);
-        }
-        for byte in *part {
-            hash = (hash ^ u64::from(*byte)).wrapping_mul(PRIME);
-        }
-    }
-    hash
-}
+use super::ranges::{BucketRun, bucket_of, fnv1a, runs};
 
 /// SplitMix64's finaliser: a bijection that spreads every input bit over the output.
 fn mix(mut z: u64) -> u64 {

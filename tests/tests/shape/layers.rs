@@ -16,7 +16,16 @@ use super::tree::{Crate, circles};
 /// which builds dynamic informers from it.
 const LAYERS: &[&[&str]] = &[
     &[
-        "key", "lock", "panic", "cause", "cached", "scope", "synced", "claim", "clock",
+        "key",
+        "lock",
+        "panic",
+        "cause",
+        "cached",
+        "scope",
+        "synced",
+        "claim",
+        "clock",
+        "allocator",
     ],
     &["reflector", "events", "leader", "workqueue", "testenv"],
     &["store", "shard"],
