@@ -68,10 +68,10 @@ pub(super) async fn run(
             let received = proxy.bytes_to_clients();
             let _ = stop.send(());
             running.await??;
+            let synced = informer.lister().list_all().len();
             anyhow::ensure!(
-                informer.lister().list_all().len() == options.objects,
-                "synced {} objects of {}",
-                informer.lister().list_all().len(),
+                synced == options.objects,
+                "synced {synced} objects of {}",
                 options.objects
             );
             eprintln!(

@@ -9,6 +9,7 @@ use std::time::Duration;
 use kube::Resource;
 
 use super::handler::Notification;
+#[cfg(feature = "metrics")]
 use super::latency::ProcessingLatency;
 use super::listener::Listener;
 use super::options::Transform;
@@ -49,6 +50,7 @@ pub(crate) struct Inner<K> {
     /// What the informer's consistency checks need besides the tracker.
     pub(super) consistency: ConsistencyParts,
     /// How long the process loop takes per batch.
+    #[cfg(feature = "metrics")]
     pub(super) processing_latency: ProcessingLatency,
 }
 

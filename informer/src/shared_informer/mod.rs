@@ -58,6 +58,7 @@ mod cache_size;
 mod error;
 mod handler;
 mod inner;
+#[cfg(feature = "metrics")]
 mod latency;
 pub(crate) mod listener;
 mod options;

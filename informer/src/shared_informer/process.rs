@@ -3,6 +3,7 @@
 //! to the handlers.
 
 use std::sync::Arc;
+#[cfg(feature = "metrics")]
 use std::time::Instant;
 
 use kube::Resource;
@@ -56,10 +57,13 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
 
     /// Applies the deltas of one batch, each as [`handle_deltas`](Self::handle_deltas),
     /// with the writer, the cache and the handler list locked once for the batch;
-    /// returns how many pops it applied. Its time is the processing latency.
+    /// returns how many pops it applied. With the `metrics` feature, its time is the
+    /// processing latency.
     fn handle_batch(&self, batch: &mut dyn DeltaBatch<K>) -> usize {
+        #[cfg(feature = "metrics")]
         let started = Instant::now();
         let processed = self.apply_batch(batch);
+        #[cfg(feature = "metrics")]
         self.processing_latency.record(started.elapsed());
         processed
     }

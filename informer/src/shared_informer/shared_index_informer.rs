@@ -14,8 +14,7 @@ use super::error::InformerError;
 use super::handler::ResourceEventHandler;
 use super::inner::{ConsistencyParts, Inner, Startup};
 #[cfg(feature = "metrics")]
-use super::latency::LatencySnapshot;
-use super::latency::ProcessingLatency;
+use super::latency::{LatencySnapshot, ProcessingLatency};
 use super::listener::ListenerStats;
 use super::options::InformerOptions;
 use super::processor::{Processor, RunsOn, Stopped};
@@ -178,6 +177,7 @@ where
                 sync_signal,
                 tracker,
                 consistency,
+                #[cfg(feature = "metrics")]
                 processing_latency: ProcessingLatency::default(),
             }),
         })
