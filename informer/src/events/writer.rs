@@ -176,23 +176,11 @@ async fn write_event(
     let mut recreating = false;
     loop {
         let pending = shared.state.locked().series.next_write(id)?;
-        // The publisher may no longer act for the object (its term or shard ended):
-        // another replica may be the one speaking for it now. Checked here, and again
-        // by the fenced client as the request is handed on (counted as in flight, so
-        // that a replica stepping down waits for it): a check here alone leaves the
-        // request's building between it and the wire, where a paused replica resumes
-        // after its term and sends anyway.
-        let refused = |fenced: &crate::claim::Fenced| {
-            bump(&shared.stats.fenced);
-            let (namespace, name) = pending.write.event_name();
-            tracing::debug!(%namespace, %name, reason = %fenced.reason, "event not written: the claim it was published under ended");
-            shared.state.locked().series.failed(id);
-        };
-        if let Err(fenced) = pending.fence.check_write() {
-            refused(&fenced);
-            return None;
-        }
         tries += 1;
+        // The fenced client checks the publisher's claim as the request is handed on,
+        // and counts the write as in flight so that a replica stepping down waits for
+        // it: a check before building the request would leave the building between it
+        // and the wire, where a paused replica resumes after its term and sends anyway.
         let fenced = crate::claim::fenced_client(client, pending.fence.clone());
         let Err(error) = send(&fenced, &pending.write).await else {
             match pending.write {
@@ -209,7 +197,12 @@ async fn write_event(
             return shared.state.locked().series.written(id, pending.count);
         };
         if let Some(fenced) = crate::claim::Fenced::find(&error) {
-            refused(fenced);
+            // The publisher may no longer act for the object (its term or shard
+            // ended): another replica may be the one speaking for it now.
+            bump(&shared.stats.fenced);
+            let (namespace, name) = pending.write.event_name();
+            tracing::debug!(%namespace, %name, reason = %fenced.reason, "event not written: the claim it was published under ended");
+            shared.state.locked().series.failed(id);
             return None;
         }
         let (namespace, name) = pending.write.event_name();
