@@ -117,6 +117,7 @@ mod claim;
 mod clock;
 mod lock;
 mod panic;
+mod shared;
 mod shutdown;
 mod synced;
 #[cfg(test)]

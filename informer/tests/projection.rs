@@ -4,12 +4,12 @@
 //! against the allocator's own count. Its own test binary: it installs a counting
 //! global allocator (allocation-counter, counting per thread).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use informer::informable::Informable;
 use informer::lister::Lister;
-use informer::projection::Projection;
+use informer::projection::{Projection, Shared, shared_size};
 use informer::reflector::decode_measured;
 use informer::store::Writer;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
@@ -61,6 +61,43 @@ struct PodViewStatus {
 struct PodWithFullMetadata {
     metadata: ObjectMeta,
 }
+
+/// The same fields, those that repeat across Pods shared: the node, the container
+/// list (one per template) and the phase.
+#[derive(Projection, Informable, Clone, Debug)]
+#[projection(of = Pod)]
+#[informable(
+    index(name = "on_node", path = "spec.nodeName"),
+    index(name = "by_image", path = "spec.containers.image")
+)]
+struct SharedPodView {
+    metadata: ObjectMeta,
+    spec: Option<SharedSpec>,
+    status: Option<SharedStatus>,
+}
+
+#[derive(Projection, Clone, Debug, Default)]
+#[projection(of = PodSpec)]
+struct SharedSpec {
+    node_name: Option<Shared<String>>,
+    containers: Shared<Vec<SharedContainer>>,
+}
+
+#[derive(Projection, Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[projection(of = Container)]
+struct SharedContainer {
+    name: String,
+    image: Option<String>,
+}
+
+#[derive(Projection, Clone, Debug, Default)]
+#[projection(of = PodStatus)]
+struct SharedStatus {
+    phase: Option<Shared<String>>,
+}
+
+/// Held by the tests that decode shared values: [`shared_size`] counts the process's.
+static SHARING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A Pod of a Deployment as a 1.20 server holds it: two containers with env, probes,
 /// mounts, four volumes, a status, and managedFields for three managers.
@@ -381,4 +418,129 @@ fn derived_indexes_work_on_a_projection() {
     let on_node = lister.by_node("node-3");
     let owner: &OwnerReference = &on_node[0].metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(owner.kind, "ReplicaSet");
+}
+
+#[test]
+fn shared_fields_hold_the_plain_values_each_stored_once() {
+    let _one = SHARING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = shared_size();
+    let pods: Vec<(PodView, SharedPodView)> = (0..350)
+        .map(|i| {
+            let json = pod_json(i);
+            (
+                decode_measured::<PodView>(&json).unwrap().0,
+                decode_measured::<SharedPodView>(&json).unwrap().0,
+            )
+        })
+        .collect();
+    let mut lists: HashSet<*const Vec<SharedContainer>> = HashSet::new();
+    let mut nodes: HashSet<*const String> = HashSet::new();
+    for (plain, shared) in &pods {
+        let (spec, shared_spec) = (plain.spec.as_ref().unwrap(), shared.spec.as_ref().unwrap());
+        assert_eq!(
+            spec.node_name.as_deref(),
+            shared_spec.node_name.as_deref().map(String::as_str)
+        );
+        let containers: Vec<(String, Option<String>)> = shared_spec
+            .containers
+            .iter()
+            .map(|c| (c.name.clone(), c.image.clone()))
+            .collect();
+        let expected: Vec<(String, Option<String>)> = spec
+            .containers
+            .iter()
+            .map(|c| (c.name.clone(), c.image.clone()))
+            .collect();
+        assert_eq!(containers, expected);
+        assert_eq!(
+            shared.status.as_ref().unwrap().phase.as_ref().unwrap(),
+            "Running"
+        );
+        assert_eq!(plain.metadata, shared.metadata);
+        lists.insert(&*shared_spec.containers);
+        nodes.insert(&**shared_spec.node_name.as_ref().unwrap());
+    }
+    // One list per image version (7), one node name per node (50).
+    assert_eq!(lists.len(), 7);
+    assert_eq!(nodes.len(), 50);
+    // 50 nodes, a phase, 7 lists: one entry each.
+    assert_eq!(shared_size().values - before.values, 58);
+    drop(pods);
+    assert_eq!(
+        shared_size(),
+        before,
+        "the last Pod took its values with it"
+    );
+}
+
+#[test]
+fn shared_values_are_counted_once_against_the_allocator() {
+    let _one = SHARING.lock().unwrap_or_else(|e| e.into_inner());
+    let jsons: Vec<String> = (0..350).map(pod_json).collect();
+    let before = shared_size();
+    let mut objects = 0;
+    let mut kept = Vec::with_capacity(jsons.len());
+    let info = allocation_counter::measure(|| {
+        for json in &jsons {
+            let (view, bytes) = decode_measured::<SharedPodView>(json).unwrap();
+            objects += bytes;
+            kept.push(Arc::new(view));
+        }
+    });
+    let shared = shared_size().bytes - before.bytes;
+    // The allocator's figure, as above.
+    let held = info.bytes_current as f64 + 16.0 * info.count_current as f64;
+    let estimated = (objects + shared as usize) as f64;
+    let ratio = estimated / held;
+    println!("shared: objects {objects} + values {shared} bytes, allocator {held}: {ratio:.3}");
+    assert!((0.9..1.1).contains(&ratio), "{ratio}");
+    // Against the same objects unshared.
+    let plain: usize = jsons
+        .iter()
+        .map(|json| decode_measured::<PodView>(json).unwrap().1)
+        .sum();
+    println!("unshared: {plain}");
+    assert!(
+        objects + (shared as usize) < plain,
+        "{objects} + {shared} against {plain}"
+    );
+    drop(kept);
+}
+
+#[test]
+fn derived_indexes_read_through_shared_values() {
+    let _one = SHARING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache =
+        Writer::with_indexers(SharedPodView::key_fn(), SharedPodView::indexers()).unwrap();
+    for i in 0..100 {
+        let (view, _) = decode_measured::<SharedPodView>(&pod_json(i)).unwrap();
+        cache.upsert(view);
+    }
+    let lister = Lister::new(cache.indexer());
+    assert_eq!(lister.on_node("node-3").len(), 2);
+    let node = lister.on_node("node-3")[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .node_name
+        .clone()
+        .unwrap();
+    assert_eq!(
+        lister.on_node(&node).len(),
+        2,
+        "a shared string is a key too"
+    );
+    // 100 Pods over 7 image versions: 15 of version 1.0 (0, 7, ..., 98).
+    assert_eq!(
+        lister
+            .by_image("registry.example.com/team/server:1.0")
+            .len(),
+        15
+    );
+    assert_eq!(
+        lister
+            .by_image("registry.example.com/team/sidecar:1.0")
+            .len(),
+        15
+    );
 }

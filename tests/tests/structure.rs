@@ -69,8 +69,11 @@ fn imports_point_down_the_layers_without_circles() {
 
 /// The most public items (each counted once, the prelude's aside) the library may
 /// have: the surface is a cost every user pays, so it grows only by a decision made
-/// here. 236 before the front-door work of 2026-12 (issue 45), 233 after it.
-const PUBLIC_ITEMS_CEILING: usize = 233;
+/// here. 236 before the front-door work of 2026-12 (issue 45), 233 after it; 236 with
+/// issue 48's shared values (`projection::Shared`, and `shared_size` with its
+/// `SharedSize`: values counted once for the process belong to no one informer's
+/// `CacheSize`).
+const PUBLIC_ITEMS_CEILING: usize = 236;
 
 /// The most names the prelude may hold: an operator's path, not a second index.
 const PRELUDE_CEILING: usize = 15;

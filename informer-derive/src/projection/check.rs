@@ -7,7 +7,8 @@
 //! with a similar name exists" suggestion), for k8s-openapi types and CRDs' Rust types
 //! alike. The type check walks the projection's `Option`, `Vec` and map layers into
 //! the original's (an `Option` of the projection steps into the original's only where
-//! the original has one) and ends in `leaf(value).holds::<Projected>()`, whose
+//! the original has one; a `Shared` layer is the value it holds, so the walk stays
+//! where it is) and ends in `leaf(value).holds::<Projected>()`, whose
 //! `ProjectionOf` bound is spanned at the field's type.
 
 use proc_macro2::{Span, TokenStream};
@@ -81,6 +82,9 @@ fn walk(
             let body = walk(runtime, inner, &next, fresh, span);
             quote_spanned!(span=> #runtime::values(#value, |#next| { #body });)
         }
+        // The value a `Shared` holds stands where the original's is: the walk goes on
+        // with the same value of the original.
+        Shape::Shared(inner) => walk(runtime, inner, value, fresh, span),
         Shape::Leaf(ty) => quote_spanned!(ty.span()=> #runtime::leaf(#value).holds::<#ty>();),
     }
 }

@@ -120,6 +120,8 @@ pub(crate) enum Shape<'a> {
     Vec(Box<Shape<'a>>),
     /// `BTreeMap<String, T>` (or `HashMap`).
     Map(Box<Shape<'a>>),
+    /// `Shared<T>`: a `T` stored once (`informer::projection::Shared`), read as `T`.
+    Shared(Box<Shape<'a>>),
     /// Any other type: the original's, or a projection of it.
     Leaf(&'a Type),
 }
@@ -326,7 +328,9 @@ fn field_key(cx: &Ctxt, ident: &Ident, attributes: &[Attribute]) -> JsonKey {
     }
 }
 
-/// `ty` seen through `Option`, `Vec` and `BTreeMap<String, _>` / `HashMap<String, _>`.
+/// `ty` seen through `Option`, `Vec`, `BTreeMap<String, _>` / `HashMap<String, _>`
+/// and `Shared` (by its last name, as the others: a type of the user's named `Shared`
+/// with one type argument is taken for ours, and its check fails at the field).
 fn shape(ty: &Type) -> Shape<'_> {
     let Some((name, types)) = generic(ty) else {
         return Shape::Leaf(ty);
@@ -335,6 +339,7 @@ fn shape(ty: &Type) -> Shape<'_> {
         ("Option", [inner]) => Shape::Option(Box::new(shape(inner))),
         ("Vec", [inner]) => Shape::Vec(Box::new(shape(inner))),
         ("BTreeMap" | "HashMap", [_, value]) => Shape::Map(Box::new(shape(value))),
+        ("Shared", [inner]) => Shape::Shared(Box::new(shape(inner))),
         _ => Shape::Leaf(ty),
     }
 }

@@ -102,13 +102,14 @@ fn camel_case_is_serdes() {
 }
 
 #[test]
-fn shapes_see_through_option_vec_and_maps() {
+fn shapes_see_through_option_vec_maps_and_shared() {
     let input: syn::DeriveInput = syn::parse2(quote! {
         #[projection(of = X)]
         struct S {
             a: Option<Vec<Image>>,
             b: std::collections::BTreeMap<String, Option<i32>>,
             c: Box<String>,
+            d: Option<informer::projection::Shared<Vec<Image>>>,
         }
     })
     .unwrap();
@@ -120,6 +121,7 @@ fn shapes_see_through_option_vec_and_maps() {
                 Shape::Option(inner) => format!("Option({})", go(inner)),
                 Shape::Vec(inner) => format!("Vec({})", go(inner)),
                 Shape::Map(inner) => format!("Map({})", go(inner)),
+                Shape::Shared(inner) => format!("Shared({})", go(inner)),
                 Shape::Leaf(ty) => quote!(#ty).to_string().replace(' ', ""),
             }
         }
@@ -132,7 +134,12 @@ fn shapes_see_through_option_vec_and_maps() {
         .collect();
     assert_eq!(
         shapes,
-        ["Option(Vec(Image))", "Map(Option(i32))", "Box<String>"]
+        [
+            "Option(Vec(Image))",
+            "Map(Option(i32))",
+            "Box<String>",
+            "Option(Shared(Vec(Image)))"
+        ]
     );
 }
 

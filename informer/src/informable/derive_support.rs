@@ -12,10 +12,12 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::Hash;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
+use crate::shared::Shared;
 use crate::store::AsIndexKey;
 
 /// The metadata-only object, whose indexes on `metadata` the derive also implements.
@@ -124,6 +126,14 @@ impl<'a, T: 'a, const N: usize> StepInto<'a> for Step<'a, [T; N]> {
         for value in self.0 {
             f(value);
         }
+    }
+}
+
+/// Into the value a [`Shared`] holds: a path reads through it as through the value.
+impl<'a, T: Eq + Hash + Send + Sync + 'static> StepInto<'a> for Step<'a, Shared<T>> {
+    type Item = T;
+    fn step(&self, f: &mut dyn FnMut(&'a T)) {
+        f(self.0);
     }
 }
 

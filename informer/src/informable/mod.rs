@@ -110,7 +110,7 @@
 //!
 //! | Attribute | Meaning |
 //! |-----------|---------|
-//! | `index(name = "by_x", path = "spec.x")` | keys from a field path; JSON (`spec.nodeName`) or Rust (`spec.node_name`) names; `Option`, `Vec` and sets are looked into (one key per element); `['key']` reads a map (`metadata.labels['app']`) |
+//! | `index(name = "by_x", path = "spec.x")` | keys from a field path; JSON (`spec.nodeName`) or Rust (`spec.node_name`) names; `Option`, `Vec`, sets and `Shared` are looked into (one key per element); `['key']` reads a map (`metadata.labels['app']`) |
 //! | `index(name = "by_x", fn = path::to::f)` | keys from `fn(&K) -> R`, where `R` is a key, an `Option`, `Vec` or set of keys, or a reference to one |
 //! | `index(name = "by_x", owner)` | keys from `metadata.ownerReferences`: the owner's UID; `owner(type = Widget, controller, name)` keeps only owners of that type (its API group and kind), only the controller, and keys by the owner's name; `owner(kind = "CronJob", group = "batch")` or `api_version = "batch/v1"` names the group and kind of an owner without a Rust type ([Owner indexes](#owner-indexes)) |
 //! | `value = Type` (in `index`) | the key type, when the derive cannot see it (deep paths, functions); default `String`, and checked against the field |

@@ -190,5 +190,7 @@ pub mod __private;
 mod probe;
 mod rules;
 
+pub use crate::shared::{Shared, SharedSize, shared_size};
+
 #[cfg(test)]
 mod tests;

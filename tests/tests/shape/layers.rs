@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "claim",
         "clock",
         "allocator",
+        "shared",
     ],
     &["reflector", "events", "leader", "workqueue", "testenv"],
     &["store", "shard"],

@@ -14,6 +14,11 @@
 //!   API server writes keys sorted);
 //! - the object itself in the `Arc` the cache holds it in.
 //!
+//! The total is the allocator's open measurement (`crate::allocator::measured`). A
+//! [`Shared`](crate::projection::Shared) value is measured apart: its bytes are the
+//! shared entry's (counted once for the process), and the object counts only its
+//! handle, inline in it.
+//!
 //! What it misses is small and stated: strings decoded through `deserialize_any` into
 //! other types than `String` or `Value` (an `IntOrString`), `Box`es, and base64
 //! bytes; and it counts as kept the strings serde buffers for a `#[serde(flatten)]`
@@ -25,12 +30,9 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-use crate::allocator::allocation;
+use crate::allocator::{allocation, count, measured};
 
 thread_local! {
-    /// The bytes counted for the object being measured on this thread, or `None`
-    /// when no measurement is open (values decoded outside [`measure`] count nowhere).
-    static OPEN: Cell<Option<usize>> = const { Cell::new(None) };
     /// What the last [`measure`] on this thread counted.
     static LAST: Cell<usize> = const { Cell::new(0) };
 }
@@ -38,9 +40,7 @@ thread_local! {
 /// Runs `decode` (the decoding of one `T`), counting the allocations of what it
 /// builds; [`last`] then says how many bytes they and `T`'s own `Arc` take.
 pub(super) fn measure<T, E>(decode: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-    let outer = OPEN.replace(Some(0));
-    let decoded = decode();
-    let counted = OPEN.replace(outer).unwrap_or(0);
+    let (decoded, counted) = measured(decode);
     // `Arc<T>`: two counters and the value.
     let total = counted + allocation(2 * size_of::<usize>() + size_of::<T>());
     LAST.set(total);
@@ -50,18 +50,6 @@ pub(super) fn measure<T, E>(decode: impl FnOnce() -> Result<T, E>) -> Result<T, 
 /// The estimate of the last object [`measure`]d on this thread.
 pub(in crate::reflector) fn last() -> usize {
     LAST.get()
-}
-
-/// Counts an allocation of `bytes` into the open measurement, if any.
-fn count(bytes: usize) {
-    if bytes == 0 {
-        return;
-    }
-    OPEN.with(|open| {
-        if let Some(total) = open.get() {
-            open.set(Some(total + allocation(bytes)));
-        }
-    });
 }
 
 /// The capacity a `Vec` of elements of `size` bytes has after `len` pushes into

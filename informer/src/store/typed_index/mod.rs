@@ -19,6 +19,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::{IndexFunc, IndexedField, Indexer, Indexers, StoreError};
+use crate::shared::Shared;
 
 /// One named, typed index of resource type `K`, implemented by a marker type.
 ///
@@ -107,7 +108,8 @@ index_key_by_display!(
 );
 
 /// A value a query can pass for keys of type `V`: a `V`, a `&V`, and for `String`
-/// keys any string (`&str`, `&String`, `Cow<str>`, `Arc<str>`).
+/// keys any string (`&str`, `&String`, `Cow<str>`, `Arc<str>`, a
+/// [`Shared<String>`](crate::projection::Shared)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a key of an index whose keys are `{V}`",
     label = "expected a `{V}` (or a reference to one)",
@@ -143,7 +145,14 @@ macro_rules! string_keys {
     )*};
 }
 
-string_keys!(&str, Cow<'_, str>, Arc<str>, Box<str>);
+string_keys!(
+    &str,
+    Cow<'_, str>,
+    Arc<str>,
+    Box<str>,
+    Shared<String>,
+    &Shared<String>
+);
 
 impl AsIndexKey<String> for str {
     fn as_index_key(&self, encode: fn(&String) -> Cow<'_, str>) -> Cow<'_, str> {
