@@ -21,7 +21,7 @@ use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryOptions, SharedInformerFactory};
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
-use informer::projection::Projection;
+use informer::projection::{Projection, Shared, shared_size};
 use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, PodStatus, Secret};
@@ -334,6 +334,145 @@ async fn the_cache_size_gauges_move_with_the_objects_and_name_the_projection() {
     })
     .await;
     factory.shutdown().await;
+}
+
+/// The same Pods with their repeating values shared: the node and the container list.
+#[derive(Projection, Clone, Debug)]
+#[projection(of = Pod)]
+struct SharedView {
+    metadata: ObjectMeta,
+    spec: Option<SharedViewSpec>,
+}
+
+#[derive(Projection, Clone, Debug, Default)]
+#[projection(of = PodSpec)]
+struct SharedViewSpec {
+    node_name: Option<Shared<String>>,
+    containers: Shared<Vec<SharedContainer>>,
+}
+
+#[derive(Projection, Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[projection(of = Container)]
+struct SharedContainer {
+    name: String,
+    image: Option<String>,
+}
+
+/// The one test of this binary that makes shared values: [`shared_size`] counts the
+/// process's, so every count below is this test's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_values_follow_the_live_objects_through_deletes_and_changes() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("projection-shared").await.unwrap();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryOptions::default()
+            .namespace(ns.clone())
+            .metrics(&metrics),
+    );
+    let views = factory.informer::<SharedView>();
+    factory.start();
+    factory.wait_for_cache_sync().await.unwrap();
+    let api = Api::<Pod>::namespaced(env.client().unwrap(), &ns);
+    // Twelve Pods on three nodes, two templates (images a and b).
+    for i in 0..12 {
+        let image = if i < 6 { "img:a" } else { "img:b" };
+        let mut pod = pod(&format!("web-{i}"), image, i % 3);
+        pod.metadata.finalizers = None;
+        api.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let gauge = || value(&scrape(&registry), "informer_shared_values");
+    let images = || {
+        let mut images: Vec<String> = views
+            .lister()
+            .list_all()
+            .iter()
+            .map(|view| {
+                let spec = view.spec.as_ref().unwrap();
+                spec.containers[0].image.clone().unwrap()
+            })
+            .collect();
+        images.sort();
+        images.dedup();
+        images
+    };
+    eventually("twelve Pods cached", WAIT, || {
+        views.lister().list_all().len() == 12
+    })
+    .await;
+    // Three node names and two container lists, however many Pods hold them.
+    assert_eq!(shared_size().values, 5);
+    assert_eq!(gauge(), Some(5.0));
+    let on_node_0 = views
+        .lister()
+        .list_all()
+        .iter()
+        .filter(|v| {
+            v.spec
+                .as_ref()
+                .unwrap()
+                .node_name
+                .as_ref()
+                .is_some_and(|n| *n == "node-0")
+        })
+        .count();
+    assert_eq!(on_node_0, 4);
+    let lists: Vec<Arc<SharedView>> = views.lister().list_all();
+    let same_template = |a: &SharedView, b: &SharedView| {
+        Shared::ptr_eq(
+            &a.spec.as_ref().unwrap().containers,
+            &b.spec.as_ref().unwrap().containers,
+        )
+    };
+    let a: Vec<&Arc<SharedView>> = lists
+        .iter()
+        .filter(|v| v.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("img:a"))
+        .collect();
+    assert_eq!(a.len(), 6);
+    assert!(a.windows(2).all(|w| same_template(w[0], w[1])));
+    drop(a);
+    drop(lists);
+
+    // The Pods of template b go: its list goes with them; the nodes stay.
+    for i in 6..12 {
+        api.delete(
+            &format!("web-{i}"),
+            &DeleteParams::default().grace_period(0),
+        )
+        .await
+        .unwrap();
+    }
+    eventually("template b's list gone with its Pods", WAIT, || {
+        views.lister().list_all().len() == 6 && shared_size().values == 4
+    })
+    .await;
+    assert_eq!(images(), ["img:a"]);
+
+    // Template a's Pods change image: the old list goes, one new list serves them.
+    for i in 0..6 {
+        let patch =
+            serde_json::json!({"spec": {"containers": [{"name": "app", "image": "img:c"}]}});
+        api.patch(
+            &format!("web-{i}"),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+        .unwrap();
+    }
+    eventually("one list for the changed Pods", WAIT, || {
+        images() == ["img:c"] && shared_size().values == 4
+    })
+    .await;
+    assert_eq!(gauge(), Some(4.0));
+    factory.shutdown().await;
+    drop((views, factory));
+    eventually("every value gone with the cache", WAIT, || {
+        shared_size().values == 0
+    })
+    .await;
 }
 
 /// The primary: what the controller reads of a ConfigMap (slim metadata with its

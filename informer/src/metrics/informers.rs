@@ -7,11 +7,14 @@ use std::sync::{Arc, Mutex};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::encoding::EncodeMetric;
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::gauge::ConstGauge;
 
 use super::encode::{Value, family_of};
 use crate::consistency::ConsistencyStats;
 use crate::lock::MutexExt;
+use crate::projection::shared_size;
 use crate::reflector::StatsSnapshot;
 use crate::shared_informer::{LatencySnapshot, ListenerStats, SharedIndexInformer, WeakInformer};
 
@@ -261,7 +264,26 @@ impl Collector for InformerCollector {
             .filter(|s| s.consistency.periodic)
             .map(|s| (labels(s), &s.consistency))
             .collect();
-        super::consistency::encode(e, &checked)
+        super::consistency::encode(e, &checked)?;
+        // The process's, not an informer's: a value is counted once however many
+        // caches hold it (see `projection::Shared`).
+        let shared = shared_size();
+        for (name, help, value) in [
+            (
+                "informer_shared_values",
+                "Distinct shared values (projection fields of type Shared) alive in the process, each stored once whichever caches hold it",
+                shared.values,
+            ),
+            (
+                "informer_shared_values_bytes",
+                "Estimated bytes of the shared values alive in the process, counted once each and in no informer's informer_cache_bytes",
+                shared.bytes,
+            ),
+        ] {
+            let metric = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX)).encode(metric)?;
+        }
+        Ok(())
     }
 }
 

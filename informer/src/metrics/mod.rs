@@ -39,7 +39,10 @@
 //! that two informers of Pods stay apart): `informer_cached_objects`,
 //! `informer_cache_objects` and `informer_cache_bytes` (the objects, and the bytes
 //! they are estimated to hold: see
-//! [`SharedIndexInformer::cache_size`](crate::shared_informer::SharedIndexInformer::cache_size)), `informer_synced`,
+//! [`SharedIndexInformer::cache_size`](crate::shared_informer::SharedIndexInformer::cache_size);
+//! the [shared values](crate::projection::Shared) of the whole process, counted once
+//! each, are the unlabelled `informer_shared_values` and
+//! `informer_shared_values_bytes`), `informer_synced`,
 //! `informer_store_resource_version` (client-go 1.36's name and meaning, keyed by our
 //! `informer` label where client-go's are `name`, `group`, `version`, `resource`: see
 //! [`SharedIndexInformer::store_resource_version`](crate::shared_informer::SharedIndexInformer::store_resource_version)),

@@ -443,3 +443,24 @@ async fn consistency_series_count_the_checks() {
     stop.send(()).ok();
     running.await.unwrap().unwrap();
 }
+
+#[test]
+fn shared_values_are_reported_once_for_the_process() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<ConfigMap>::new(),
+        InformerOptions::default(),
+    )
+    .expect("no indexes");
+    metrics.observe_informer("configmaps", &informer);
+    let held = crate::projection::Shared::new("a value of this test".to_owned());
+    let text = scrape(&registry);
+    // Other tests of this binary share values too: the process's count holds ours.
+    assert!(must(&text, "informer_shared_values") >= 1.0, "{text}");
+    assert!(
+        must(&text, "informer_shared_values_bytes") >= 80.0,
+        "{text}"
+    );
+    drop(held);
+}
