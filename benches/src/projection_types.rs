@@ -3,6 +3,8 @@
 //! and images, `status.phase`):
 //!
 //! - [`PodView`]: ours, `#[derive(Projection)]`, slim metadata;
+//! - [`SharedPodView`]: the same, its repeating values shared
+//!   ([`Shared`]: the node name, the container list, the phase);
 //! - [`PodPartial`]: what a kube-rs user writes for kube-runtime,
 //!   `#[derive(Resource)] #[resource(inherit = Pod)]` with serde's derive, whole
 //!   `ObjectMeta` (managedFields decoded);
@@ -12,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use informer::projection::Projection;
+use informer::projection::{Projection, Shared};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::{Deserialize, Deserializer};
@@ -56,6 +58,46 @@ pub struct ContainerImage {
 pub struct PodViewStatus {
     /// `status.phase`.
     pub phase: Option<String>,
+}
+
+/// Ours with the values that repeat across Pods stored once: what issue 48 measures.
+#[derive(Projection, Clone, Debug)]
+#[projection(of = Pod)]
+pub struct SharedPodView {
+    /// Slim, as [`PodView`]'s (an `ObjectMeta`: nothing in it shared).
+    pub metadata: ObjectMeta,
+    /// Node and images, shared.
+    pub spec: Option<SharedPodViewSpec>,
+    /// Phase, shared.
+    pub status: Option<SharedPodViewStatus>,
+}
+
+/// The spec of [`SharedPodView`].
+#[derive(Projection, Clone, Debug, Default)]
+#[projection(of = PodSpec)]
+pub struct SharedPodViewSpec {
+    /// `spec.nodeName`: one copy a node.
+    pub node_name: Option<Shared<String>>,
+    /// `spec.containers[*]`: one list a template.
+    pub containers: Shared<Vec<SharedContainerImage>>,
+}
+
+/// A container of [`SharedPodViewSpec`]: compared when its list is looked up.
+#[derive(Projection, Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[projection(of = Container)]
+pub struct SharedContainerImage {
+    /// Its name.
+    pub name: String,
+    /// Its image.
+    pub image: Option<String>,
+}
+
+/// The status of [`SharedPodView`].
+#[derive(Projection, Clone, Debug, Default)]
+#[projection(of = PodStatus)]
+pub struct SharedPodViewStatus {
+    /// `status.phase`: one of five words.
+    pub phase: Option<Shared<String>>,
 }
 
 /// kube-runtime's partial type, as its docs show it: whole `ObjectMeta`.

@@ -78,7 +78,8 @@
 //!
 //! A field's type is the original's, a [`derive@Projection`] of it, or either inside
 //! the same `Option`, `Vec` or `BTreeMap<String, _>` as in the original; a field
-//! that the original always has may still be an `Option`. Where the original may
+//! that the original always has may still be an `Option`. Any of these may be held in
+//! a [`Shared`], stored once for every object with an equal value. Where the original may
 //! lack a field (an `Option` there), the projection has an `Option` too.
 //!
 //! A misspelt field, or one of another type than the original's, is a compile
