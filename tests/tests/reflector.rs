@@ -15,7 +15,7 @@ use common::{config_map, create_config_maps, eventually};
 use futures::future::BoxFuture;
 use informer::reflector::{
     ApiListerWatcher, Config, ListPage, ListRequest, ListerWatcher, Reflector, ReflectorError,
-    ReflectorStore, WatchRequest, WatchStream,
+    ReflectorStore, ShardField, ShardSelector, WatchRequest, WatchStream,
 };
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -880,11 +880,10 @@ impl informer::reflector::KeyFilter for LowerHalfOfNamespaces {
         self.0.subscribe()
     }
 
-    fn server_selector(&self) -> Option<String> {
-        Some(
-            "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')"
-                .to_owned(),
-        )
+    fn server_selector(&self) -> Option<ShardSelector> {
+        // What the server reads as
+        // `shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')`.
+        Some(ShardSelector::new(ShardField::Namespace, Some(0..1 << 63)))
     }
 }
 

@@ -72,8 +72,10 @@ fn imports_point_down_the_layers_without_circles() {
 /// here. 236 before the front-door work of 2026-12 (issue 45), 233 after it; 236 with
 /// issue 48's shared values (`projection::Shared`, and `shared_size` with its
 /// `SharedSize`: values counted once for the process belong to no one informer's
-/// `CacheSize`).
-const PUBLIC_ITEMS_CEILING: usize = 236;
+/// `CacheSize`); 238 with issue 45's typed shard selector (`reflector::ShardSelector`
+/// and its `ShardField`), which a key filter returns where it returned a string the
+/// reflector parsed back.
+const PUBLIC_ITEMS_CEILING: usize = 238;
 
 /// The most names the prelude may hold: an operator's path, not a second index.
 const PRELUDE_CEILING: usize = 15;

@@ -40,6 +40,7 @@ use super::decode::{
     ListDecoder, ManagedFields, decode_event, decode_list_stream, last_decoded_size,
 };
 use super::decoded_sizes::DecodedSizes;
+use super::key_filter::ShardSelector;
 use super::lister_watcher::{
     ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
@@ -287,8 +288,9 @@ where
             Step::Continues
         };
         let selector = self.shards.selector(request.key_filter.as_ref(), step);
+        let query = selector.as_ref().map(ShardSelector::to_query);
         let body = self
-            .with_selector(selector.as_deref(), |selector| {
+            .with_selector(query.as_deref(), |selector| {
                 self.list_body(&params, selector)
             })
             .await?;
@@ -439,8 +441,9 @@ where
                 Step::Continues
             };
             let selector = self.shards.selector(request.key_filter.as_ref(), step);
+            let query = selector.as_ref().map(ShardSelector::to_query);
             let body = self
-                .with_selector(selector.as_deref(), |selector| {
+                .with_selector(query.as_deref(), |selector| {
                     self.watch_body(&params, selector)
                 })
                 .await?;

@@ -104,7 +104,8 @@ pub use decoded_sizes::DecodedSizes;
 pub use error::{DecodeError, ReflectorError, SyncError};
 pub use fake_source::FakeSource;
 pub use key_filter::{
-    ControlledBy, FnKeyFilter, KeyFilter, ObjectHead, OwnerHead, SharedKeyFilter,
+    ControlledBy, FnKeyFilter, KeyFilter, ObjectHead, OwnerHead, ShardField, ShardSelector,
+    SharedKeyFilter,
 };
 pub use list_watch::ListWatch;
 pub use lister_watcher::{

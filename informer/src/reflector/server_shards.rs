@@ -48,7 +48,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use super::key_filter::SharedKeyFilter;
+use super::key_filter::{ShardField, ShardSelector, SharedKeyFilter};
 use super::lister_watcher::WatchEvent;
 use crate::cause::kube_cause;
 use crate::lock::MutexExt;
@@ -60,10 +60,6 @@ use crate::lock::MutexExt;
 /// nothing), so 32 in a row would happen about once in 4 billion lists. (By
 /// namespace, objects are not independent: nothing but `shardInfo` or a drop tells.)
 const EVIDENCE: usize = 32;
-
-/// The selector of the whole hash space: a server that filters by it sends what one
-/// that does not would.
-const WHOLE_SPACE_END: &str = "'0x10000000000000000')";
 
 /// Why the selector is not sent until the next list starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +103,11 @@ pub(super) struct ServerShards {
 impl ServerShards {
     /// The selector to send with a request filtered by `filter` at `step` of a list
     /// or watch, if any: none after a fallback until a list starts.
-    pub(super) fn selector(&self, filter: Option<&SharedKeyFilter>, step: Step) -> Option<String> {
+    pub(super) fn selector(
+        &self,
+        filter: Option<&SharedKeyFilter>,
+        step: Step,
+    ) -> Option<ShardSelector> {
         let selector = filter.and_then(|filter| filter.filter().server_selector())?;
         let mut sending = self.sending.locked();
         if sending.fallback.is_some() {
@@ -123,7 +123,7 @@ impl ServerShards {
 
     /// `selector`, if the request it went with was answered with it (not sent again
     /// without it): what the answer can tell about.
-    pub(super) fn still_sent(&self, selector: Option<String>) -> Option<String> {
+    pub(super) fn still_sent(&self, selector: Option<ShardSelector>) -> Option<ShardSelector> {
         selector.filter(|_| self.sending.locked().fallback.is_none())
     }
 
@@ -222,25 +222,19 @@ impl ServerShards {
     pub(super) fn listed(
         &self,
         resource: &str,
-        selector: &str,
+        selector: &ShardSelector,
         said_served: bool,
         kept: usize,
         dropped: usize,
     ) {
-        let asks_everything =
-            selector.starts_with("shardRange(") && !selector.contains(" || ") && {
-                selector.contains("'0x0000000000000000', ") && selector.ends_with(WHOLE_SPACE_END)
-            };
         // Objects fall in or out of a share independently only when the hashed field is
         // their own: by namespace, a whole collection may sit in one namespace.
-        let by_uid_only = selector
-            .split(" || ")
-            .all(|range| range.starts_with("shardRange(object.metadata.uid,"));
+        let by_uid = selector.field() == ShardField::Uid;
         let served = if said_served {
             true
         } else if dropped > 0 {
             false
-        } else if kept >= EVIDENCE && by_uid_only && !asks_everything {
+        } else if kept >= EVIDENCE && by_uid && !selector.asks_everything() {
             true
         } else {
             return;
@@ -274,14 +268,14 @@ impl ServerShards {
 pub(super) struct InitialEvents {
     shards: Arc<ServerShards>,
     resource: String,
-    selector: String,
+    selector: ShardSelector,
     kept: usize,
     dropped: usize,
 }
 
 impl InitialEvents {
     /// Counting the initial events of a streaming list sent with `selector`.
-    pub(super) fn new(shards: Arc<ServerShards>, resource: &str, selector: String) -> Self {
+    pub(super) fn new(shards: Arc<ServerShards>, resource: &str, selector: ShardSelector) -> Self {
         Self {
             shards,
             resource: resource.to_owned(),

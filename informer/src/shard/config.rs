@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::ShardError;
 use crate::leader::{LeaderElectionConfig, LeaseTimings};
+use crate::reflector::ShardField;
 
 /// The label every member Lease of a group carries, with the group as its value.
 pub const GROUP_LABEL: &str = "informer.rs/shard-group";
@@ -136,11 +137,11 @@ impl ShardBy {
     }
 
     /// The field the API server hashes for this rule, if it can.
-    pub(crate) fn server_field(self) -> Option<&'static str> {
+    pub(crate) fn server_field(self) -> Option<ShardField> {
         match self {
             Self::Key => None,
-            Self::Namespace => Some("object.metadata.namespace"),
-            Self::Uid => Some("object.metadata.uid"),
+            Self::Namespace => Some(ShardField::Namespace),
+            Self::Uid => Some(ShardField::Uid),
         }
     }
 }
@@ -303,7 +304,7 @@ mod tests {
         assert_eq!(ShardBy::Uid.key_hash(Some("ns"), "web"), None);
         assert_eq!(ShardBy::Uid.object_hash(Some("ns"), "web", None), None);
         assert_eq!(ShardBy::Key.server_field(), None);
-        assert_eq!(ShardBy::Uid.server_field(), Some("object.metadata.uid"));
+        assert_eq!(ShardBy::Uid.server_field(), Some(ShardField::Uid));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::stats::{Counters, ShardStats};
 use crate::claim::WritesInFlight;
 use crate::clock::MissedTime;
 use crate::key::ObjectKey;
-use crate::reflector::{KeyFilter, ObjectHead};
+use crate::reflector::{KeyFilter, ObjectHead, ShardSelector};
 
 /// What a handle shares with its member besides the assignment.
 pub(crate) struct HandleParts {
@@ -160,7 +160,7 @@ impl ShardHandle {
             members,
             self.is_active(),
             *self.generation.borrow(),
-            selector.as_deref(),
+            selector.as_ref(),
         )
     }
 
@@ -283,9 +283,12 @@ impl KeyFilter for ShardHandle {
 
     /// This member's share of the target view as hash ranges over the field the
     /// server hashes, when [`ShardBy`] names one.
-    fn server_selector(&self) -> Option<String> {
+    fn server_selector(&self) -> Option<ShardSelector> {
         let field = self.shard_by.server_field()?;
         let runs = self.state.borrow().members.runs_of(&self.identity);
-        Some(super::ranges::selector(field, &runs))
+        Some(ShardSelector::new(
+            field,
+            runs.iter().map(|run| run.hashes()),
+        ))
     }
 }

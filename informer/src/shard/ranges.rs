@@ -1,5 +1,5 @@
-//! A member's share as the API server can serve it: hash ranges, and the shard
-//! selector that asks for them.
+//! A member's share as the API server can serve it: hash ranges, which a
+//! [`ShardSelector`](crate::reflector::ShardSelector) asks for.
 //!
 //! Kubernetes 1.36 can filter a list or watch by a hash of one field of each object
 //! (KEP-5866, feature gate `ShardedListAndWatch`, alpha): the query parameter
@@ -14,8 +14,6 @@
 //! itself. By uid or namespace the buckets are laid out in a few contiguous runs per
 //! member ([`contiguous`](super::contiguous)), so the selector has at most 32 ranges
 //! (2.7 KB; a member of two to five members sends 1.1 KB at most).
-
-use std::fmt::Write as _;
 
 /// How many top bits of a hash name its bucket: 2,048 buckets. By key each bucket's
 /// owner is drawn independently, so a member's share of `1/N` varies by about
@@ -62,16 +60,11 @@ pub(crate) struct BucketRun {
 }
 
 impl BucketRun {
-    /// The hash range's start, as the selector writes it: `0x` and 16 hex digits (the
-    /// server takes no other form).
-    fn start_hex(self) -> String {
-        format!("{:#018x}", u128::from(self.first) << (64 - BUCKET_BITS))
-    }
-
-    /// The hash range's end, exclusive, as the selector writes it: `0x` and 16 hex
-    /// digits, or `0x10000000000000000` for the end of the hash space.
-    fn end_hex(self) -> String {
-        format!("{:#018x}", u128::from(self.end) << (64 - BUCKET_BITS))
+    /// The hash range of the run's buckets, `[start, end)` (the end of the space is
+    /// `2^64`).
+    pub(crate) fn hashes(self) -> std::ops::Range<u128> {
+        let shift = 64 - BUCKET_BITS;
+        u128::from(self.first) << shift..u128::from(self.end) << shift
     }
 }
 
@@ -93,31 +86,10 @@ pub(crate) fn runs(owns: impl Fn(u64) -> bool) -> Vec<BucketRun> {
     runs
 }
 
-/// The shard selector for `runs` over `field` (`object.metadata.uid` or
-/// `object.metadata.namespace`). No runs asks for the first hash value only: the
-/// server cannot be asked for nothing, and what it sends is filtered here anyway.
-pub(crate) fn selector(field: &str, runs: &[BucketRun]) -> String {
-    if runs.is_empty() {
-        return format!("shardRange({field}, '0x0000000000000000', '0x0000000000000001')");
-    }
-    let mut selector = String::with_capacity(runs.len() * 70);
-    for (i, run) in runs.iter().enumerate() {
-        if i > 0 {
-            selector.push_str(" || ");
-        }
-        let _ = write!(
-            selector,
-            "shardRange({field}, '{}', '{}')",
-            run.start_hex(),
-            run.end_hex()
-        );
-    }
-    selector
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reflector::{ShardField, ShardSelector};
 
     #[test]
     fn the_field_hash_is_fnv1a_64() {
@@ -149,25 +121,29 @@ mod tests {
                 },
             ]
         );
+        let selector = ShardSelector::new(ShardField::Uid, runs.iter().map(|run| run.hashes()));
         assert_eq!(
-            selector("object.metadata.uid", &runs),
+            selector.to_query(),
             "shardRange(object.metadata.uid, '0x0000000000000000', '0x0040000000000000') || \
              shardRange(object.metadata.uid, '0x00a0000000000000', '0x00c0000000000000') || \
              shardRange(object.metadata.uid, '0xffe0000000000000', '0x10000000000000000')"
-        );
-        assert_eq!(
-            selector("object.metadata.uid", &[]),
-            "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
         );
     }
 
     #[test]
     fn a_range_holds_exactly_the_hashes_of_its_buckets() {
-        let run = BucketRun { first: 3, end: 4 };
-        let start = u64::from_str_radix(&run.start_hex()[2..], 16).unwrap();
-        let end = u64::from_str_radix(&run.end_hex()[2..], 16).unwrap();
+        let hashes = BucketRun { first: 3, end: 4 }.hashes();
+        let (start, end) = (hashes.start as u64, hashes.end as u64);
         assert_eq!(bucket_of(start), 3);
         assert_eq!(bucket_of(end - 1), 3);
         assert_eq!(bucket_of(end), 4);
+        assert_eq!(
+            BucketRun {
+                first: 0,
+                end: BUCKETS
+            }
+            .hashes(),
+            0..1 << 64
+        );
     }
 }

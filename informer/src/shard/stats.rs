@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::reflector::ShardSelector;
+
 /// The counters a [`ShardMember`](super::ShardMember) keeps, shared with its handles.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -46,14 +48,14 @@ impl Counters {
         members: usize,
         active: bool,
         changes: u64,
-        selector: Option<&str>,
+        selector: Option<&ShardSelector>,
     ) -> ShardStats {
         ShardStats {
             members,
             active,
             membership_changes: changes,
-            server_selector_ranges: selector.map(|s| s.split(" || ").count()),
-            server_selector_bytes: selector.map(str::len),
+            server_selector_ranges: selector.map(ShardSelector::range_count),
+            server_selector_bytes: selector.map(|s| s.to_query().len()),
             fenced_members: self.fenced_members.load(Ordering::Relaxed),
             rejoins: self.rejoins.load(Ordering::Relaxed),
             dropped_reconciles: self.dropped_reconciles.load(Ordering::Relaxed),

@@ -318,7 +318,7 @@ async fn members_cache_their_share(env: &TestEnv, prefix: &str, filters: bool, b
             _ => (!filters).then_some(false),
         };
         assert_eq!(stats.server_filters_shards, told, "{stats:?}");
-        let selector = replica.handle.server_selector().unwrap();
+        let selector = replica.handle.server_selector().unwrap().to_query();
         let field = match by {
             ShardBy::Uid => "uid",
             _ => "namespace",
@@ -593,7 +593,7 @@ async fn behind_a_proxy_refusing_long_request_lines_members_fall_back_and_sync()
     // Every request line without the selector fits in 8 KB (the longest, a
     // streaming list's, has some 250 bytes besides the label selector); with a's
     // selector (several ranges of some 100 bytes each in the URL) none does.
-    let selector = a.handle.server_selector().unwrap();
+    let selector = a.handle.server_selector().unwrap().to_query();
     let in_url = form_urlencoded::Serializer::new(String::new())
         .append_pair("shardSelector", &selector)
         .finish()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kube::Resource;
 use tokio::sync::watch;
 
-use super::{KeyFilter, ObjectHead};
+use super::{KeyFilter, ObjectHead, ShardField, ShardSelector};
 use crate::scope::FactoryScope;
 
 /// A [`KeyFilter`] keeping the objects whose controller (the owner reference with
@@ -91,12 +91,10 @@ where
         self.owners.generation()
     }
 
-    fn server_selector(&self) -> Option<String> {
+    fn server_selector(&self) -> Option<ShardSelector> {
         let selector = self.owners.server_selector()?;
-        let by_namespace_only = selector
-            .split(" || ")
-            .all(|range| range.starts_with("shardRange(object.metadata.namespace,"));
-        (K::Scope::is_namespaced() && by_namespace_only).then_some(selector)
+        let by_namespace = selector.field() == ShardField::Namespace;
+        (K::Scope::is_namespaced() && by_namespace).then_some(selector)
     }
 
     fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {

@@ -103,14 +103,14 @@ pub trait KeyFilter: Send + Sync + 'static {
 
     /// A shard selector the API server may apply instead (the `shardSelector` of
     /// Kubernetes 1.36's sharded list and watch, such as
-    /// `shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')`): every
-    /// object the filter keeps must match it. [`ApiListerWatcher`](super::ApiListerWatcher)
+    /// `shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')`,
+    /// [`ShardSelector::to_query`]): every object the filter keeps must match it. [`ApiListerWatcher`](super::ApiListerWatcher)
     /// sends it with every list and watch; a server that filters sends only what it
     /// matches, any other sends everything. Either way the filter still decides what is
     /// kept, so the selector saves bytes, never correctness. `None` (the default):
     /// nothing to ask of the server. It may change only with the
     /// [generation](Self::generation).
-    fn server_selector(&self) -> Option<String> {
+    fn server_selector(&self) -> Option<ShardSelector> {
         None
     }
 }
@@ -267,7 +267,9 @@ impl fmt::Debug for SharedKeyFilter {
 }
 
 mod controlled_by;
+mod shard_selector;
 #[cfg(test)]
 mod tests;
 
 pub use controlled_by::ControlledBy;
+pub use shard_selector::{ShardField, ShardSelector};

@@ -552,7 +552,7 @@ async fn a_controlled_by_filter_follows_the_owners_filter() {
 /// kept, and one with a uid is kept when the uid is.
 struct OwnersByUid {
     uids: &'static [&'static str],
-    selector: Option<&'static str>,
+    selector: Option<ShardSelector>,
 }
 
 impl KeyFilter for OwnersByUid {
@@ -568,8 +568,8 @@ impl KeyFilter for OwnersByUid {
         head.uid.is_none_or(|uid| self.uids.contains(&uid))
     }
 
-    fn server_selector(&self) -> Option<String> {
-        self.selector.map(str::to_owned)
+    fn server_selector(&self) -> Option<ShardSelector> {
+        self.selector.clone()
     }
 }
 
@@ -594,23 +594,21 @@ fn a_controlled_by_filter_decides_by_the_owners_uid_and_passes_on_namespace_sele
     };
     let by_uid = ControlledBy::<Deployment>::new(Arc::new(OwnersByUid {
         uids: &["mine"],
-        selector: Some(
-            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
-        ),
+        selector: Some(ShardSelector::new(ShardField::Uid, Some(0..1 << 63))),
     }));
     assert!(by_uid.keeps_object(&head(Some("mine"))));
     assert!(!by_uid.keeps_object(&head(Some("theirs"))));
     assert!(by_uid.server_selector().is_none());
 
-    let namespace_selector = "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000') || \
-         shardRange(object.metadata.namespace, '0x9000000000000000', '0x10000000000000000')";
+    let namespace_selector =
+        ShardSelector::new(ShardField::Namespace, [0..1 << 63, 9 << 60..1 << 64]);
     let by_namespace = ControlledBy::<Deployment>::new(Arc::new(OwnersByUid {
         uids: &[],
-        selector: Some(namespace_selector),
+        selector: Some(namespace_selector.clone()),
     }));
     assert_eq!(
-        by_namespace.server_selector().as_deref(),
-        Some(namespace_selector)
+        by_namespace.server_selector(),
+        Some(namespace_selector.clone())
     );
     // A cluster-scoped owner kind cannot pass a namespace selector on.
     use k8s_openapi::api::core::v1::Node;

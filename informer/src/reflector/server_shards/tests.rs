@@ -3,8 +3,17 @@ use std::collections::VecDeque;
 use super::*;
 use crate::reflector::{FnKeyFilter, KeyFilter};
 
-const WHOLE: &str = "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')";
 const HALF: &str = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+
+/// The lower half of the hash space by uid (its query is [`HALF`]).
+fn half() -> ShardSelector {
+    ShardSelector::new(ShardField::Uid, Some(0..1 << 63))
+}
+
+/// The whole hash space by uid.
+fn whole() -> ShardSelector {
+    ShardSelector::new(ShardField::Uid, Some(0..1 << 64))
+}
 
 fn status(code: u16, reason: &str, message: &str) -> kube::Error {
     kube::Error::Api(
@@ -45,8 +54,8 @@ impl KeyFilter for Selecting {
     fn generation(&self) -> tokio::sync::watch::Receiver<u64> {
         tokio::sync::watch::Sender::new(0).subscribe()
     }
-    fn server_selector(&self) -> Option<String> {
-        Some(HALF.into())
+    fn server_selector(&self) -> Option<ShardSelector> {
+        Some(half())
     }
 }
 
@@ -65,7 +74,8 @@ fn request(
     let selector = shards.selector(Some(&filter), step);
     let answers = Mutex::new(VecDeque::from(answers));
     let sent = Mutex::new(Vec::new());
-    let answer = block_on(shards.send("widgets", selector.as_deref(), |selector| {
+    let query = selector.as_ref().map(ShardSelector::to_query);
+    let answer = block_on(shards.send("widgets", query.as_deref(), |selector| {
         sent.locked().push(selector.map(str::to_owned));
         let answer = answers
             .locked()
@@ -86,13 +96,21 @@ fn with() -> Option<String> {
     Some(HALF.to_owned())
 }
 
+/// The selector offered and still sent.
+fn offered() -> Option<ShardSelector> {
+    Some(half())
+}
+
 #[test]
 fn a_selector_is_offered_only_by_a_filter_that_has_one() {
     let shards = ServerShards::default();
     let plain = SharedKeyFilter::new(Arc::new(FnKeyFilter::new(|_, _| true)));
     assert!(shards.selector(None, Step::Starts).is_none());
     assert!(shards.selector(Some(&plain), Step::Starts).is_none());
-    assert_eq!(shards.selector(Some(&selecting()), Step::Continues), with());
+    assert_eq!(
+        shards.selector(Some(&selecting()), Step::Continues),
+        offered()
+    );
     // Without a selector, a request goes once, as it is, whatever it gets.
     let answer = block_on(shards.send("widgets", None, |selector| {
         assert!(selector.is_none());
@@ -112,7 +130,7 @@ fn a_414_or_431_falls_back_until_the_next_list_and_a_success_turns_it_back_on() 
         assert!(answer.is_ok(), "{code}");
         assert_eq!(sent, [with(), WITHOUT]);
         assert_eq!(
-            shards.still_sent(with()),
+            shards.still_sent(offered()),
             None,
             "the answer is to no selector"
         );
@@ -124,7 +142,7 @@ fn a_414_or_431_falls_back_until_the_next_list_and_a_success_turns_it_back_on() 
         let (answer, sent) = request(&shards, Step::Starts, vec![Ok(())]);
         assert!(answer.is_ok());
         assert_eq!(sent, [with()]);
-        assert_eq!(shards.still_sent(with()), with());
+        assert_eq!(shards.still_sent(offered()), offered());
         let (_, sent) = request(&shards, Step::Continues, vec![Ok(())]);
         assert_eq!(sent, [with()]);
         // Refused at a relist, it falls back again (even though it went through once).
@@ -194,7 +212,7 @@ fn an_error_naming_the_selector_turns_it_off_whenever_it_comes() {
         let (answer, sent) = request(&shards, Step::Continues, vec![Err(error), Ok(())]);
         assert!(answer.is_ok());
         assert_eq!(sent, [with(), WITHOUT]);
-        assert_eq!(shards.still_sent(with()), None);
+        assert_eq!(shards.still_sent(offered()), None);
     }
 }
 
@@ -218,7 +236,10 @@ fn other_errors_go_back_to_the_reflector_with_the_selector_still_on() {
         let (answer, sent) = request(&shards, Step::Starts, vec![Err(error)]);
         assert_eq!(answer.unwrap_err().to_string(), line);
         assert_eq!(sent, [with()], "{line}");
-        assert_eq!(shards.selector(Some(&selecting()), Step::Continues), with());
+        assert_eq!(
+            shards.selector(Some(&selecting()), Step::Continues),
+            offered()
+        );
         assert_eq!(shards.said(), None);
     }
 }
@@ -226,7 +247,7 @@ fn other_errors_go_back_to_the_reflector_with_the_selector_still_on() {
 #[test]
 fn a_streaming_lists_initial_events_tell_whether_the_server_filtered() {
     let shards = Arc::new(ServerShards::default());
-    let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", HALF.into());
+    let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", half());
     let added = || Ok::<_, kube::Error>(WatchEvent::Added(()));
     for _ in 0..40 {
         assert!(!initial.ended_by(&added()));
@@ -239,7 +260,7 @@ fn a_streaming_lists_initial_events_tell_whether_the_server_filtered() {
     assert!(initial.ended_by(&Ok(WatchEvent::<()>::initial_events_end("7"))));
     assert_eq!(shards.said(), Some(true));
 
-    let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", HALF.into());
+    let mut initial = InitialEvents::new(Arc::clone(&shards), "widgets", half());
     assert!(!initial.ended_by(&added()));
     assert!(!initial.ended_by(&Ok(WatchEvent::<()>::filtered_out("8"))));
     assert!(initial.ended_by(&Ok(WatchEvent::<()>::initial_events_end("9"))));
@@ -249,18 +270,18 @@ fn a_streaming_lists_initial_events_tell_whether_the_server_filtered() {
 #[test]
 fn the_server_filtered_if_it_says_so_or_nothing_arrived_to_drop() {
     let shards = ServerShards::default();
-    shards.listed("widgets", HALF, false, 10, 0);
+    shards.listed("widgets", &half(), false, 10, 0);
     assert_eq!(shards.said(), None, "too few objects to tell");
-    shards.listed("widgets", WHOLE, false, 1000, 0);
+    shards.listed("widgets", &whole(), false, 1000, 0);
     assert_eq!(shards.said(), None, "everything asked for: nothing to tell");
-    let by_namespace = HALF.replace("metadata.uid", "metadata.namespace");
+    let by_namespace = ShardSelector::new(ShardField::Namespace, Some(0..1 << 63));
     shards.listed("widgets", &by_namespace, false, 1000, 0);
     assert_eq!(shards.said(), None, "by namespace, only a drop tells");
-    shards.listed("widgets", HALF, false, 1000, 0);
+    shards.listed("widgets", &half(), false, 1000, 0);
     assert_eq!(shards.said(), Some(true));
-    shards.listed("widgets", HALF, false, 10, 3);
+    shards.listed("widgets", &half(), false, 10, 3);
     assert_eq!(shards.said(), Some(false));
-    shards.listed("widgets", HALF, true, 0, 0);
+    shards.listed("widgets", &half(), true, 0, 0);
     assert_eq!(shards.said(), Some(true));
 }
 
@@ -294,20 +315,20 @@ fn logged(run: impl FnOnce()) -> Vec<String> {
 fn what_the_server_does_is_said_once_at_info_and_again_only_when_it_changes() {
     let shards = ServerShards::default();
     let lines = logged(|| {
-        shards.listed("widgets", HALF, false, 10, 0);
-        shards.listed("widgets", HALF, false, 1000, 0);
-        shards.listed("widgets", HALF, false, 1000, 0);
-        shards.listed("widgets", HALF, true, 0, 0);
-        shards.listed("widgets", HALF, false, 10, 3);
-        shards.listed("widgets", HALF, false, 1000, 1);
-        shards.listed("widgets", HALF, true, 5, 0);
+        shards.listed("widgets", &half(), false, 10, 0);
+        shards.listed("widgets", &half(), false, 1000, 0);
+        shards.listed("widgets", &half(), false, 1000, 0);
+        shards.listed("widgets", &half(), true, 0, 0);
+        shards.listed("widgets", &half(), false, 10, 3);
+        shards.listed("widgets", &half(), false, 1000, 1);
+        shards.listed("widgets", &half(), true, 5, 0);
         let relist = |answers| assert!(request(&shards, Step::Starts, answers).0.is_ok());
         // Refused twice (two relists), then through: said once each way.
         relist(vec![Err(refusal()), Ok(())]);
         relist(vec![Err(refusal()), Ok(())]);
         relist(vec![Ok(())]);
         relist(vec![Ok(())]);
-        shards.listed("widgets", HALF, false, 1000, 0);
+        shards.listed("widgets", &half(), false, 1000, 0);
         // Too long at a proxy, twice.
         relist(vec![Err(too_long(414)), Ok(())]);
         relist(vec![Err(too_long(414)), Ok(())]);
