@@ -76,10 +76,7 @@ fn strings_compare_with_str_and_print_as_themselves() {
     assert!(Shared::ptr_eq(&decoded, &phase));
     let set: std::collections::HashSet<Shared<String>> = [phase.clone()].into();
     let running = String::from("Running");
-    assert!(
-        set.contains(&running),
-        "found by the value it borrows as"
-    );
+    assert!(set.contains(&running), "found by the value it borrows as");
 }
 
 #[test]
