@@ -126,19 +126,19 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
             Some(share) => factory.informer_for::<K>(
                 factory
                     .default_scope()
-                    .filtered(share.name.clone(), Arc::clone(&share.filter)),
+                    .filtered(share.id(), Arc::clone(share.filter())),
             ),
             None => factory.informer::<K>(),
         };
         let mut registry = Registry::default();
         match &filter {
-            Some(share) => registry.register_filtered(&primary, Arc::clone(&share.filter)),
+            Some(share) => registry.register_filtered(&primary, Arc::clone(share.filter())),
             None => registry.register(&primary),
         }
         let inputs = Inputs {
             factory: factory.clone(),
             primary,
-            primary_filter: filter.map(|share| share.filter),
+            primary_filter: filter.map(|share| Arc::clone(share.filter())),
             queue: None,
             registry,
             handlers: Vec::new(),
@@ -185,9 +185,9 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
             Some(share) => {
                 // The children of this replica's primaries only (see `sharded`).
                 let filter: Arc<dyn KeyFilter> =
-                    Arc::new(ControlledBy::<K>::new(Arc::clone(&share.filter)));
+                    Arc::new(ControlledBy::<K>::new(Arc::clone(share.filter())));
                 let scope = self.inputs.factory.default_scope().filtered(
-                    format!("controlled by {} of {}", K::kind(&()), share.name),
+                    format!("controlled by {} of {}", K::kind(&()), share.id()),
                     Arc::clone(&filter),
                 );
                 let informer = self.inputs.factory.informer_for::<C>(scope);

@@ -34,7 +34,7 @@ use super::primary_cache::PrimaryCache;
 use super::reasons::Reasons;
 use super::reconciler::KeyWork;
 use crate::key::ObjectKey;
-use crate::reflector::KeyFilter;
+use crate::factory::NamedKeyFilter;
 use crate::workqueue::Runner;
 
 /// The mode of a controller that runs alone: every replica reconciles every key (run
@@ -81,10 +81,10 @@ impl<R: Replicate> ReplicationMode for R {}
 /// What a mode does; see the [module docs](self). A new mode is a type implementing
 /// this, in a file of its own.
 pub(crate) trait Replicate: Send + Sync + 'static {
-    /// The filter that cuts this replica's primary cache down to its share, with a
-    /// name for the filtered informer (the owned caches keep the children of the
+    /// The filter that cuts this replica's primary cache down to its share, named for
+    /// the filtered informer (what the share is, e.g. `shard {group}/{identity}`) (the owned caches keep the children of the
     /// primaries it keeps); `None` for a mode whose caches are whole.
-    fn cache_filter(&self) -> Option<CacheFilter> {
+    fn cache_filter(&self) -> Option<NamedKeyFilter> {
         None
     }
 
@@ -105,14 +105,6 @@ pub(crate) trait Replicate: Send + Sync + 'static {
         workload: Workload<'a, K>,
         shutdown: BoxFuture<'a, ()>,
     ) -> impl Future<Output = ()> + Send + 'a;
-}
-
-/// A mode's filter of the primary cache, named for the filtered informer.
-pub(crate) struct CacheFilter {
-    /// Keeps the keys of this replica's share.
-    pub(crate) filter: Arc<dyn KeyFilter>,
-    /// What the share is, e.g. `shard {group}/{identity}`.
-    pub(crate) name: String,
 }
 
 /// What a mode's workers work on: the runner (its queue and workers), the reconcile of

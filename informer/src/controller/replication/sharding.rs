@@ -20,12 +20,13 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::{CacheFilter, Replicate, Workload};
+use super::{Replicate, Workload};
 use crate::claim::Claim;
 use crate::claim::Fence;
 use crate::controller::primary_cache::PrimaryCache;
 use crate::controller::reasons::{Reason, Reasons};
 use crate::controller::reconciler::{Failure, KeyWork};
+use crate::factory::NamedKeyFilter;
 use crate::key::ObjectKey;
 use crate::shard::ShardHandle;
 use crate::workqueue::{Action, WorkQueue};
@@ -46,11 +47,11 @@ impl Sharded {
 }
 
 impl Replicate for Sharded {
-    fn cache_filter(&self) -> Option<CacheFilter> {
-        Some(CacheFilter {
-            filter: Arc::new(self.shard.clone()),
-            name: format!("shard {}/{}", self.shard.group(), self.shard.identity()),
-        })
+    fn cache_filter(&self) -> Option<NamedKeyFilter> {
+        Some(NamedKeyFilter::new(
+            format!("shard {}/{}", self.shard.group(), self.shard.identity()),
+            Arc::new(self.shard.clone()),
+        ))
     }
 
     /// The primary and owned caches keep this member's shard, unknown until the
