@@ -102,8 +102,7 @@ impl LeadershipHandle {
     /// Whether this replica leads now (and is not stepping down).
     pub fn is_leading(&self) -> bool {
         let state = self.state.borrow();
-        state.term_is_on(state.term)
-            && self.candidate.effective_now(&state, Instant::now()) < state.renew_deadline
+        self.candidate.leads_in(&state, state.term)
     }
 
     /// The leader's identity as last observed: this replica's while it leads,
@@ -184,9 +183,7 @@ impl Term {
     /// begun to step down, and the renew deadline has not passed (checked against
     /// the clock, so a process resuming from a pause sees it at once).
     pub fn is_leading(&self) -> bool {
-        let state = self.state.borrow();
-        state.term_is_on(self.term)
-            && self.candidate.effective_now(&state, Instant::now()) < state.renew_deadline
+        self.candidate.leads_in(&self.state.borrow(), self.term)
     }
 
     /// The instant the lease could expire as another replica observes it, as of the

@@ -114,4 +114,12 @@ impl Candidate {
     pub(crate) fn effective_now(&self, state: &State, now: Instant) -> Instant {
         now + self.clocks.since(state.renewed_clocks.as_ref())
     }
+
+    /// Whether `term` is on in `state` now: the elector has neither lost the lease
+    /// nor begun to step down, and the renew deadline has not passed (by the clock,
+    /// so a process resuming from a pause sees it at once). What a handle and a term
+    /// both answer.
+    pub(crate) fn leads_in(&self, state: &State, term: u64) -> bool {
+        state.term_is_on(term) && self.effective_now(state, Instant::now()) < state.renew_deadline
+    }
 }
