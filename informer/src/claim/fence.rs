@@ -163,7 +163,7 @@ impl Fence {
     async fn broken(&self) {
         match &self.0 {
             None => std::future::pending().await,
-            Some(claim) => claim.lost().await,
+            Some(claim) => claim.ended().await,
         }
     }
 

@@ -56,8 +56,8 @@ pub(crate) fn holds_by_the_clocks(
 /// Resolves once `holds` says no of the state `state` shows, looking again whenever
 /// it changes and at `deadline` of it (by when the claim ends unless the state
 /// changes), and at once when the state's sender is gone: a claim's
-/// [`lost`](Claim::lost).
-pub(crate) fn lost_when<'a, S: Send + Sync + 'a>(
+/// [`ended`](Claim::ended).
+pub(crate) fn ended_when<'a, S: Send + Sync + 'a>(
     mut state: watch::Receiver<S>,
     holds: impl Fn(&S) -> bool + Send + 'a,
     deadline: impl Fn(&S) -> Instant + Send + 'a,
@@ -89,12 +89,12 @@ pub(crate) trait Claim: Send + Sync + std::fmt::Debug {
     /// Resolves once the claim no longer holds: at the latest at its drop deadline
     /// (the instant after which another replica could hold it), earlier when the
     /// grantor says so (a new term, a hand-off).
-    fn lost(&self) -> BoxFuture<'_, ()>;
+    fn ended(&self) -> BoxFuture<'_, ()>;
 
-    /// Counts a reconcile dropped before its next step because the claim was lost.
+    /// Counts a reconcile dropped before its next step because the claim had ended.
     fn count_dropped_reconcile(&self);
 
-    /// Counts a write refused before it was sent because the claim was lost.
+    /// Counts a write refused before it was sent because the claim had ended.
     fn count_refused_write(&self);
 
     /// Why work under the claim must stop, in words, for the logs and for the error
@@ -124,7 +124,7 @@ impl Claim for TestClaim {
         !self.lost.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    fn lost(&self) -> BoxFuture<'_, ()> {
+    fn ended(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {
             while self.holds() {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
@@ -154,8 +154,8 @@ impl Claim for std::sync::Arc<TestClaim> {
         TestClaim::holds(self)
     }
 
-    fn lost(&self) -> BoxFuture<'_, ()> {
-        TestClaim::lost(self)
+    fn ended(&self) -> BoxFuture<'_, ()> {
+        TestClaim::ended(self)
     }
 
     fn count_dropped_reconcile(&self) {

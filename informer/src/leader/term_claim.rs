@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::state::{Candidate, State};
-use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, lost_when};
+use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, ended_when};
 
 /// Work begun under one [`Term`](super::Term) may go on while that term still holds
 /// the lease (also while the elector steps down, which waits for the work before
@@ -32,8 +32,8 @@ impl Claim for TermClaim {
         )
     }
 
-    fn lost(&self) -> BoxFuture<'_, ()> {
-        lost_when(
+    fn ended(&self) -> BoxFuture<'_, ()> {
+        ended_when(
             self.state.clone(),
             |state| {
                 let now = self.candidate.effective_now(state, Instant::now());

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::assignment::Assignment;
 use super::stats::Counters;
-use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, lost_when};
+use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, ended_when};
 use crate::clock::MissedTime;
 use crate::key::ObjectKey;
 
@@ -57,8 +57,8 @@ impl Claim for KeyClaim {
     /// not renewed and its expiry for the others draws near
     /// ([`Assignment::drop_deadline`]), at once when the membership ends or the
     /// member is gone.
-    fn lost(&self) -> BoxFuture<'_, ()> {
-        lost_when(
+    fn ended(&self) -> BoxFuture<'_, ()> {
+        ended_when(
             self.state.clone(),
             |assignment| self.holds_in(assignment, assignment.effective_now(&self.clocks)),
             |assignment| assignment.drop_deadline(),
@@ -134,7 +134,7 @@ mod tests {
         assert!(claim.holds());
         state.send_replace(assignment(None));
         assert!(!claim.holds());
-        tokio::time::timeout(Duration::from_secs(1), claim.lost())
+        tokio::time::timeout(Duration::from_secs(1), claim.ended())
             .await
             .expect("lost resolves at once");
         state.send_replace(assignment(Some("uid-2")));

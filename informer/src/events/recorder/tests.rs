@@ -212,7 +212,7 @@ async fn an_event_whose_claim_ended_before_it_was_written_is_not_sent() {
         Published::New
     ));
     claim.lost.store(true, Ordering::SeqCst);
-    // Refused at once while the claim is lost.
+    // Refused at once while the claim has ended.
     assert!(matches!(
         claimed.publish(&object("web"), EventSpec::normal("Again", "Sync")),
         Published::Dropped(EventError::Fenced { .. })
