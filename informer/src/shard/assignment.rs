@@ -77,7 +77,7 @@ impl Assignment {
     }
 
     /// Whether this member may reconcile the key whose hash is `key` at `now`: its
-    /// lease is held, it owns the key in the target view *and* in the view it
+    /// lease is held, it holds the key in the target view *and* in the view it
     /// published before its last read, and no other member's published view claims
     /// the key for that member.
     pub(crate) fn may_reconcile(&self, key: u64, now: Instant) -> bool {
@@ -134,7 +134,7 @@ mod tests {
     use super::*;
     use crate::shard::ring::{Layout, key_hash};
 
-    /// Both layouts: the protocol holds whichever decides the owners.
+    /// Both layouts: the protocol holds whichever decides the holders.
     const LAYOUTS: [Layout; 2] = [Layout::PerBucket, Layout::Ranges];
 
     fn member(

@@ -51,7 +51,7 @@ pub struct ShardConfig {
     /// Set with the setters below and read with [`timings`](Self::timings).
     pub(crate) timings: LeaseTimings,
     /// How long reconciles of keys that moved to another member may still run before
-    /// they are dropped (default 10 s). The new owner starts those keys only after
+    /// they are dropped (default 10 s). The new holder starts those keys only after
     /// they ended here.
     pub handoff_timeout: Duration,
     /// What decides which member a key belongs to (default [`ShardBy::Key`]). Part of
@@ -78,7 +78,7 @@ pub enum ShardBy {
     /// namespace). The API server hashes the namespace itself: a server with
     /// server-side sharded list and watch (Kubernetes 1.36 and later with the
     /// `ShardedListAndWatch` feature gate) sends each replica only its share, of the
-    /// primary type and of every namespaced type it owns; any other server sends
+    /// primary type and of every namespaced type it holds; any other server sends
     /// everything and the replica filters it as with [`Key`](Self::Key). The split is
     /// as even as the namespaces are many and alike: with a few large namespaces, one
     /// member may get most keys. Cluster-scoped keys (no namespace) all belong to one
@@ -102,7 +102,7 @@ pub enum ShardBy {
 }
 
 impl ShardBy {
-    /// The hash deciding the owner of the key `namespace`/`name`; `None` when the
+    /// The hash deciding the holder of the key `namespace`/`name`; `None` when the
     /// key alone does not decide ([`Uid`](Self::Uid)).
     pub(crate) fn key_hash(self, namespace: Option<&str>, name: &str) -> Option<u64> {
         match self {
@@ -112,7 +112,7 @@ impl ShardBy {
         }
     }
 
-    /// The hash deciding the owner of the object `namespace`/`name` with `uid`;
+    /// The hash deciding the holder of the object `namespace`/`name` with `uid`;
     /// `None` by uid without one.
     pub(crate) fn object_hash(
         self,

@@ -11,7 +11,7 @@
 //! on. A member's quota is `2,048 / N` buckets, one more for the first `2,048 % N`
 //! members by identity. The result:
 //!
-//! - **Even to the bucket.** Every member owns exactly its quota (the offers run out
+//! - **Even to the bucket.** Every member holds exactly its quota (the offers run out
 //!   only once every bucket is owned: a group left with free buckets at the end would
 //!   mean every member's quota was used, so all 2,048 buckets are owned).
 //! - **Few runs.** A member takes one contiguous piece of each group it takes
@@ -22,7 +22,7 @@
 //!   group go to its next offer, and that point moves a little when a member joins
 //!   or leaves. On average, a join or a leave moves 1.0 to 1.4 times the `1/N` of
 //!   the buckets that must move, for two to five members (tested below).
-//! - **The same everywhere.** The owners are a function of the members' identities
+//! - **The same everywhere.** The holders are a function of the members' identities
 //!   alone (the offers are sorted by score, then identity, then group: no ties left).
 
 use super::ranges::BUCKETS;
@@ -34,11 +34,11 @@ pub(crate) const GROUPS: usize = 32;
 /// Buckets per group.
 pub(crate) const GROUP_BUCKETS: usize = BUCKETS as usize / GROUPS;
 
-/// The owner of every bucket, as an index into `hashes`: the members' hashes, in the
+/// The holder of every bucket, as an index into `hashes`: the members' hashes, in the
 /// order of their identities, each scoring group `g` as `score(g, hash)` (rendezvous
 /// hashing's score, which [`ring`](super::ring) keeps with the bucket's). Empty
 /// without members.
-pub(crate) fn owners(hashes: &[u64], score: impl Fn(u64, u64) -> u64) -> Vec<u32> {
+pub(crate) fn holders(hashes: &[u64], score: impl Fn(u64, u64) -> u64) -> Vec<u32> {
     let buckets = BUCKETS as usize;
     let count = hashes.len();
     if count == 0 {
@@ -57,18 +57,18 @@ pub(crate) fn owners(hashes: &[u64], score: impl Fn(u64, u64) -> u64) -> Vec<u32
         .collect();
     offers.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     let mut taken = [0usize; GROUPS];
-    let mut owners = vec![0u32; buckets];
+    let mut holders = vec![0u32; buckets];
     for (_, member, group) in offers {
         let take = (GROUP_BUCKETS - taken[group]).min(quota[member]);
         if take == 0 {
             continue;
         }
         let first = group * GROUP_BUCKETS + taken[group];
-        owners[first..first + take].fill(u32::try_from(member).unwrap_or(u32::MAX));
+        holders[first..first + take].fill(u32::try_from(member).unwrap_or(u32::MAX));
         taken[group] += take;
         quota[member] -= take;
     }
-    owners
+    holders
 }
 
 #[cfg(test)]

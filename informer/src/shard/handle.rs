@@ -181,14 +181,14 @@ impl ShardHandle {
         self.shard_by
     }
 
-    /// The hash deciding the owner of `key`, whose object has `uid` if known;
+    /// The hash deciding the holder of `key`, whose object has `uid` if known;
     /// `None` by uid without one.
     pub(crate) fn hash_of(&self, key: &ObjectKey, uid: Option<&str>) -> Option<u64> {
         self.shard_by
             .object_hash(key.namespace.as_deref(), &key.name, uid)
     }
 
-    /// The hash deciding the owner of `key`; by uid, that of the uid `uid` finds
+    /// The hash deciding the holder of `key`; by uid, that of the uid `uid` finds
     /// (asked only then).
     pub(crate) fn hash_of_key(
         &self,
@@ -223,7 +223,7 @@ impl ShardHandle {
             .await;
     }
 
-    /// The claim of a reconcile of `key`, whose owner `hash` decides, starting now,
+    /// The claim of a reconcile of `key`, whose holder `hash` decides, starting now,
     /// if this member [may reconcile](Self::may_reconcile) it: tied to this
     /// membership (see [`KeyClaim`]).
     pub(crate) fn claim(&self, key: &ObjectKey, hash: u64) -> Option<KeyClaim> {
@@ -251,7 +251,7 @@ impl ShardHandle {
         ReleaseHold(self.releases.subscribe())
     }
 
-    /// Records a reconcile of `key`, whose owner `hash` decides, as running, for
+    /// Records a reconcile of `key`, whose holder `hash` decides, as running, for
     /// hand-offs to wait on.
     pub(crate) fn enter(&self, key: &ObjectKey, hash: u64) -> InFlightGuard {
         self.in_flight.enter(key, hash)

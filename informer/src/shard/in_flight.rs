@@ -1,6 +1,6 @@
 //! [`InFlight`]: the keys a member's workers are reconciling now, so that the member
 //! can wait for (or drop) the reconciles of keys that moved away before it lets the
-//! new owner start them.
+//! new holder start them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,7 @@ pub(crate) struct InFlight {
 
 #[derive(Debug)]
 struct Running {
-    /// The hash that decides the key's owner.
+    /// The hash that decides the key's holder.
     hash: u64,
     /// How many reconciles of this key run (one, with the controller's queue).
     count: usize,
@@ -28,7 +28,7 @@ struct Running {
 }
 
 impl InFlight {
-    /// Records that a reconcile of `key`, whose owner `hash` decides, starts; it ends
+    /// Records that a reconcile of `key`, whose holder `hash` decides, starts; it ends
     /// when the guard is dropped.
     pub(crate) fn enter(self: &Arc<Self>, key: &ObjectKey, hash: u64) -> InFlightGuard {
         let mut running = self.running.locked();

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::assignment::Assignment;
 use super::stats::Counters;
-use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, ended_when};
+use crate::claim::{Claim, WritesInFlight, ended_when, holds_by_the_clocks};
 use crate::clock::MissedTime;
 use crate::key::ObjectKey;
 

@@ -6,17 +6,17 @@
 //! a namespace, named `{group}-{identity}` and labelled [`GROUP_LABEL`]` = {group}`,
 //! and reads the others'.
 //!
-//! # Who owns a key
+//! # Who holds a key
 //!
 //! A key's hash (of its namespace and name, its namespace, or its object's uid: see
-//! [`ShardBy`]) falls in one of 2,048 buckets, and every bucket has one owner,
+//! [`ShardBy`]) falls in one of 2,048 buckets, and every bucket has one holder,
 //! computed from the member list alone, so every member that read the same members
-//! agrees on it. By key, ownership is rendezvous (highest random weight) hashing per
+//! agrees on it. By key, the holder is chosen by rendezvous (highest random weight) hashing per
 //! bucket: every member scores every bucket with a fixed hash and the highest score
 //! wins; a member joining takes about `1/N` of each other member's keys, a member
 //! leaving gives away only its own. By uid or namespace, where the API server is sent
 //! the member's share as a shard selector (Kubernetes 1.36's sharded list and watch),
-//! each member owns exactly `1/N` of the buckets in a few contiguous ranges, ranked
+//! each member holds exactly `1/N` of the buckets in a few contiguous ranges, ranked
 //! by rendezvous hashing over 32 groups of buckets: the selector stays short (at most
 //! 32 ranges), and a join or a leave moves about `1/N` of the keys (1.0 to 1.4 times
 //! what must move, for two to five members: a few keys may move between members that
@@ -33,7 +33,7 @@
 //!
 //! 1. **Writes** its Lease (a new `renewTime`, under the resourceVersion it last
 //!    wrote), *publishing* in the [`VIEW_ANNOTATION`] the view it acts under: the
-//!    members it shares keys with. A member claims exactly the keys it owns in its
+//!    members it shares keys with. A member claims exactly the keys it holds in its
 //!    published view.
 //! 2. **Reads** every Lease of the group, from etcd (a list, not a cache), so the
 //!    read reflects every write that completed before it. The Leases present are the
@@ -42,11 +42,11 @@
 //!    member observed on its own clock: it deletes that Lease *under the
 //!    resourceVersion it observed*, so a renewal that landed meanwhile makes the
 //!    delete fail (409) and the member stays.
-//! 4. **Works** on key `k` only if it owns `k` in the target view *and* in its
+//! 4. **Works** on key `k` only if it holds `k` in the target view *and* in its
 //!    published view, and no other member's published view (as just read) claims
 //!    `k` for that member.
 //! 5. **Hands over.** When the target view differs from its published view, it stops
-//!    taking keys it no longer owns, waits until their reconciles end (dropping them
+//!    taking keys it no longer holds, waits until their reconciles end (dropping them
 //!    after [`handoff_timeout`](ShardConfig::handoff_timeout)), and only then
 //!    publishes the target view (at once, not a retry period later), releasing them.
 //!

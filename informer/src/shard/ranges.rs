@@ -7,18 +7,18 @@
 //! the objects whose field hashes (FNV-1a, 64 bits, over the field's bytes) into
 //! `[start, end)` (both written `0x` and 16 hex digits, and `0x10000000000000000` for
 //! the end of the space: the server refuses other forms), and ranges can be joined
-//! with ` || `. So ownership is decided in
-//! *buckets*: the top [`BUCKET_BITS`] bits of that hash. Each bucket has an owner
-//! ([`View::owner`](super::ring::View::owner)); a member's buckets, merged where they
+//! with ` || `. So holding is decided in
+//! *buckets*: the top [`BUCKET_BITS`] bits of that hash. Each bucket has a holder
+//! ([`View::holder`](super::ring::View::holder)); a member's buckets, merged where they
 //! touch, are its ranges, and the server sends it exactly the objects it would keep
 //! itself. By uid or namespace the buckets are laid out in a few contiguous runs per
 //! member ([`contiguous`](super::contiguous)), so the selector has at most 32 ranges
 //! (2.7 KB; a member of two to five members sends 1.1 KB at most).
 
 /// How many top bits of a hash name its bucket: 2,048 buckets. By key each bucket's
-/// owner is drawn independently, so a member's share of `1/N` varies by about
+/// holder is drawn independently, so a member's share of `1/N` varies by about
 /// `sqrt((N - 1) / 2048)` (3% for three members); by uid or namespace every member
-/// owns exactly `2,048 / N` buckets (±1) in a few runs.
+/// holds exactly `2,048 / N` buckets (±1) in a few runs.
 pub(crate) const BUCKET_BITS: u32 = 11;
 
 /// The number of buckets.
@@ -68,11 +68,11 @@ impl BucketRun {
     }
 }
 
-/// The runs of the buckets `owns` accepts, merged where they touch, in order.
-pub(crate) fn runs(owns: impl Fn(u64) -> bool) -> Vec<BucketRun> {
+/// The runs of the buckets `holds` accepts, merged where they touch, in order.
+pub(crate) fn runs(holds: impl Fn(u64) -> bool) -> Vec<BucketRun> {
     let mut runs: Vec<BucketRun> = Vec::new();
     for bucket in 0..BUCKETS {
-        if !owns(bucket) {
+        if !holds(bucket) {
             continue;
         }
         match runs.last_mut() {

@@ -1,4 +1,4 @@
-//! Which member of a [`View`] owns a key: rendezvous (highest random weight) hashing
+//! Which member of a [`View`] holds a key: rendezvous (highest random weight) hashing
 //! over 2,048 buckets, laid out one of two ways ([`Layout`]).
 //!
 //! A key's hash ([`ShardBy`](super::ShardBy) says of what) falls into one of 2,048
@@ -6,7 +6,7 @@
 //! out depends on whether the API server must be told a member's share:
 //!
 //! - **[`Layout::PerBucket`]** (by key: the server is never told). Every member scores
-//!   every bucket; the highest score owns it. When a member leaves, only its buckets
+//!   every bucket; the highest score holds it. When a member leaves, only its buckets
 //!   move (each to the member with the next-highest score); when one joins, it takes
 //!   about `1/N` of each other member's. No other bucket moves. A member's share is
 //!   scattered over the whole hash space: several hundred runs of buckets.
@@ -15,7 +15,7 @@
 //!   scores every group (rendezvous hashing again), and the offers are taken from the
 //!   highest score down: a group's free buckets go, from its start, to the member
 //!   whose offer it is, as far as the member's quota allows (2,048 / N buckets, the
-//!   first `2,048 % N` members by identity one more). So every member owns exactly
+//!   first `2,048 % N` members by identity one more). So every member holds exactly
 //!   its quota (±1 bucket), in at most 32 contiguous runs (on average 6 to 9 for
 //!   two to five members, 13 at most), which a short selector can name. Where a
 //!   member's quota runs out, its next groups go to their next-highest offer: so a
@@ -26,12 +26,12 @@
 //!   short selector costs: no layout can give every member an even share in a few
 //!   ranges and keep it (see docs/replicas.md).
 //!
-//! Either way the owner is a function of the member list alone: every member that
-//! reads the same members computes the same owner for every bucket, which is what
+//! Either way the holder is a function of the member list alone: every member that
+//! reads the same members computes the same holder for every bucket, which is what
 //! hand-offs and fencing rest on.
 //!
 //! The hash is part of the protocol: replicas of different builds (a rolling upgrade)
-//! must agree on every owner. So it is written out here (FNV-1a over the key or the
+//! must agree on every holder. So it is written out here (FNV-1a over the key or the
 //! field, a bucket or group mixed with the member's hash by a SplitMix64 finaliser)
 //! rather than std's `DefaultHasher`, whose output may change between Rust releases.
 
@@ -83,13 +83,13 @@ struct Member {
 pub(crate) struct View {
     members: Vec<Member>,
     layout: Layout,
-    /// Under [`Layout::Ranges`], the owner of every bucket (an index into `members`),
+    /// Under [`Layout::Ranges`], the holder of every bucket (an index into `members`),
     /// computed once; empty otherwise.
-    owners: Arc<[u32]>,
+    holders: Arc<[u32]>,
 }
 
 impl PartialEq for View {
-    /// The same members, laid out the same way (the owners follow from them).
+    /// The same members, laid out the same way (the holders follow from them).
     fn eq(&self, other: &Self) -> bool {
         self.members == other.members && self.layout == other.layout
     }
@@ -116,21 +116,21 @@ impl View {
         members.sort_by(|a, b| a.identity.cmp(&b.identity));
         members.dedup_by(|a, b| a.identity == b.identity);
         if members.is_empty() {
-            // No one owns anything, however laid out: all empty views are equal.
+            // No one holds anything, however laid out: all empty views are equal.
             return Self::default();
         }
-        let owners = match layout {
+        let holders = match layout {
             Layout::PerBucket => Arc::default(),
             Layout::Ranges => {
                 let hashes: Vec<u64> = members.iter().map(|member| member.hash).collect();
                 // A group is scored as a bucket is.
-                super::contiguous::owners(&hashes, |group, hash| mix(group ^ hash)).into()
+                super::contiguous::holders(&hashes, |group, hash| mix(group ^ hash)).into()
             }
         };
         Self {
             members,
             layout,
-            owners,
+            holders,
         }
     }
 
@@ -150,20 +150,20 @@ impl View {
         self.members.iter().map(|member| &*member.identity)
     }
 
-    /// The owner of the key whose hash is `key`: the owner of its bucket. `None` for
+    /// The holder of the key whose hash is `key`: the holder of its bucket. `None` for
     /// an empty view.
-    pub(crate) fn owner(&self, key: u64) -> Option<&str> {
+    pub(crate) fn holder(&self, key: u64) -> Option<&str> {
         self.bucket_owner(bucket_of(key))
     }
 
-    /// The owner of `bucket`: under [`Layout::PerBucket`] the member with the highest
+    /// The holder of `bucket`: under [`Layout::PerBucket`] the member with the highest
     /// score for it (ties, which need a 64-bit collision, go to the smaller
     /// identity); under [`Layout::Ranges`] as computed for the view.
     fn bucket_owner(&self, bucket: u64) -> Option<&str> {
         if self.layout == Layout::Ranges {
             let index = usize::try_from(bucket).ok()?;
-            let owner = usize::try_from(*self.owners.get(index)?).ok()?;
-            return self.members.get(owner).map(|member| &*member.identity);
+            let holder = usize::try_from(*self.holders.get(index)?).ok()?;
+            return self.members.get(holder).map(|member| &*member.identity);
         }
         let mut best: Option<(u64, &Member)> = None;
         for member in &self.members {
@@ -175,12 +175,12 @@ impl View {
         best.map(|(_, member)| &*member.identity)
     }
 
-    /// Whether `identity` owns the key whose hash is `key`.
+    /// Whether `identity` holds the key whose hash is `key`.
     pub(crate) fn assigns(&self, identity: &str, key: u64) -> bool {
-        self.owner(key) == Some(identity)
+        self.holder(key) == Some(identity)
     }
 
-    /// The bucket runs `identity` owns: its share as hash ranges, in order.
+    /// The bucket runs `identity` holds: its share as hash ranges, in order.
     pub(crate) fn runs_of(&self, identity: &str) -> Vec<BucketRun> {
         if self.layout == Layout::Ranges {
             let Some(index) = self
@@ -193,8 +193,8 @@ impl View {
             return runs(|bucket| {
                 usize::try_from(bucket)
                     .ok()
-                    .and_then(|bucket| self.owners.get(bucket))
-                    .is_some_and(|owner| usize::try_from(*owner).ok() == Some(index))
+                    .and_then(|bucket| self.holders.get(bucket))
+                    .is_some_and(|holder| usize::try_from(*holder).ok() == Some(index))
             });
         }
         runs(|bucket| self.bucket_owner(bucket) == Some(identity))
@@ -230,8 +230,11 @@ mod tests {
         );
         assert_ne!(key_hash(Some("a"), "bc"), key_hash(Some("ab"), "c"));
         let view = View::of(Layout::PerBucket, ["replica-a", "replica-b", "replica-c"]);
-        let owner = view.owner(key_hash(Some("default"), "web")).unwrap();
-        assert_eq!(owner, view.owner(key_hash(Some("default"), "web")).unwrap());
+        let holder = view.holder(key_hash(Some("default"), "web")).unwrap();
+        assert_eq!(
+            holder,
+            view.holder(key_hash(Some("default"), "web")).unwrap()
+        );
     }
 
     #[test]
@@ -240,7 +243,7 @@ mod tests {
             let view = View::of(layout, ["a", "b", "c", "d"]);
             let mut counts: HashMap<&str, usize> = HashMap::new();
             for key in keys(40_000) {
-                *counts.entry(view.owner(key).unwrap()).or_default() += 1;
+                *counts.entry(view.holder(key).unwrap()).or_default() += 1;
             }
             for (member, count) in counts {
                 assert!((9_000..11_000).contains(&count), "{member}: {count}");
@@ -256,16 +259,16 @@ mod tests {
         let moved: Vec<u64> = all
             .iter()
             .copied()
-            .filter(|key| three.owner(*key) != four.owner(*key))
+            .filter(|key| three.holder(*key) != four.holder(*key))
             .collect();
         // Every moved key moved to the newcomer; about a quarter moved.
-        assert!(moved.iter().all(|key| four.owner(*key) == Some("d")));
+        assert!(moved.iter().all(|key| four.holder(*key) == Some("d")));
         assert!((6_500..8_500).contains(&moved.len()), "{}", moved.len());
         // A leave moves exactly the leaver's keys.
         let two = View::of(Layout::PerBucket, ["a", "c"]);
         for key in all {
-            if three.owner(key) != Some("b") {
-                assert_eq!(three.owner(key), two.owner(key));
+            if three.holder(key) != Some("b") {
+                assert_eq!(three.holder(key), two.holder(key));
             }
         }
     }
@@ -278,8 +281,8 @@ mod tests {
             let total: u64 = runs.iter().flatten().map(|run| run.end - run.first).sum();
             assert_eq!(total, BUCKETS);
             for key in keys(3_000) {
-                let owner = view.owner(key).unwrap();
-                let index = ["a", "b", "c"].iter().position(|m| *m == owner).unwrap();
+                let holder = view.holder(key).unwrap();
+                let index = ["a", "b", "c"].iter().position(|m| *m == holder).unwrap();
                 let bucket = bucket_of(key);
                 assert!(
                     runs[index]
@@ -304,8 +307,8 @@ mod tests {
             assert_eq!(view.to_annotation(), "a,b,c");
             assert_eq!(View::parse(layout, "").identities().count(), 0);
             assert_eq!(View::parse(layout, ""), View::default());
-            assert_eq!(View::default().owner(1), None);
-            assert_eq!(View::of(layout, ["solo"]).owner(42), Some("solo"));
+            assert_eq!(View::default().holder(1), None);
+            assert_eq!(View::of(layout, ["solo"]).holder(42), Some("solo"));
             assert_eq!(View::of(layout, ["solo"]).runs_of("solo").len(), 1);
             assert!(View::of(layout, ["solo"]).runs_of("other").is_empty());
         }

@@ -12,32 +12,32 @@ fn view(identities: &[String]) -> View {
     View::of(Layout::Ranges, identities)
 }
 
-/// The owner of every bucket in `view`.
-fn owner_table(view: &View) -> Vec<String> {
+/// The holder of every bucket in `view`.
+fn holder_table(view: &View) -> Vec<String> {
     (0..BUCKETS)
-        .map(|bucket| view.owner(bucket << 53).unwrap().to_owned())
+        .map(|bucket| view.holder(bucket << 53).unwrap().to_owned())
         .collect()
 }
 
-/// The share of the buckets whose owner differs between `a` and `b`.
+/// The share of the buckets whose holder differs between `a` and `b`.
 fn moved(a: &View, b: &View) -> f64 {
-    let (a, b) = (owner_table(a), owner_table(b));
+    let (a, b) = (holder_table(a), holder_table(b));
     let moved = a.iter().zip(&b).filter(|(x, y)| x != y).count();
     moved as f64 / BUCKETS as f64
 }
 
 #[test]
-fn every_member_owns_exactly_its_quota_and_every_bucket_has_an_owner() {
+fn every_member_holds_exactly_its_quota_and_every_bucket_has_a_holder() {
     for count in 1..=12 {
         for trial in 0..20 {
             let ids = identities(trial, count);
             let view = view(&ids);
-            let table = owner_table(&view);
+            let table = holder_table(&view);
             assert_eq!(table.len(), BUCKETS as usize);
             let mut sorted = ids.clone();
             sorted.sort();
             for (rank, id) in sorted.iter().enumerate() {
-                let owned = table.iter().filter(|owner| *owner == id).count();
+                let owned = table.iter().filter(|holder| *holder == id).count();
                 let quota = BUCKETS as usize / count + usize::from(rank < BUCKETS as usize % count);
                 assert_eq!(owned, quota, "{count} members, {id}");
                 let runs: u64 = view.runs_of(id).iter().map(|r| r.end - r.first).sum();
@@ -45,9 +45,9 @@ fn every_member_owns_exactly_its_quota_and_every_bucket_has_an_owner() {
             }
         }
     }
-    // Past 2,048 members, some own nothing, and no bucket is owned twice.
+    // Past 2,048 members, some hold nothing, and no bucket is held twice.
     let crowd = identities(7, 2100);
-    let table = owner_table(&view(&crowd));
+    let table = holder_table(&view(&crowd));
     let distinct: std::collections::BTreeSet<&String> = table.iter().collect();
     assert_eq!(distinct.len(), 2048);
 }
@@ -71,7 +71,7 @@ fn a_share_is_a_few_runs() {
         // Rendezvous hashing per bucket gives a member of two about 512 runs.
         assert!(mean <= 12.0, "{count} members: {mean} runs on average");
         if count == 1 {
-            assert_eq!(worst, 1, "a lone member owns the whole space");
+            assert_eq!(worst, 1, "a lone member holds the whole space");
         } else {
             assert!(worst <= 20, "{count} members: {worst} runs");
         }
@@ -79,18 +79,18 @@ fn a_share_is_a_few_runs() {
 }
 
 #[test]
-fn every_member_computes_the_same_owners() {
+fn every_member_computes_the_same_holders() {
     let ids = identities(3, 5);
-    let reference = owner_table(&view(&ids));
+    let reference = holder_table(&view(&ids));
     let mut reversed = ids.clone();
     reversed.reverse();
-    assert_eq!(owner_table(&view(&reversed)), reference);
+    assert_eq!(holder_table(&view(&reversed)), reference);
     let annotation = format!(" {} ,{},{}", ids[3], ids.join(","), ids[0]);
     assert_eq!(
-        owner_table(&View::parse(Layout::Ranges, &annotation)),
+        holder_table(&View::parse(Layout::Ranges, &annotation)),
         reference
     );
-    // The owners are the protocol: fixed for fixed identities.
+    // The holders are the protocol: fixed for fixed identities.
     let fixed = view(&["a".to_owned(), "b".to_owned(), "c".to_owned()]);
     let runs = |id: &str| {
         fixed
@@ -226,9 +226,9 @@ fn a_selector_stays_short() {
 #[test]
 fn b_leaving_a_b_c_moves_few_of_the_stayers_buckets() {
     let ids = |names: &[&str]| names.iter().map(ToString::to_string).collect::<Vec<_>>();
-    let three = owner_table(&view(&ids(&["a", "b", "c"])));
-    let two = owner_table(&view(&ids(&["a", "c"])));
-    let stayers = three.iter().filter(|owner| *owner != "b").count();
+    let three = holder_table(&view(&ids(&["a", "b", "c"])));
+    let two = holder_table(&view(&ids(&["a", "c"])));
+    let stayers = three.iter().filter(|holder| *holder != "b").count();
     let moved = three
         .iter()
         .zip(&two)
