@@ -1,30 +1,27 @@
-//! `#[derive(Informable)]` for the [`informer`](https://docs.rs/informer) crate: typed
-//! keys and named, typed indexes for any Kubernetes resource struct, checked by the
-//! compiler.
+//! The derives of the [`informer`](https://docs.rs/informer) crate, checked by the
+//! compiler:
 //!
-//! Use it through the `informer` crate (`informer::informable::Informable` is both the trait and
-//! this derive); its `informable` module documents what the derive generates, with
-//! examples. This crate holds only the macro:
+//! - `#[derive(Informable)]` (module `informable`): typed keys and named, typed
+//!   indexes for any Kubernetes resource struct;
+//! - `#[derive(Projection)]` (module `projection`): a struct of the fields a
+//!   controller reads, decoded straight from the wire and checked against the
+//!   original type.
 //!
-//! - `parse`: attribute syntax into a plain description of what was asked;
-//! - `validate`: checks it (names, paths, sources) and resolves the resource type, the
-//!   field paths and the key types;
-//! - `expand`: generates the code.
+//! Use them through the `informer` crate (`informer::informable::Informable` and
+//! `informer::projection::Projection` are each the trait and the derive); its
+//! `informable` and `projection` modules document what they generate, with examples.
+//! Each derive has its own module (parse, check, expand); what both use sits here:
+//! `ctxt` (the errors of one expansion), `attr` (the attribute parsers' shared
+//! steps), `suggest` (did-you-mean hints).
 //!
 //! Every attribute mistake is reported at once, each with the span that caused it.
 #![deny(missing_docs)]
 
-mod ast;
+mod attr;
 mod ctxt;
-mod expand;
-mod parse;
-mod path;
+mod informable;
 mod projection;
 mod suggest;
-mod validate;
-
-#[cfg(test)]
-mod tests;
 
 /// Implements `informer::informable::Informable` for a resource type, with a typed
 /// index (a marker type implementing `informer::store::Index`) per
@@ -73,7 +70,7 @@ mod tests;
 /// See the `informer::informable` module documentation for the full story.
 #[proc_macro_derive(Informable, attributes(informable))]
 pub fn derive_informable(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
-    expand::derive(input.into()).into()
+    informable::derive(input.into()).into()
 }
 
 /// Makes a struct of the fields a controller reads a projection of a resource type:

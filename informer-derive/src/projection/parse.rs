@@ -23,8 +23,8 @@ use syn::{
     Attribute, Data, DeriveInput, Fields, GenericArgument, Ident, LitStr, Path, PathArguments, Type,
 };
 
+use crate::attr::{meta_key, set_once, skip_value, unknown_key};
 use crate::ctxt::Ctxt;
-use crate::parse::{meta_key, set_once, skip_value, unknown_key};
 use crate::suggest;
 
 const CONTAINER_KEYS: &[&str] = &["of", "metadata", "annotations", "nested", "crate"];

@@ -21,10 +21,10 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{DeriveInput, Ident, Path};
 
-use crate::ast::Format;
 use crate::ctxt::Ctxt;
-use crate::parse;
-use crate::validate::{self, Index, Keys, Model, OwnerOf, Root, Step};
+use crate::informable::ast::Format;
+use crate::informable::parse;
+use crate::informable::validate::{self, Index, Keys, Model, OwnerOf, Root, Step};
 
 /// `#[derive(Informable)]` on `input`: the generated items, or `compile_error!`s for
 /// every mistake found.

@@ -10,7 +10,7 @@
 use std::cell::Cell;
 
 use super::*;
-use crate::ast::Owner;
+use crate::informable::ast::Owner;
 
 /// The owner references an owner index reads, and how it keys them.
 pub(crate) struct OwnerKeys {

@@ -1,4 +1,4 @@
-//! Attribute syntax -> [`ast`](crate::ast).
+//! Attribute syntax -> [`ast`](super::ast).
 //!
 //! ```text
 //! #[informable(
@@ -17,12 +17,12 @@
 //! )]
 //! ```
 
-use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, LitStr, Token};
 
-use crate::ast::{Attrs, Container, Field, Format, IndexAttr, KubeAttrs, Owner, Source};
+use super::ast::{Attrs, Container, Field, Format, IndexAttr, KubeAttrs, Owner, Source};
+use crate::attr::{meta_key, set_once, skip_value, unknown_key};
 use crate::ctxt::Ctxt;
 use crate::suggest;
 
@@ -268,51 +268,6 @@ fn parse_type_or_str(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Type> {
     }
 }
 
-/// The key of a nested meta item as a string (keywords such as `fn` and `crate` too).
-pub(crate) fn meta_key(meta: &ParseNestedMeta<'_>) -> String {
-    let path = &meta.path;
-    path.segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect::<Vec<_>>()
-        .join("::")
-}
-
-pub(crate) fn unknown_key(
-    cx: &Ctxt,
-    meta: &ParseNestedMeta<'_>,
-    key: &str,
-    what: &str,
-    known: &[&str],
-) {
-    let hint = suggest::hint(key, known.iter().copied());
-    let expected = if hint.is_empty() {
-        format!(
-            "; expected one of {}",
-            known
-                .iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    } else {
-        hint
-    };
-    cx.error_spanned(
-        &meta.path,
-        format!("unknown key `{key}` in `{what}`{expected}"),
-    );
-}
-
-/// Stores a setting, reporting a repeated one.
-pub(crate) fn set_once<T>(cx: &Ctxt, meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) {
-    if slot.is_some() {
-        cx.error_spanned(&meta.path, format!("`{}` is given twice", meta_key(meta)));
-    } else {
-        *slot = Some(value);
-    }
-}
-
 /// A path, written bare (`fn = crate::f`) or quoted (`fn = "crate::f"`, as serde does).
 fn parse_path_or_str(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
     let value = meta.value()?;
@@ -322,18 +277,6 @@ fn parse_path_or_str(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
     } else {
         value.parse()
     }
-}
-
-/// Consumes `= value` or `(...)` of an item we do not understand.
-pub(crate) fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-    if meta.input.peek(Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        let content;
-        syn::parenthesized!(content in meta.input);
-        content.parse::<TokenStream>()?;
-    }
-    Ok(())
 }
 
 /// kube's `#[kube(group = "...", kind = "...", root = "...", status = ...)]`, read leniently: kube's

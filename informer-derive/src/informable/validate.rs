@@ -10,9 +10,9 @@ use proc_macro2::Span;
 use quote::format_ident;
 use syn::{GenericArgument, Ident, LitStr, Path, PathArguments, Type, Visibility, parse_quote};
 
-use crate::ast::{Container, Field, Format, IndexAttr, Source};
 use crate::ctxt::Ctxt;
-use crate::path::{self, Segment};
+use crate::informable::ast::{Container, Field, Format, IndexAttr, Source};
+use crate::informable::path::{self, Segment};
 use crate::suggest;
 
 mod owner;

@@ -5,10 +5,10 @@ use proc_macro2::{TokenStream, TokenTree};
 use quote::quote;
 use syn::{DeriveInput, parse_quote};
 
-use crate::ast::Format;
 use crate::ctxt::Ctxt;
-use crate::validate::{Keys, Model, OwnerOf, Root, Step};
-use crate::{expand, parse, validate};
+use crate::informable::ast::Format;
+use crate::informable::validate::{Keys, Model, OwnerOf, Root, Step};
+use crate::informable::{expand, parse, validate};
 
 /// Parses and validates; the model (if any) and every error message.
 fn check(input: &DeriveInput) -> (Option<Model>, Vec<String>) {
