@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::state::{Candidate, State};
-use crate::claim::{Claim, WritesInFlight, holds_by_the_clocks, ended_when};
+use crate::claim::{Claim, WritesInFlight, ended_when, holds_by_the_clocks};
 
 /// Work begun under one [`Term`](super::Term) may go on while that term still holds
 /// the lease (also while the elector steps down, which waits for the work before

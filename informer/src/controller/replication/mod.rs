@@ -33,8 +33,8 @@ pub(crate) use sharding::{Decide, gated_by_shard};
 use super::primary_cache::PrimaryCache;
 use super::reasons::Reasons;
 use super::reconciler::KeyWork;
-use crate::key::ObjectKey;
 use crate::factory::NamedKeyFilter;
+use crate::key::ObjectKey;
 use crate::workqueue::Runner;
 
 /// The mode of a controller that runs alone: every replica reconciles every key (run
