@@ -268,10 +268,12 @@ async fn a_projection_and_the_full_type_agree_through_changes_a_relist_and_a_res
     running.1.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cache_size_gauges_move_with_the_objects_and_name_the_projection() {
-    let env = TestEnv::shared().await.unwrap();
-    let ns = env.create_namespace("projection-gauges").await.unwrap();
+/// A new namespace, and a factory in it observed by metrics in a registry of its own.
+async fn metered_factory(
+    env: &TestEnv,
+    namespace: &str,
+) -> (String, Registry, SharedInformerFactory) {
+    let ns = env.create_namespace(namespace).await.unwrap();
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     let factory = SharedInformerFactory::new(
@@ -280,6 +282,13 @@ async fn the_cache_size_gauges_move_with_the_objects_and_name_the_projection() {
             .namespace(ns.clone())
             .metrics(&metrics),
     );
+    (ns, registry, factory)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_size_gauges_move_with_the_objects_and_name_the_projection() {
+    let env = TestEnv::shared().await.unwrap();
+    let (ns, registry, factory) = metered_factory(env, "projection-gauges").await;
     let full = factory.informer::<Pod>();
     let view = factory.informer::<PodView>();
     assert_eq!(factory.len(), 2, "two informers of Pods, one per type");
@@ -363,15 +372,7 @@ struct SharedContainer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_values_follow_the_live_objects_through_deletes_and_changes() {
     let env = TestEnv::shared().await.unwrap();
-    let ns = env.create_namespace("projection-shared").await.unwrap();
-    let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
-    let factory = SharedInformerFactory::new(
-        env.client().unwrap(),
-        FactoryOptions::default()
-            .namespace(ns.clone())
-            .metrics(&metrics),
-    );
+    let (ns, registry, factory) = metered_factory(env, "projection-shared").await;
     let views = factory.informer::<SharedView>();
     factory.start();
     factory.wait_for_cache_sync().await.unwrap();
