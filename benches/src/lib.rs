@@ -147,7 +147,10 @@
 //!     object was reconciled ([`fleet_worker`]).
 //! 15. **Caching only what a controller reads**: 30,000 Pods synced as the full type,
 //!     as our projections and as hand-written partial types of kube-rs: bytes per
-//!     cached Pod, CPU and time to sync ([`projection_types`]).
+//!     cached Pod, CPU and time to sync ([`projection_types`]); at counts above
+//!     50,000 (`--projection-pods 30000,150000`) only our projection and our
+//!     metadata-only informer. Then a churn: half the Pods deleted, the rest
+//!     relabelled, our caches' RSS above start against a fresh sync of the survivors.
 //! 16. **Consistency checks** (ours only: neither kube-runtime nor client-go checks
 //!     its cache against the server), on scenario 2's 50,000 ConfigMaps: the cost of
 //!     one check of a settled cache (wall time, CPU, requests, peak memory) and of one
@@ -172,6 +175,7 @@
 #![deny(missing_docs)]
 
 pub mod backlog;
+mod churn;
 pub mod consistency;
 pub mod controller;
 pub mod driver;

@@ -70,6 +70,11 @@ pub fn config_map(i: usize, payload_bytes: usize, namespace: Option<&str>) -> Co
     }
 }
 
+/// The name of Pod `i`.
+pub fn pod_name(i: usize) -> String {
+    format!("pod-{i}")
+}
+
 /// Pod `i` as a real cluster holds it: a Deployment's replica with two containers
 /// (env, ports, probes, resources, mounts), four volumes, tolerations, and (for
 /// [`pod_status`]) conditions and container statuses; about 5 KiB of JSON.
@@ -105,7 +110,7 @@ pub fn pod(i: usize) -> Pod {
     };
     serde_json::from_value(serde_json::json!({
         "metadata": {
-            "name": format!("pod-{i}"),
+            "name": pod_name(i),
             "labels": { "app": app, "shard": format!("shard-{}", i % 10), "pod-template-hash": "5d4f8c7b9", "tier": "backend" },
             "annotations": {
                 "prometheus.io/scrape": "true",

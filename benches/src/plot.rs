@@ -1,6 +1,7 @@
 //! Scenario 15's figure, drawn by the bench itself (plotters, SVG): bytes per Pod
-//! after the sync for each variant at the largest count, and each variant's RSS
-//! above its start against the number of Pods.
+//! after the sync for each variant at the largest count every variant ran at, and
+//! each variant's RSS above its start against the number of Pods (a variant that
+//! skipped the largest counts ends its line early).
 
 use std::path::Path;
 
@@ -47,24 +48,35 @@ pub fn projections(series: &[PlotSeries], path: &Path) -> anyhow::Result<()> {
     root.fill(&WHITE).map_err(|e| plotting(&e))?;
     let (left, right) = root.split_horizontally(860);
 
-    // Left: bytes per Pod at the largest count, one bar per variant.
     let largest = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.pods))
         .max()
         .unwrap_or(0);
+    // Left: bytes per Pod, one bar per variant, at the largest count all of them ran at
+    // (the largest counts run only some), so that every bar is measured at one count.
+    let shared = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.pods))
+        .filter(|&pods| {
+            series
+                .iter()
+                .all(|s| s.points.iter().any(|p| p.pods == pods))
+        })
+        .max()
+        .unwrap_or(largest);
     let bars: Vec<(usize, f64)> = series
         .iter()
         .enumerate()
         .filter_map(|(i, s)| {
-            let point = s.points.iter().find(|p| p.pods == largest)?;
+            let point = s.points.iter().find(|p| p.pods == shared)?;
             Some((i, point.bytes_per_pod))
         })
         .collect();
     let most = bars.iter().map(|(_, b)| *b).fold(1.0, f64::max) * 1.1;
     let mut chart = ChartBuilder::on(&left)
         .caption(
-            format!("Bytes per Pod after syncing {largest} Pods (RSS above start)"),
+            format!("Bytes per Pod after syncing {shared} Pods (RSS above start)"),
             ("sans-serif", 20),
         )
         .margin(12)
@@ -196,6 +208,31 @@ mod tests {
         ] {
             assert!(svg.contains(name), "{name} missing");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_bars_are_at_the_largest_count_every_variant_ran_at() {
+        let line = |name: &str, counts: &[usize]| PlotSeries {
+            name: name.to_owned(),
+            points: counts
+                .iter()
+                .map(|&pods| PlotPoint {
+                    pods,
+                    bytes_per_pod: 1_000.0,
+                })
+                .collect(),
+        };
+        let series = [
+            line("full", &[10_000, 30_000]),
+            line("projection", &[10_000, 30_000, 150_000]),
+        ];
+        let dir = std::env::temp_dir().join(format!("plot-counts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("projections.svg");
+        projections(&series, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("Bytes per Pod after syncing 30000 Pods"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,8 +3,9 @@
 //! ```text
 //! bench-worker sync     <ours|kube-runtime|ours-keep-mf|ours-list|kube-runtime-strip-mf|kube-runtime-watch-cache|kube-runtime-tuned> <namespace>
 //! bench-worker sync-pods <ours|kube-runtime|...> <namespace>
-//! bench-worker sync-pod-views|sync-pods-metadata <ours> <namespace>
+//! bench-worker sync-pod-views|sync-pod-views-shared|sync-pods-metadata <ours> <namespace>
 //! bench-worker sync-pod-partial|sync-pod-partial-slim <kube-runtime> <namespace>
+//! bench-worker churn-pod-views|churn-pod-views-shared|churn-pods-metadata <ours> <namespace>
 //! bench-worker sync-metadata <ours|kube-runtime|...> <namespace>
 //! bench-worker watch    <ours|kube-runtime> <namespace>
 //! bench-worker queries  <objects>
@@ -44,6 +45,11 @@
 //! `watch` first syncs, prints `synced`, then waits for a line `go <name> <value>` on
 //! stdin: from then on it measures until its cache shows `data.rev == value` on object
 //! `name`, polling the cache every 5 ms (the same lookup on both sides).
+//!
+//! `churn-pod-views`, `churn-pod-views-shared` and `churn-pods-metadata` sync as
+//! `sync-pod-views`, `sync-pod-views-shared` and `sync-pods-metadata` do, print `synced`, then wait for a line `go <objects> <key>
+//! <value>` on stdin: from then on they measure until the cache holds exactly
+//! `objects` objects, each labelled `key=value` ([`crate::churn`]).
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -62,7 +68,7 @@ use kube_runtime::{WatchStreamExt as _, watcher};
 use crate::handshake::{read_driver_line, say_synced};
 use crate::in_process;
 use crate::measure::{Mark, memory, reset_peak};
-use crate::projection_types::{PodPartial, PodPartialSlim, PodView};
+use crate::projection_types::{PodPartial, PodPartialSlim, PodView, SharedPodView};
 use crate::report::{Implementation, RelistSample, SyncSample, WatchSample, WorkerReport};
 
 /// Runs the worker with the process's arguments.
@@ -108,6 +114,9 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         "sync-pod-views" => Ok(WorkerReport::Sync(
             sync::<PodView>(implementation(1)?, arg(2)?).await?,
         )),
+        "sync-pod-views-shared" => Ok(WorkerReport::Sync(
+            sync::<SharedPodView>(implementation(1)?, arg(2)?).await?,
+        )),
         "sync-pods-metadata" => Ok(WorkerReport::Sync(
             sync::<PartialObjectMeta<Pod>>(implementation(1)?, arg(2)?).await?,
         )),
@@ -116,6 +125,16 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         )),
         "sync-pod-partial-slim" => Ok(WorkerReport::Sync(
             sync::<PodPartialSlim>(implementation(1)?, arg(2)?).await?,
+        )),
+        // Scenario 15's churn: sync, then follow the driver's deletes and relabels.
+        "churn-pod-views" => Ok(WorkerReport::Churn(
+            crate::churn::run::<PodView>(implementation(1)?, arg(2)?).await?,
+        )),
+        "churn-pod-views-shared" => Ok(WorkerReport::Churn(
+            crate::churn::run::<SharedPodView>(implementation(1)?, arg(2)?).await?,
+        )),
+        "churn-pods-metadata" => Ok(WorkerReport::Churn(
+            crate::churn::run::<PartialObjectMeta<Pod>>(implementation(1)?, arg(2)?).await?,
         )),
         "sync-metadata" => Ok(WorkerReport::Sync(
             sync::<PartialObjectMeta<ConfigMap>>(implementation(1)?, arg(2)?).await?,
@@ -204,13 +223,13 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
 }
 
 /// A synced cache of either implementation, readable by key.
-enum Cache<K: Synced = ConfigMap> {
+pub(crate) enum Cache<K: Synced = ConfigMap> {
     Ours(SharedIndexInformer<K>),
     KubeRuntime(Store<K>),
 }
 
 /// What the sync scenarios need of an object type.
-trait Synced:
+pub(crate) trait Synced:
     kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + Clone
     + serde::de::DeserializeOwned
@@ -233,10 +252,37 @@ impl<K> Synced for K where
 }
 
 impl<K: Synced> Cache<K> {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Cache::Ours(informer) => informer.indexer().len(),
             Cache::KubeRuntime(store) => store.len(),
+        }
+    }
+
+    /// Whether every cached object passes `check` (visited in place, no list built).
+    pub(crate) fn all(&self, check: impl Fn(&K) -> bool) -> bool {
+        match self {
+            Cache::Ours(informer) => {
+                let mut all = true;
+                informer
+                    .indexer()
+                    .for_each(|_, object| all &= check(object));
+                all
+            }
+            Cache::KubeRuntime(store) => store.state().iter().all(|object| check(object)),
+        }
+    }
+
+    /// Our informer's estimate of its cache's bytes (`cache_size`); `None` for
+    /// kube-runtime's store, which has none.
+    pub(crate) fn estimated_bytes(&self) -> Option<u64> {
+        match self {
+            // The process's shared values, counted once (one cache a worker).
+            Cache::Ours(informer) => informer
+                .cache_size()
+                .bytes
+                .map(|bytes| bytes + informer::projection::shared_size().bytes),
+            Cache::KubeRuntime(_) => None,
         }
     }
 
@@ -332,6 +378,14 @@ async fn sync<K: Synced>(
     implementation: Implementation,
     namespace: &str,
 ) -> anyhow::Result<SyncSample> {
+    Ok(sync_and_keep::<K>(implementation, namespace).await?.0)
+}
+
+/// [`sync`], keeping the cache for what follows (scenario 15's churn).
+pub(crate) async fn sync_and_keep<K: Synced>(
+    implementation: Implementation,
+    namespace: &str,
+) -> anyhow::Result<(SyncSample, Cache<K>)> {
     let client = kube::Client::try_default().await?;
     let api = Api::<K>::namespaced(client, namespace);
     let baseline = memory();
@@ -341,14 +395,10 @@ async fn sync<K: Synced>(
     let cpu_seconds = mark.cpu_seconds();
     let (user_seconds, sys_seconds) = mark.user_sys_seconds();
     let after = memory();
-    let estimated_cache_bytes = match &cache {
-        Cache::Ours(informer) => informer.cache_size().bytes,
-        Cache::KubeRuntime(_) => None,
-    };
-    Ok(SyncSample {
+    let sample = SyncSample {
         implementation,
         objects: cache.len(),
-        estimated_cache_bytes,
+        estimated_cache_bytes: cache.estimated_bytes(),
         synced_seconds,
         cpu_seconds,
         user_seconds,
@@ -356,7 +406,8 @@ async fn sync<K: Synced>(
         baseline_rss_kib: baseline.rss_kib,
         peak_rss_kib: after.peak_kib,
         rss_after_sync_kib: after.rss_kib,
-    })
+    };
+    Ok((sample, cache))
 }
 
 /// How often the watch scenario looks for the last update in the cache: the lookup is

@@ -8,8 +8,8 @@
 //!       [--fleet-clusters N] [--fleet-objects N]
 //!       [--consistency-minutes N] [--consistency-interval SECONDS]
 //!       [--consistency-drifts N] [--consistency-delay-ms MS]
-//!       [--scale-objects N] [--pods N] [--projection-pods N] [--plot PATH]
-//!       [--json PATH] [--serve]
+//!       [--scale-objects N] [--pods N] [--projection-pods N[,N...]]
+//!       [--churn-pods N] [--plot PATH] [--json PATH] [--serve]
 //! ```
 //!
 //! It starts [`TestEnv`] (etcd + kube-apiserver on loopback), creates the ConfigMaps
@@ -46,10 +46,17 @@
 //! `--footprint-objects` the parents of scenario 13 (a namespace of their own),
 //! `--fleet-clusters` and `--fleet-objects` scenario 14's clusters (namespaces
 //! `bench-fleet-0` and on) and the ConfigMaps in each. Scenario 15 syncs scenario 9's
-//! `--pods` and a larger collection of `--projection-pods` Pods (`bench-pods-large`)
-//! every way there is to cache them, and draws its figure into `--plot` (an SVG,
-//! default `target/bench-projections.svg`); `--consistency-minutes`,
-//! `--consistency-interval`, `--consistency-drifts` and `--consistency-delay-ms`
+//! `--pods` and larger collections of `--projection-pods` Pods (a comma list, default
+//! `30000`, e.g. `30000,150000`; the first count in `bench-pods-large`, the others in
+//! `bench-pods-large-<count>`) every way there is to cache them (above 50,000 Pods,
+//! [`ALL_VARIANTS_UP_TO`], only our projection and our metadata-only informer: the
+//! other variants' full Pods would take GiB each, and the table says so); then it
+//! churns `--churn-pods` Pods (default the first `--projection-pods` count, 0 for none;
+//! in `bench-pods-churn`, put back before each round): half deleted, the rest
+//! relabelled, RSS above start after the churn against a fresh sync of the survivors,
+//! for our projection and our metadata-only informer. It draws its figure into
+//! `--plot` (an SVG, default `target/bench-projections.svg`). `--consistency-minutes`,
+//! `--consistency-interval`, `--consistency-drifts` and `--consistency-delay-ms` set
 //! scenario 16's long run (its length, its checks' interval, the lost updates it
 //! makes) and the delay its staleness run puts on watch events.
 //!
@@ -84,7 +91,7 @@ use crate::report::{
     QuerySample, RelistSample, Row, SyncSample, Target, WatchSample, markdown, median,
 };
 use machine::{Machine, load_average};
-pub use options::{Options, SCENARIOS};
+pub use options::{ALL_VARIANTS_UP_TO, Options, SCENARIOS};
 use setup::create_objects;
 
 mod backlog;
@@ -175,8 +182,10 @@ struct Samples {
     footprint: Vec<FootprintSample>,
     /// Scenario 14's runs.
     fleet: fleet::FleetRuns,
-    /// Scenario 15's runs, every variant at both counts.
+    /// Scenario 15's runs, every variant at every count it ran at.
     projections: Vec<projections::ProjectionSample>,
+    /// Scenario 15's churn runs, a variant's round at a time.
+    projection_churn: Vec<projections::ChurnRun>,
     /// Scenario 16's runs.
     consistency: consistency::ConsistencySamples,
     /// Scenario 17's runs, gate on then off.
@@ -343,12 +352,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
             setup::create_pods(client, POD_NAMESPACE, options.pods).await?;
         }
         if options.runs(15) {
-            setup::create_pods(
-                client,
-                projections::LARGE_POD_NAMESPACE,
-                options.projection_pods,
-            )
-            .await?;
+            for (i, &pods) in options.projection_pods.iter().enumerate() {
+                let namespace = projections::large_pod_namespace(i, pods);
+                setup::create_pods(client, &namespace, pods).await?;
+            }
+            if options.churn_pods > 0 {
+                projections::create_churn_pods(client, options.churn_pods).await?;
+            }
         }
         if options.runs(14) {
             fleet::create(
@@ -653,6 +663,33 @@ mod tests {
         assert!(error.contains("--backlog-edits"), "{error}");
         let fits = ["--backlog-edits", "50", "--only", "12"];
         assert!(parse(&[&small[..], &fits[..]].concat()).is_ok());
+    }
+
+    #[test]
+    fn projection_pods_take_a_list_of_distinct_counts() {
+        let options = parse(&[]).unwrap();
+        assert_eq!(
+            (options.projection_pods, options.churn_pods),
+            (vec![30_000], 30_000)
+        );
+        let options = parse(&["--projection-pods", "2000,150000"]).unwrap();
+        assert_eq!(
+            (options.projection_pods, options.churn_pods),
+            (vec![2_000, 150_000], 2_000)
+        );
+        let options = parse(&["--projection-pods", "2000", "--churn-pods", "500"]).unwrap();
+        assert_eq!(options.churn_pods, 500);
+        for bad in [
+            ["--projection-pods", "2000,2000"],
+            ["--projection-pods", "0"],
+            ["--churn-pods", "1"],
+        ] {
+            assert!(
+                parse(&[&bad[..], &["--only", "15"]].concat()).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(parse(&["--churn-pods", "0", "--only", "15"]).is_ok());
     }
 
     #[test]

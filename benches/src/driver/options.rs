@@ -7,6 +7,11 @@ use anyhow::{Context as _, bail};
 /// The scenarios, numbered 1 to this.
 pub const SCENARIOS: u8 = 18;
 
+/// The largest count of `--projection-pods` at which scenario 15 runs every variant:
+/// above it, only our projection and our metadata-only informer (the full Pods of the
+/// others would take GiB each, tens of GiB together, at 150,000).
+pub const ALL_VARIANTS_UP_TO: usize = 50_000;
+
 /// The driver's settings.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -32,8 +37,13 @@ pub struct Options {
     pub scale_objects: usize,
     /// Pods of scenario 9 (and scenario 15's first count).
     pub pods: usize,
-    /// Pods of scenario 15's larger collection.
-    pub projection_pods: usize,
+    /// Pods of scenario 15's larger collections, one namespace each (`--projection-pods
+    /// 30000,150000`); above [`ALL_VARIANTS_UP_TO`] only our projection and our
+    /// metadata-only informer run.
+    pub projection_pods: Vec<usize>,
+    /// Pods of scenario 15's churn (half deleted, the rest relabelled); 0 skips it. By
+    /// default the first count of `projection_pods`, so that a small run churns few.
+    pub churn_pods: usize,
     /// Where scenario 15 draws its figure (SVG).
     pub plot: PathBuf,
     /// Parents (each owning one child) of scenario 7.
@@ -77,7 +87,8 @@ impl Default for Options {
             pipeline_events: 500_000,
             scale_objects: 100_000,
             pods: 10_000,
-            projection_pods: 30_000,
+            projection_pods: vec![30_000],
+            churn_pods: 30_000,
             plot: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-projections.svg"),
             controller_objects: 10_000,
             controller_updates: 5_000,
@@ -95,21 +106,22 @@ impl Default for Options {
     }
 }
 
+/// A flag's value that lists numbers: `1,2,10`.
+fn comma_list<T: std::str::FromStr>(value: &str) -> Result<Vec<T>, T::Err> {
+    value.split(',').map(str::parse).collect()
+}
+
 impl Options {
     /// Parses the command line (see the [driver's docs](super)).
     pub fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<Self> {
         let mut options = Self::default();
         let mut args = args.into_iter();
+        let mut churn_pods = None;
         while let Some(flag) = args.next() {
             let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
             match flag.as_str() {
                 "--pairs" => options.pairs = value()?.parse()?,
-                "--only" => {
-                    options.only = value()?
-                        .split(',')
-                        .map(str::parse)
-                        .collect::<Result<_, _>>()?;
-                }
+                "--only" => options.only = comma_list(&value()?)?,
                 "--objects" => options.objects = value()?.parse()?,
                 "--large-objects" => options.large_objects = value()?.parse()?,
                 "--payload" => options.payload = value()?.parse()?,
@@ -119,7 +131,8 @@ impl Options {
                 "--pipeline-events" => options.pipeline_events = value()?.parse()?,
                 "--scale-objects" => options.scale_objects = value()?.parse()?,
                 "--pods" => options.pods = value()?.parse()?,
-                "--projection-pods" => options.projection_pods = value()?.parse()?,
+                "--projection-pods" => options.projection_pods = comma_list(&value()?)?,
+                "--churn-pods" => churn_pods = Some(value()?.parse()?),
                 "--plot" => options.plot = value()?.into(),
                 "--controller-objects" => options.controller_objects = value()?.parse()?,
                 "--controller-updates" => options.controller_updates = value()?.parse()?,
@@ -140,6 +153,8 @@ impl Options {
                 other => bail!("unknown flag {other:?}"),
             }
         }
+        options.churn_pods =
+            churn_pods.unwrap_or_else(|| options.projection_pods.first().copied().unwrap_or(0));
         if options.pairs == 0 {
             bail!("--pairs must be at least 1");
         }
@@ -162,6 +177,19 @@ impl Options {
             && (options.backlog_edits == 0 || options.backlog_edits > options.controller_objects)
         {
             bail!("--backlog-edits must be between 1 and --controller-objects");
+        }
+        if options.runs(15) {
+            let counts = &options.projection_pods;
+            if counts.is_empty() || counts.contains(&0) {
+                bail!("--projection-pods takes counts of at least 1, e.g. 30000,150000");
+            }
+            // One namespace per count: the same count twice would be synced twice.
+            if (1..counts.len()).any(|i| counts[..i].contains(&counts[i])) {
+                bail!("--projection-pods: each count once");
+            }
+            if options.churn_pods == 1 {
+                bail!("--churn-pods must be 0 (no churn) or at least 2 (half are deleted)");
+            }
         }
         if options.footprint_objects == 0 {
             bail!("--footprint-objects must be at least 1");

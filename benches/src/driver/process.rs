@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use tokio::io::BufReader;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 use super::Bench;
 use crate::report::{Implementation, WorkerReport};
@@ -146,6 +146,43 @@ pub(super) fn side_command(
         program(bench, implementation)?.to_path_buf(),
         [mode.to_owned(), selector.to_owned(), namespace.to_owned()],
     ))
+}
+
+/// A worker the driver talks to ([`crate::handshake`]): its stdin for the driver's
+/// go-ahead, the lines of its stdout.
+pub(super) struct TalkingWorker {
+    pub(super) child: tokio::process::Child,
+    pub(super) stdin: tokio::process::ChildStdin,
+    pub(super) lines: WorkerLines,
+}
+
+/// Starts `implementation` in worker mode `mode` on `namespace` against the shared
+/// control plane, its stdin and stdout piped; it is killed when dropped.
+pub(super) fn spawn_side(
+    bench: &Bench<'_>,
+    implementation: Implementation,
+    mode: &str,
+    namespace: &str,
+) -> anyhow::Result<TalkingWorker> {
+    let (program, args) = side_command(bench, implementation, mode, namespace)?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(kubeconfig) = bench.kubeconfig {
+        command.env("KUBECONFIG", kubeconfig);
+    }
+    let mut child = command.spawn()?;
+    let stdin = child.stdin.take().context("worker stdin")?;
+    let lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
+    Ok(TalkingWorker {
+        child,
+        stdin,
+        lines,
+    })
 }
 
 /// Runs `implementation` in worker mode `mode` on `namespace` to completion, against

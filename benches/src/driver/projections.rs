@@ -1,6 +1,7 @@
 //! Scenario 15: caching only what a controller reads. The same Pods (scenario 9's,
 //! and a larger collection) synced by every way there is to cache Pods: our full
-//! `Pod`, our projection (`PodView`), our metadata-only informer; kube-runtime's full
+//! `Pod`, our projection (`PodView`, and `SharedPodView`: the same with its repeating
+//! values shared), our metadata-only informer; kube-runtime's full
 //! `Pod` with its defaults and with managedFields stripped by `.modify()` (its guide's
 //! advice), kube-runtime with a hand-written `inherit = Pod` partial type of the same
 //! fields, with whole metadata and with a hand-written metadata decoder that skips
@@ -14,16 +15,35 @@
 //! partial type in memory and CPU; a peak during the list at most 1.3x the steady
 //! state; and our cache-size estimate within 25% of the measured RSS above start. It
 //! also prints a table of every variant's figures and draws them ([`crate::plot`]).
+//!
+//! `--projection-pods` takes several counts (`30000,150000`), a namespace each. Above
+//! [`ALL_VARIANTS_UP_TO`] (50,000) Pods only our projections and our metadata-only
+//! informer run, and the table says so: the others' full Pods would take GiB each.
+//! Then the churn ([`churn`]): does the cache give back what it no longer holds?
 
 use std::fmt::Write as _;
 
 use super::sync::{Side, side_runs};
-use super::{Bench, POD_NAMESPACE, Samples, thousands};
+use super::{ALL_VARIANTS_UP_TO, Bench, POD_NAMESPACE, Samples, thousands};
 use crate::plot::{PlotPoint, PlotSeries, projections};
 use crate::report::{Implementation, Row, SyncSample, Target, median};
 
-/// The namespace of the larger collection of Pods.
-pub(super) const LARGE_POD_NAMESPACE: &str = "bench-pods-large";
+pub(super) use churn::{ChurnRun, restore as create_churn_pods};
+
+mod churn;
+
+/// The namespace of the first larger collection of Pods.
+const LARGE_POD_NAMESPACE: &str = "bench-pods-large";
+
+/// The namespace of the `index`th count of `--projection-pods`: the first
+/// `bench-pods-large` (as when there was one), the others named by their count.
+pub(super) fn large_pod_namespace(index: usize, pods: usize) -> String {
+    if index == 0 {
+        LARGE_POD_NAMESPACE.to_owned()
+    } else {
+        format!("{LARGE_POD_NAMESPACE}-{pods}")
+    }
+}
 
 /// One way to cache the Pods: who runs it, in which worker mode, and its name.
 #[derive(Debug, Clone, Copy)]
@@ -50,10 +70,14 @@ const fn variant(
 const PROJECTION: usize = 0;
 /// Our full Pod.
 const OURS_FULL: usize = 1;
+/// Our metadata-only informer.
+const METADATA_ONLY: usize = 2;
 /// kube-runtime's partial type with managedFields skipped by hand: the issue's peer.
 const BEST_PARTIAL: usize = 6;
+/// Our projection with its repeating values shared (issue 48).
+const SHARED_PROJECTION: usize = 7;
 
-const VARIANTS: [Variant; 7] = [
+const VARIANTS: [Variant; 8] = [
     variant(
         Implementation::Ours,
         "sync-pod-views",
@@ -84,6 +108,11 @@ const VARIANTS: [Variant; 7] = [
         Implementation::KubeRuntime,
         "sync-pod-partial-slim",
         "kube-runtime, partial type, managedFields skipped in its metadata decoder",
+    ),
+    variant(
+        Implementation::Ours,
+        "sync-pod-views-shared",
+        "ours, projection, repeating values shared (SharedPodView)",
     ),
 ];
 
@@ -136,7 +165,13 @@ fn figures(samples: &[&SyncSample]) -> Figures {
     }
 }
 
-/// Scenario 15 on scenario 9's Pods and on the larger collection.
+/// Whether the variant at `index` runs at `pods` Pods: every one up to
+/// [`ALL_VARIANTS_UP_TO`], only our slim ones (projection, metadata-only) above.
+fn runs_at(index: usize, pods: usize) -> bool {
+    pods <= ALL_VARIANTS_UP_TO || [PROJECTION, METADATA_ONLY, SHARED_PROJECTION].contains(&index)
+}
+
+/// Scenario 15 on scenario 9's Pods, on each larger collection, then the churn.
 pub(super) async fn run(
     bench: &Bench<'_>,
     rows: &mut Vec<Row>,
@@ -156,36 +191,48 @@ pub(super) async fn run(
         })
         .collect();
     let mut tables = String::new();
-    for (pods, namespace) in [
-        (options.pods, POD_NAMESPACE),
-        (options.projection_pods, LARGE_POD_NAMESPACE),
-    ] {
+    let larger = options
+        .projection_pods
+        .iter()
+        .enumerate()
+        .map(|(i, &pods)| (pods, large_pod_namespace(i, pods)));
+    for (pods, namespace) in std::iter::once((options.pods, POD_NAMESPACE.to_owned())).chain(larger)
+    {
         let label = format!("15. {} Pods", thousands(pods));
-        let runs = side_runs(bench, namespace, pods, &sides, &label).await?;
-        let figures: Vec<Figures> = (0..variants.len())
+        // The variants that run at this count, and the sides that run them, in order.
+        let ran: Vec<usize> = (0..variants.len()).filter(|&i| runs_at(i, pods)).collect();
+        let ran_sides: Vec<Side<'static>> = ran.iter().map(|&i| sides[i]).collect();
+        let runs = side_runs(bench, &namespace, pods, &ran_sides, &label).await?;
+        let figures: Vec<Option<Figures>> = (0..variants.len())
             .map(|i| {
+                let at = ran.iter().position(|&r| r == i)?;
                 let column: Vec<&SyncSample> =
-                    runs.iter().filter_map(|round| round.get(i)).collect();
-                figures(&column)
+                    runs.iter().filter_map(|round| round.get(at)).collect();
+                Some(figures(&column))
             })
             .collect();
         for round in &runs {
-            for (variant, sample) in variants.iter().zip(round) {
+            for (&i, sample) in ran.iter().zip(round) {
                 samples.projections.push(ProjectionSample {
-                    variant: variant.name,
+                    variant: variants[i].name,
                     pods,
                     sample: sample.clone(),
                 });
             }
         }
         for (line, f) in series.iter_mut().zip(&figures) {
-            line.points.push(PlotPoint {
-                pods,
-                bytes_per_pod: f.steady_per_pod,
-            });
+            if let Some(f) = f {
+                line.points.push(PlotPoint {
+                    pods,
+                    bytes_per_pod: f.steady_per_pod,
+                });
+            }
         }
         rows.extend(projection_rows(&label, &variants, &figures));
         tables.push_str(&variant_table(&label, &variants, &figures));
+    }
+    if options.churn_pods > 0 {
+        tables.push_str(&churn::run(bench, rows, samples).await?);
     }
     println!("{tables}");
     let path = &options.plot;
@@ -197,9 +244,12 @@ pub(super) async fn run(
     Ok(())
 }
 
-/// The rows of one count: the targets, then our projection against every variant.
-fn projection_rows(label: &str, variants: &[Variant], figures: &[Figures]) -> Vec<Row> {
-    let projection = figures[PROJECTION];
+/// The rows of one count: the targets, then our projection against every variant
+/// that ran (`None`: not at this count).
+fn projection_rows(label: &str, variants: &[Variant], figures: &[Option<Figures>]) -> Vec<Row> {
+    let Some(projection) = figures[PROJECTION] else {
+        return Vec::new();
+    };
     let row = |scenario: String, metric: &str, ours: f64, theirs: Option<f64>, target| Row {
         scenario,
         metric: metric.to_owned(),
@@ -224,30 +274,36 @@ fn projection_rows(label: &str, variants: &[Variant], figures: &[Figures]) -> Ve
             Some(projection.steady_per_pod),
             Some(Target::RatioAtMost(1.3)),
         ),
-        row(
+    ];
+    if let Some(full) = figures[OURS_FULL] {
+        rows.push(row(
             format!("{label}: projection / {}", variants[OURS_FULL].name),
             "CPU to sync, user+sys (s)",
             projection.cpu,
-            Some(figures[OURS_FULL].cpu),
+            Some(full.cpu),
             Some(Target::RatioAtMost(0.5)),
-        ),
-        row(
+        ));
+    }
+    if let Some(best) = figures[BEST_PARTIAL] {
+        rows.push(row(
             format!("{label}: projection / {}", variants[BEST_PARTIAL].name),
             "RSS after sync above start, per Pod (bytes)",
             projection.steady_per_pod,
-            Some(figures[BEST_PARTIAL].steady_per_pod),
+            Some(best.steady_per_pod),
             Some(Target::RatioAtMost(0.7)),
-        ),
-        row(
+        ));
+        rows.push(row(
             format!("{label}: projection / {}", variants[BEST_PARTIAL].name),
             "CPU to sync, user+sys (s)",
             projection.cpu,
-            Some(figures[BEST_PARTIAL].cpu),
+            Some(best.cpu),
             Some(Target::RatioAtMost(0.7)),
-        ),
-    ];
+        ));
+    }
     for (i, f) in figures.iter().enumerate().take(3) {
-        if let Some(estimate) = f.estimate_per_pod {
+        if let Some(f) = f
+            && let Some(estimate) = f.estimate_per_pod
+        {
             rows.push(row(
                 format!(
                     "{label}: {}, cache_size() estimate / measured",
@@ -261,9 +317,9 @@ fn projection_rows(label: &str, variants: &[Variant], figures: &[Figures]) -> Ve
         }
     }
     for (i, (variant, f)) in variants.iter().zip(figures).enumerate() {
-        if i == PROJECTION {
+        let Some(f) = f.filter(|_| i != PROJECTION) else {
             continue;
-        }
+        };
         let scenario = format!("{label}: projection / {}", variant.name);
         rows.push(row(
             scenario.clone(),
@@ -290,14 +346,25 @@ fn projection_rows(label: &str, variants: &[Variant], figures: &[Figures]) -> Ve
     rows
 }
 
-/// Every variant's medians at one count, as a markdown table.
-fn variant_table(label: &str, variants: &[Variant], figures: &[Figures]) -> String {
+/// Every variant's medians at one count, as a markdown table; the variants that did
+/// not run at this count ([`runs_at`]) are named, and why.
+fn variant_table(label: &str, variants: &[Variant], figures: &[Option<Figures>]) -> String {
     let mut out = format!(
         "\n{label}: every variant (medians)\n\n| variant | time to synced (s) | CPU (s) | peak RSS \
          (MiB) | RSS after sync (MiB) | peak above start, per Pod (bytes) | after sync above \
          start, per Pod (bytes) | estimate, per Pod (bytes) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     for (variant, f) in variants.iter().zip(figures) {
+        let Some(f) = f else {
+            let _ = writeln!(
+                out,
+                "| {} | not run: above {} Pods only ours, projection and metadata-only, run \
+                 (the full Pods would take GiB) | | | | | | |",
+                variant.name,
+                thousands(ALL_VARIANTS_UP_TO)
+            );
+            continue;
+        };
         let _ = writeln!(
             out,
             "| {} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {} |",
@@ -314,4 +381,20 @@ fn variant_table(label: &str, variants: &[Variant], figures: &[Figures]) -> Stri
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn above_the_limit_only_our_slim_variants_run_each_count_in_a_namespace_of_its_own() {
+        assert!((0..VARIANTS.len()).all(|i| runs_at(i, ALL_VARIANTS_UP_TO)));
+        let above: Vec<usize> = (0..VARIANTS.len())
+            .filter(|&i| runs_at(i, ALL_VARIANTS_UP_TO + 1))
+            .collect();
+        assert_eq!(above, [PROJECTION, METADATA_ONLY, SHARED_PROJECTION]);
+        assert_eq!(large_pod_namespace(0, 30_000), LARGE_POD_NAMESPACE);
+        assert_eq!(large_pod_namespace(1, 150_000), "bench-pods-large-150000");
+    }
 }

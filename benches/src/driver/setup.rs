@@ -24,16 +24,7 @@ pub(super) async fn create_pods(
     let api = Api::<Pod>::namespaced(client.clone(), namespace);
     let started = Instant::now();
     futures::stream::iter(0..count)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let pod = api.create(&PostParams::default(), &objects::pod(i)).await?;
-                let name = pod.metadata.name.unwrap_or_default();
-                let status = Patch::Merge(objects::pod_status(i));
-                api.patch_status(&name, &PatchParams::default(), &status)
-                    .await
-            }
-        })
+        .map(|i| create_pod(&api, i))
         .buffer_unordered(CREATE_CONCURRENCY)
         .map(|result| result.with_context(|| format!("creating Pods in {namespace}")))
         .collect::<Vec<_>>()
@@ -45,6 +36,16 @@ pub(super) async fn create_pods(
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Creates Pod `i` ([`objects::pod`]) with `api`, then its status
+/// ([`objects::pod_status`]).
+pub(super) async fn create_pod(api: &Api<Pod>, i: usize) -> kube::Result<Pod> {
+    let pod = api.create(&PostParams::default(), &objects::pod(i)).await?;
+    let name = pod.metadata.name.unwrap_or_default();
+    let status = Patch::Merge(objects::pod_status(i));
+    api.patch_status(&name, &PatchParams::default(), &status)
+        .await
 }
 
 /// Creates `namespace`.

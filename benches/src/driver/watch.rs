@@ -1,6 +1,5 @@
 //! Scenario 3: watch throughput, 5,000 updates after the initial sync.
 
-use std::process::Stdio;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
@@ -8,9 +7,9 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 
-use super::process::{final_report, side_command, wait_for_sync};
+use super::process::{TalkingWorker, final_report, spawn_side, wait_for_sync};
 use super::setup::CREATE_CONCURRENCY;
 use super::{
     Bench, Columns, MIB, SMALL_NAMESPACE, Samples, default_sides, rotated, row_of, thousands,
@@ -99,20 +98,11 @@ async fn watch_run(
     round: usize,
     updates: usize,
 ) -> anyhow::Result<(WatchSample, f64)> {
-    let (program, args) = side_command(bench, implementation, "watch", SMALL_NAMESPACE)?;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
-    if let Some(kubeconfig) = bench.kubeconfig {
-        command.env("KUBECONFIG", kubeconfig);
-    }
-    let mut child = command.spawn()?;
-    let mut stdin = child.stdin.take().context("worker stdin")?;
-    let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
+    let TalkingWorker {
+        child,
+        mut stdin,
+        mut lines,
+    } = spawn_side(bench, implementation, "watch", SMALL_NAMESPACE)?;
     wait_for_sync(&mut lines, "watch").await?;
 
     let api = Api::<ConfigMap>::namespaced(client.clone(), SMALL_NAMESPACE);

@@ -482,6 +482,26 @@ pub struct StalenessSample {
     pub changes: u64,
 }
 
+/// One churn run of scenario 15: a sync, then the driver deletes half the Pods and
+/// relabels the rest, and the worker reports once its cache holds exactly the live
+/// Pods, each with the new label.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChurnSample {
+    /// The sync before the churn (its baseline is the churn's too).
+    pub synced: SyncSample,
+    /// Objects in the cache after the churn.
+    pub objects: usize,
+    /// Seconds from the driver's go-ahead until the cache showed the churn.
+    pub seconds: f64,
+    /// CPU seconds (user + system) over the same time.
+    pub cpu_seconds: f64,
+    /// RSS (`VmRSS`) once the cache showed the churn, KiB.
+    pub rss_after_churn_kib: u64,
+    /// Our informer's estimate of its cache's bytes then; `None` for other sides.
+    #[serde(default)]
+    pub estimated_cache_bytes: Option<u64>,
+}
+
 /// What a worker prints as its last stdout line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -514,6 +534,8 @@ pub enum WorkerReport {
     Staleness(StalenessSample),
     /// See [`FifoPushSample`].
     FifoPush(FifoPushSample),
+    /// See [`ChurnSample`].
+    Churn(ChurnSample),
 }
 
 /// One `fifo-push` run: how long a producer's adds to a `RealFifo` took while a
