@@ -47,9 +47,10 @@
 //! `name`, polling the cache every 5 ms (the same lookup on both sides).
 //!
 //! `churn-pod-views`, `churn-pod-views-shared` and `churn-pods-metadata` sync as
-//! `sync-pod-views`, `sync-pod-views-shared` and `sync-pods-metadata` do, print `synced`, then wait for a line `go <objects> <key>
-//! <value>` on stdin: from then on they measure until the cache holds exactly
-//! `objects` objects, each labelled `key=value` ([`crate::churn`]).
+//! `sync-pod-views`, `sync-pod-views-shared` and `sync-pods-metadata` do, print
+//! `synced`, then wait for a line `go <objects> <key> <value>` on stdin: from then on
+//! they measure until the cache holds exactly `objects` objects, each labelled
+//! `key=value` (`churn.rs`).
 
 use std::io::Write as _;
 use std::sync::Arc;
