@@ -421,7 +421,10 @@ assert_type!(metrics::Metrics: Send + Sync);
 assert_type!(metrics::WorkqueueMetrics: Send + Sync);
 
 // ---------------------------------------------------------------------------------------
-// projection (the derive's hidden helpers)
+// projection (shared values, and the derive's hidden helpers)
+
+assert_type!(projection::Shared<String>: Send + Sync);
+assert_type!(projection::SharedSize: Send + Sync);
 
 assert_type!(projection::__private::FieldKey<'static, 1>: Send + Sync);
 assert_type!(projection::__private::FieldSpec: Send + Sync);
@@ -455,6 +458,8 @@ assert_type!(reflector::Reflector<ConfigMap>: Send + Sync);
 assert_type!(reflector::ReflectorError: Send + Sync);
 assert_type!(reflector::ReflectorStats: Send + Sync);
 assert_type!(reflector::RunError: Send + Sync);
+assert_type!(reflector::ShardField: Send + Sync);
+assert_type!(reflector::ShardSelector: Send + Sync);
 assert_type!(reflector::SharedKeyFilter: Send + Sync);
 assert_type!(reflector::ShouldResync: Send + Sync);
 assert_type!(reflector::StatsSnapshot: Send + Sync);
