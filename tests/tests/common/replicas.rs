@@ -57,6 +57,9 @@ pub struct Replicas {
     logs_dir: PathBuf,
     lines: Arc<Mutex<Vec<Line>>>,
     children: HashMap<String, Child>,
+    /// The thread reading each replica's stdout into `lines`: done once the replica
+    /// exited and its last lines (its `stats`) were read.
+    readers: HashMap<String, std::thread::JoinHandle<()>>,
     /// When each killed replica died: its reconciles in flight ended then.
     killed: HashMap<String, Micros>,
 }
@@ -147,6 +150,7 @@ impl Replicas {
             logs_dir,
             lines: Arc::default(),
             children: HashMap::new(),
+            readers: HashMap::new(),
             killed: HashMap::new(),
         }
     }
@@ -196,7 +200,7 @@ impl Replicas {
         let mut child = command.spawn().expect("the replica binary starts");
         let stdout = child.stdout.take().unwrap();
         let lines = Arc::clone(&self.lines);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 let mut parts = line.splitn(4, ' ');
@@ -214,6 +218,7 @@ impl Replicas {
             }
         });
         self.children.insert(identity.to_owned(), child);
+        self.readers.insert(identity.to_owned(), reader);
     }
 
     /// SIGKILL: no chance to release. Returns when it died.
@@ -235,8 +240,13 @@ impl Replicas {
     pub async fn wait_exit(&mut self, identity: &str, limit: Duration) -> ExitStatus {
         let mut child = self.children.remove(identity).unwrap();
         let deadline = tokio::time::Instant::now() + limit;
+        // Exited, and its output read to the end: a process gone is not yet a line
+        // read, and its last lines are what the caller asks about.
+        let reader = self.readers.remove(identity);
         loop {
-            if let Some(status) = child.try_wait().unwrap() {
+            if let Some(status) = child.try_wait().unwrap()
+                && reader.as_ref().is_none_or(|reader| reader.is_finished())
+            {
                 return status;
             }
             assert!(
