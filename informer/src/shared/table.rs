@@ -20,11 +20,12 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 
 use hashbrown::HashTable;
 
 use crate::allocator::allocation;
+use crate::lock::{MutexExt, RwLockExt};
 
 /// How many shards a table has: enough that two decoding threads rarely meet.
 const SHARDS: usize = 16;
@@ -42,6 +43,7 @@ impl<T: Eq + Hash + Send + Sync + 'static> Drop for Entry<T> {
         // Our strong count is zero, so our `Weak` in the table is dead; a dead one of
         // the same hash is ours or another's whose `Drop` is on its way (and will
         // remove ours): either way one goes per dropped entry.
+        //
         // The table is found again rather than pointed to: a pointer to its mutexes
         // would make every `Shared` look mutable to clippy's `mutable_key_type`, in
         // users' maps and sets too.
@@ -107,9 +109,7 @@ impl<T: Eq + Hash + Send + Sync + 'static> Table<T> {
     fn shard(&self, hash: u64) -> MutexGuard<'_, Shard<T>> {
         // The middle bits: hashbrown reads the top 7 and the low ones.
         let index = (hash >> 32) as usize % SHARDS;
-        self.shards[index]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shards[index].locked()
     }
 
     /// The entry of `value`: the one stored, or a new one holding `value`, which
@@ -160,13 +160,7 @@ impl<T: Eq + Hash + Send + Sync + 'static> Table<T> {
     pub(super) fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|shard| {
-                shard
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .slots
-                    .len()
-            })
+            .map(|shard| shard.locked().slots.len())
             .sum()
     }
 }
@@ -191,17 +185,8 @@ fn registered(id: TypeId, make: impl FnOnce() -> Registered) -> Registered {
     static ALL: OnceLock<RwLock<HashMap<TypeId, Registered>>> = OnceLock::new();
     let lookup = || {
         let all = ALL.get_or_init(Default::default);
-        let known = all
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&id)
-            .copied();
-        known.unwrap_or_else(|| {
-            *all.write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(id)
-                .or_insert_with(make)
-        })
+        let known = all.read_locked().get(&id).copied();
+        known.unwrap_or_else(|| *all.write_locked().entry(id).or_insert_with(make))
     };
     // A thread whose locals are gone (a value dropped as it exits) asks the map.
     match SEEN.try_with(|seen| seen.borrow().get(&id).copied()) {
