@@ -81,9 +81,10 @@ impl<R: Replicate> ReplicationMode for R {}
 /// What a mode does; see the [module docs](self). A new mode is a type implementing
 /// this, in a file of its own.
 pub(crate) trait Replicate: Send + Sync + 'static {
-    /// The filter that cuts this replica's primary cache down to its share, named for
-    /// the filtered informer (what the share is, e.g. `shard {group}/{identity}`) (the owned caches keep the children of the
-    /// primaries it keeps); `None` for a mode whose caches are whole.
+    /// The filter that cuts this replica's primary cache down to its share (the owned
+    /// caches keep the children of the primaries it keeps), named for the filtered
+    /// informer by what the share is (`shard {group}/{identity}`); `None` for a mode
+    /// whose caches are whole.
     fn cache_filter(&self) -> Option<NamedKeyFilter> {
         None
     }
