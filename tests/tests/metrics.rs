@@ -395,7 +395,7 @@ async fn a_reconcile_past_its_timeout_is_cancelled_retried_and_counted() {
             async move {
                 if attempt == 1 {
                     // Far past the timeout: this attempt is dropped in this sleep.
-                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    tokio::time::sleep(Duration::from_secs(300)).await;
                 }
                 if cm.annotations().contains_key("attempt") {
                     return Ok::<_, kube::Error>(Action::Done);
@@ -414,9 +414,12 @@ async fn a_reconcile_past_its_timeout_is_cancelled_retried_and_counted() {
             }
         }
     };
+    // The timeout is far above a patch's round trip on a loaded machine: at 500 ms
+    // a CI run saw the second and third attempts' patches time out too, so the
+    // fourth wrote. Only the first attempt's sleep may reach it.
     let controller = Controller::<ConfigMap>::new(&factory)
         .name("timeouts")
-        .reconcile_timeout(Duration::from_millis(500));
+        .reconcile_timeout(Duration::from_secs(5));
     let running = spawn(|stop| controller.run(reconcile, backoff, stop));
     eventually_async("the retry's write", Duration::from_secs(30), || async {
         api.get("slow")
