@@ -43,7 +43,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use informer::consistency::{CheckResult, ConsistencyConfig};
 use informer::key::ObjectKey;
 use informer::reflector::{
-    ApiListerWatcher, CachedObjects, ListPage, ListRequest, ListerWatcher, VersionSource,
+    ApiListerWatcher, CachedObjects, Capabilities, ListPage, ListRequest, ListerWatcher, VersionSource,
     VersionStream, VersionsPage, VersionsRequest, WatchRequest, WatchStream,
 };
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
@@ -115,7 +115,7 @@ struct Delayed<L> {
     delay: Duration,
 }
 
-/// Forwards everything but `watch` (and `versions`, counted) to `inner`.
+/// Forwards the lists to `inner`.
 macro_rules! forward_lister_watcher {
     ($inner:ident) => {
         fn list(
@@ -131,15 +131,6 @@ macro_rules! forward_lister_watcher {
         ) -> BoxFuture<'_, Result<ListPage<ConfigMap>, kube::Error>> {
             self.$inner.list_reusing(request, cache)
         }
-        fn supports_streaming_list(&self) -> bool {
-            self.$inner.supports_streaming_list()
-        }
-        fn filters_keys(&self) -> bool {
-            self.$inner.filters_keys()
-        }
-        fn resource(&self) -> Option<&str> {
-            self.$inner.resource()
-        }
     };
 }
 
@@ -153,12 +144,16 @@ impl<L: ListerWatcher<ConfigMap>> ListerWatcher<ConfigMap> for Counting<L> {
         self.inner.watch(request)
     }
 
-    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
-        let inner = self.inner.versions()?;
-        Some(Arc::new(CountingVersions {
-            inner,
-            counts: Arc::clone(&self.counts),
-        }))
+    /// What `inner` can do, its versions counted.
+    fn capabilities(&self) -> Capabilities {
+        let capabilities = self.inner.capabilities();
+        let counted = capabilities.versions.clone().map(|inner| {
+            Arc::new(CountingVersions {
+                inner,
+                counts: Arc::clone(&self.counts),
+            }) as Arc<dyn VersionSource>
+        });
+        capabilities.versions(counted)
     }
 }
 
@@ -192,8 +187,8 @@ impl<L: ListerWatcher<ConfigMap>> ListerWatcher<ConfigMap> for Delayed<L> {
             .boxed()
     }
 
-    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
-        self.inner.versions()
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 }
 

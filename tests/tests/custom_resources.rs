@@ -46,7 +46,7 @@ use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::projection::Projection;
 use informer::reflector::{
-    ApiListerWatcher, CachedObjects, Config, ListPage, ListRequest, ListerWatcher, WatchEvent,
+    ApiListerWatcher, CachedObjects, Capabilities, Config, ListPage, ListRequest, ListerWatcher, WatchEvent,
     WatchRequest, WatchStream,
 };
 use informer::shard::{ShardBy, ShardConfig, ShardMember};
@@ -251,17 +251,8 @@ where
             Ok(stream.boxed())
         })
     }
-    fn supports_streaming_list(&self) -> bool {
-        self.inner.supports_streaming_list()
-    }
-    fn filters_keys(&self) -> bool {
-        self.inner.filters_keys()
-    }
-    fn resource(&self) -> Option<&str> {
-        self.inner.resource()
-    }
-    fn server_url(&self) -> Option<&str> {
-        self.inner.server_url()
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 }
 

@@ -36,6 +36,7 @@ use kube::core::{DynamicObject, TypeMeta};
 use serde::de::DeserializeOwned;
 
 use super::api_versions::{ApiVersions, METADATA_ACCEPT, METADATA_LIST_ACCEPT};
+use super::capabilities::Capabilities;
 use super::decode::{
     ListDecoder, ManagedFields, decode_event, decode_list_stream, last_decoded_size,
 };
@@ -392,42 +393,32 @@ where
         Box::pin(self.list_page(request, Some(cache)))
     }
 
-    /// The API server serves streaming lists from 1.27 on (a beta feature on by
-    /// default from 1.32); older servers, or ones with the feature off, refuse them
-    /// with an error status, and the reflector falls back to list and watch.
-    fn supports_streaming_list(&self) -> bool {
-        true
-    }
-
-    /// Objects a request's key filter does not keep are skipped before they are
-    /// decoded: only their namespace and name are read.
-    fn filters_keys(&self) -> bool {
-        true
-    }
-
-    fn resource(&self) -> Option<&str> {
-        Some(&self.resource)
-    }
-
-    fn server_url(&self) -> Option<&str> {
-        self.server_url.as_deref()
-    }
-
-    fn decoded_sizes(&self) -> Option<Arc<DecodedSizes>> {
-        Some(Arc::clone(&self.sizes))
+    /// Streaming lists: the API server serves them from 1.27 on (a beta feature on
+    /// by default from 1.32); older servers, or ones with the feature off, refuse them
+    /// with an error status, and the reflector falls back to list and watch. Key
+    /// filters: objects a request's filter does not keep are skipped before they are
+    /// decoded (only their namespace and name are read). Versions: metadata-only
+    /// requests to the same collection, with the same selectors.
+    fn capabilities(&self) -> Capabilities {
+        let versions: Arc<dyn VersionSource> = Arc::new(ApiVersions {
+            client: self.client.clone(),
+            url: self.url.clone(),
+            options: self.options.clone(),
+        });
+        let capabilities = Capabilities::default()
+            .streaming_list(true)
+            .filters_keys(true)
+            .resource(self.resource.as_str())
+            .decoded_sizes(Arc::clone(&self.sizes))
+            .versions(Some(versions));
+        match &self.server_url {
+            Some(url) => capabilities.server_url(url.as_str()),
+            None => capabilities,
+        }
     }
 
     fn server_filters_shards(&self) -> Option<bool> {
         self.shards.said()
-    }
-
-    /// Metadata-only requests to the same collection, with the same selectors.
-    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
-        Some(Arc::new(ApiVersions {
-            client: self.client.clone(),
-            url: self.url.clone(),
-            options: self.options.clone(),
-        }))
     }
 
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {

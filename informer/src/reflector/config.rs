@@ -48,12 +48,12 @@ pub struct Config {
     /// Sync with streaming lists (client-go's WatchList; default true): each
     /// (re)sync is one watch that first sends every object, then goes on as the
     /// watch, instead of a list followed by a watch. Used only with lister-watchers
-    /// that serve it ([`ListerWatcher::supports_streaming_list`]). The first time a
-    /// server refuses it (servers before 1.27, or with the feature off), the
+    /// that serve it ([`Capabilities::streaming_list`]). The first time a server
+    /// refuses it (servers before 1.27, or with the feature off), the
     /// reflector logs a warning and lists and watches from then on (see
     /// [`StatsSnapshot::streaming_list_refused`]).
     ///
-    /// [`ListerWatcher::supports_streaming_list`]: super::ListerWatcher::supports_streaming_list
+    /// [`Capabilities::streaming_list`]: super::Capabilities#structfield.streaming_list
     /// [`StatsSnapshot::streaming_list_refused`]: super::StatsSnapshot::streaming_list_refused
     pub streaming_list: bool,
     /// Backoff between failed attempts.

@@ -22,7 +22,7 @@ const WINDOW: u64 = 10_000;
 
 /// The decoded objects' sizes, and the collection's size as the lists and watches
 /// tell it; shared by a lister-watcher and the informer that reads it
-/// ([`ListerWatcher::decoded_sizes`](super::ListerWatcher::decoded_sizes)).
+/// ([`Capabilities::decoded_sizes`](super::Capabilities#structfield.decoded_sizes)).
 #[derive(Debug, Default)]
 pub struct DecodedSizes {
     decoded: AtomicU64,

@@ -189,7 +189,7 @@ impl SyncError {
 
     /// The resource that could not be listed, as `plural.group` (`deployments.apps`),
     /// or `plural` for the core group (`configmaps`). For lister-watchers that do not
-    /// say ([`ListerWatcher::resource`](super::ListerWatcher::resource)), the Rust
+    /// say ([`Capabilities::resource`](super::Capabilities#structfield.resource)), the Rust
     /// type's name.
     pub fn resource(&self) -> &str {
         match self {

@@ -14,6 +14,7 @@ use educe::Educe;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 
+use super::capabilities::Capabilities;
 use super::lister_watcher::{
     ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
@@ -85,17 +86,13 @@ type WatchFn<K> =
 pub struct ListWatch<K> {
     list: Arc<ListFn<K>>,
     watch: Arc<WatchFn<K>>,
-    streaming_list: bool,
-    filters_keys: bool,
-    versions: Option<Arc<dyn VersionSource>>,
+    capabilities: Capabilities,
 }
 
 impl<K> fmt::Debug for ListWatch<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ListWatch")
-            .field("streaming_list", &self.streaming_list)
-            .field("filters_keys", &self.filters_keys)
-            .field("versions", &self.versions.is_some())
+            .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
     }
 }
@@ -116,9 +113,7 @@ impl<K: Send + 'static> ListWatch<K> {
                 let started = watch(request);
                 Box::pin(async move { started.await.map(StreamExt::boxed) })
             }),
-            streaming_list: false,
-            filters_keys: false,
-            versions: None,
+            capabilities: Capabilities::default(),
         }
     }
 }
@@ -127,10 +122,10 @@ impl<K> ListWatch<K> {
     /// Says whether the watch closure serves streaming lists
     /// ([`WatchRequest::streaming_list`]): passes them on to something that does, or
     /// answers them with the initial events and the bookmark that ends them. Off by
-    /// default; see [`ListerWatcher::supports_streaming_list`].
+    /// default; see [`Capabilities::streaming_list`](Capabilities#structfield.streaming_list).
     #[must_use]
     pub fn streaming_list(mut self, supported: bool) -> Self {
-        self.streaming_list = supported;
+        self.capabilities.streaming_list = supported;
         self
     }
 
@@ -139,22 +134,22 @@ impl<K> ListWatch<K> {
     /// something that does (an [`ApiListerWatcher`](super::ApiListerWatcher)'s
     /// `list` and `watch`), or leave out what it does not keep. Then the reflector
     /// does not filter again. Off by default: the reflector filters what the closures
-    /// answer. See [`ListerWatcher::filters_keys`].
+    /// answer. See [`Capabilities::filters_keys`](Capabilities#structfield.filters_keys).
     #[must_use]
     pub fn filters_keys(mut self, honoured: bool) -> Self {
-        self.filters_keys = honoured;
+        self.capabilities.filters_keys = honoured;
         self
     }
 }
 
 impl<K> ListWatch<K> {
     /// Where consistency checks read what the server holds (none by default): the
-    /// [`versions`](ListerWatcher::versions) of what the closures wrap, say, so that an
+    /// [`versions`](Capabilities#structfield.versions) of what the closures wrap, say, so that an
     /// informer over a wrapped lister-watcher can be checked against the real
     /// collection.
     #[must_use]
     pub fn versions(mut self, source: Option<Arc<dyn VersionSource>>) -> Self {
-        self.versions = source;
+        self.capabilities.versions = source;
         self
     }
 }
@@ -168,16 +163,8 @@ impl<K> ListerWatcher<K> for ListWatch<K> {
         (self.watch)(request)
     }
 
-    fn supports_streaming_list(&self) -> bool {
-        self.streaming_list
-    }
-
-    fn filters_keys(&self) -> bool {
-        self.filters_keys
-    }
-
-    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
-        self.versions.clone()
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities.clone()
     }
 }
 
@@ -354,7 +341,7 @@ mod tests {
                 },
             )
             .filters_keys(honoured);
-            assert_eq!(passing_all.filters_keys, honoured);
+            assert_eq!(passing_all.capabilities().filters_keys, honoured);
             let filter = Arc::new(FnKeyFilter::new(|_, name| name == "kept"));
             let options =
                 InformerOptions::default().reflector(Config::default().key_filter(filter));

@@ -13,10 +13,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-use super::decoded_sizes::DecodedSizes;
+use super::capabilities::Capabilities;
 use super::error::{DecodeError, ReflectorError};
 use super::key_filter::SharedKeyFilter;
-use super::versions::VersionSource;
 use crate::cached::CachedObjects;
 use crate::key::ObjectKey;
 
@@ -36,7 +35,7 @@ pub struct ListRequest {
     pub continue_token: Option<String>,
     /// Only the objects this filter keeps are wanted (the reflector's
     /// [`Config::key_filter`](super::Config#structfield.key_filter)): a lister-watcher
-    /// that [filters keys](ListerWatcher::filters_keys) skips the others before
+    /// that [filters keys](Capabilities#structfield.filters_keys) skips the others before
     /// decoding them, and counts them in [`ListPage::filtered_out`].
     pub key_filter: Option<SharedKeyFilter>,
 }
@@ -86,10 +85,10 @@ pub struct WatchRequest {
     /// [`WatchEvent::Bookmark`] with `initial_events_end` set at that version, then
     /// goes on as a plain watch. A server that does not serve streaming lists
     /// answers with an error status. Only sent to lister-watchers that say they
-    /// serve it ([`ListerWatcher::supports_streaming_list`]).
+    /// serve it ([`Capabilities::streaming_list`](Capabilities#structfield.streaming_list)).
     pub streaming_list: bool,
     /// Only the objects this filter keeps are wanted: a lister-watcher that
-    /// [filters keys](ListerWatcher::filters_keys) sends a
+    /// [filters keys](Capabilities#structfield.filters_keys) sends a
     /// [`WatchEvent::FilteredOut`] for the others' events, without decoding them.
     pub key_filter: Option<SharedKeyFilter>,
 }
@@ -296,59 +295,13 @@ pub trait ListerWatcher<K>: Send + Sync {
     /// means the resourceVersion is too old.
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>>;
 
-    /// Whether [`watch`](Self::watch) serves streaming lists
-    /// ([`WatchRequest::streaming_list`]): passes the request on to a server, which
-    /// then streams the collection or refuses with an error status, or serves the
-    /// protocol itself. The reflector sends streaming lists only to lister-watchers
-    /// that say so (client-go's `IsWatchListSemanticsUnSupported`, turned around).
-    ///
-    /// The default is `false`, unlike client-go's: a lister-watcher written before
-    /// the field existed would answer a streaming list as a plain watch, and the
-    /// reflector would wait for an end of the initial events that never comes.
-    fn supports_streaming_list(&self) -> bool {
-        false
-    }
-
-    /// Whether [`list`](Self::list), [`list_reusing`](Self::list_reusing) and
-    /// [`watch`](Self::watch) honour the requests' key filter
-    /// ([`ListRequest::key_filter`], [`WatchRequest::key_filter`]): skip the objects
-    /// it does not keep before decoding them. The reflector applies the filter itself
-    /// to what comes from a lister-watcher that does not (the default, `false`), so
-    /// either way only kept objects reach the store; this says only where the work is
-    /// done.
-    fn filters_keys(&self) -> bool {
-        false
-    }
-
-    /// The resource listed, as `kubectl` names it: `plural.group` (`deployments.apps`),
-    /// or `plural` for the core group (`configmaps`). Errors name it
-    /// ([`SyncError`](super::SyncError)); `None`, the default, names the Rust type.
-    fn resource(&self) -> Option<&str> {
-        None
-    }
-
-    /// What the objects it decodes weigh, and how many the collection holds, when it
-    /// measures them (an [`ApiListerWatcher`](super::ApiListerWatcher) does): the
-    /// figures of the informer's
-    /// [`cache_size`](crate::shared_informer::SharedIndexInformer::cache_size) and its
-    /// budget. `None`, the default, for sources that hand objects over undecoded.
-    fn decoded_sizes(&self) -> Option<Arc<DecodedSizes>> {
-        None
-    }
-
-    /// The address of the server listed from, when known: a
-    /// [`SyncError::Unreachable`](super::SyncError::Unreachable) names it. `None`, the
-    /// default, leaves errors to name what the connection error says, if anything.
-    fn server_url(&self) -> Option<&str> {
-        None
-    }
-
-    /// Where a consistency check reads what the server holds: the versions of the
-    /// collection this lister-watcher lists, with the same namespace and selectors
-    /// (see [`VersionSource`]). `None`, the default, for a lister-watcher that cannot
-    /// say; an informer over one cannot be checked.
-    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
-        None
+    /// What this lister-watcher can do beyond listing and watching, and what it
+    /// reads: streaming lists, key filters, the resource's and server's names for
+    /// errors, decoded sizes, where consistency checks read (see [`Capabilities`]).
+    /// The default can do none of it. A wrapper passes on what it wraps:
+    /// `self.inner.capabilities()`, changed where it changes something.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
     }
 
     /// Whether the API server filters by the key filter's

@@ -44,8 +44,8 @@
 //! # Streaming lists
 //!
 //! The reflector sends streaming lists only to lister-watchers that serve them
-//! ([`ListerWatcher::supports_streaming_list`]: [`ApiListerWatcher`] and
-//! [`FakeSource`] do). Nothing partial reaches the store: a stream that ends before
+//! ([`Capabilities::streaming_list`](Capabilities#structfield.streaming_list):
+//! [`ApiListerWatcher`] and [`FakeSource`] do). Nothing partial reaches the store: a stream that ends before
 //! its initial events do is dropped and the sync tried again after a backoff. A 410
 //! asks again from "" (the most recent state), a 429 or a refused connection after a
 //! backoff; 401 or 403 fails the sync as a denied list does; 400 or 422 is the server
@@ -64,6 +64,7 @@
 mod api;
 mod api_versions;
 mod backoff;
+mod capabilities;
 mod config;
 mod decode;
 mod decoded_sizes;
@@ -96,6 +97,7 @@ use tracing::Instrument;
 pub use crate::cached::CachedObjects;
 pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
+pub use capabilities::Capabilities;
 pub use config::{Config, ShouldResync, WatchErrorHandler};
 pub(crate) use decode::KeyText;
 pub use decode::{ManagedFields, decode_measured};
@@ -152,13 +154,17 @@ pub enum RunError {
 /// [module docs](self).
 pub struct Reflector<K> {
     name: &'static str,
-    /// The resource as errors name it (see [`ListerWatcher::resource`]).
+    /// The resource as errors name it (see [`Capabilities::resource`](Capabilities#structfield.resource)).
     resource: String,
+    /// The server as errors name it, when the lister-watcher says.
+    server_url: Option<String>,
+    /// The lister-watcher serves streaming lists.
+    streams: bool,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     store: Arc<dyn ReflectorStore<K>>,
     config: Config,
     /// The key filter, when the reflector applies it itself: the lister-watcher does
-    /// not ([`ListerWatcher::filters_keys`]).
+    /// not ([`Capabilities::filters_keys`](Capabilities#structfield.filters_keys)).
     own_key_filter: Option<Arc<dyn KeyFilter>>,
     stats: Arc<ReflectorStats>,
     running: AtomicBool,
@@ -202,13 +208,16 @@ where
         config: Config,
     ) -> Self {
         let name = crate::key::short_type_name::<K>();
+        let capabilities = lister_watcher.capabilities();
         let own_key_filter = config
             .key_filter
             .clone()
-            .filter(|_| !lister_watcher.filters_keys());
+            .filter(|_| !capabilities.filters_keys);
         Self {
             name,
-            resource: lister_watcher.resource().unwrap_or(name).to_owned(),
+            resource: capabilities.resource.unwrap_or_else(|| name.to_owned()),
+            server_url: capabilities.server_url,
+            streams: capabilities.streaming_list,
             lister_watcher,
             store,
             config,
@@ -466,7 +475,7 @@ where
     /// streak of failures or differs from the one before; repeats go to debug.
     fn sync_failed(&self, error: ReflectorError) {
         self.notify(&error);
-        let error = SyncError::new(error, &self.resource, self.lister_watcher.server_url());
+        let error = SyncError::new(error, &self.resource, self.server_url.as_deref());
         let (failures, previous) = self.stats.sync_failed(error.clone());
         let repeated = previous.is_some_and(|previous| previous.to_string() == error.to_string());
         if !repeated {

@@ -41,9 +41,9 @@ pub(super) struct Script {
     pub(super) streaming: bool,
     /// Every watch request, as sent.
     pub(super) watch_requests: Mutex<Vec<WatchRequest>>,
-    /// What [`ListerWatcher::resource`] says.
+    /// What [`Capabilities::resource`](crate::reflector::Capabilities#structfield.resource) says.
     pub(super) resource: Option<&'static str>,
-    /// What [`ListerWatcher::server_url`] says.
+    /// What [`Capabilities::server_url`](crate::reflector::Capabilities#structfield.server_url) says.
     pub(super) server_url: Option<&'static str>,
 }
 
@@ -110,16 +110,11 @@ impl ListerWatcher<ConfigMap> for Script {
         })
     }
 
-    fn supports_streaming_list(&self) -> bool {
-        self.streaming
-    }
-
-    fn resource(&self) -> Option<&str> {
-        self.resource
-    }
-
-    fn server_url(&self) -> Option<&str> {
-        self.server_url
+    fn capabilities(&self) -> Capabilities {
+        let mut capabilities = Capabilities::default().streaming_list(self.streaming);
+        capabilities.resource = self.resource.map(str::to_owned);
+        capabilities.server_url = self.server_url.map(str::to_owned);
+        capabilities
     }
 }
 

@@ -13,7 +13,7 @@
 //!   short watch that reads only the versions of its events).
 //!
 //! A [`ListerWatcher`](super::ListerWatcher) offers one through
-//! [`versions`](super::ListerWatcher::versions): [`ApiListerWatcher`](super::ApiListerWatcher)
+//! [`versions`](super::Capabilities#structfield.versions): [`ApiListerWatcher`](super::ApiListerWatcher)
 //! asks the API server with the same namespace and selectors it lists with, and
 //! [`FakeSource`](super::FakeSource) answers from its change log.
 
@@ -129,7 +129,7 @@ pub type VersionStream = BoxStream<'static, Result<VersionEvent, kube::Error>>;
 /// each is a request that reads only metadata.
 ///
 /// A [`ListerWatcher`](super::ListerWatcher) offers one through
-/// [`versions`](super::ListerWatcher::versions).
+/// [`versions`](super::Capabilities#structfield.versions).
 pub trait VersionSource: Send + Sync {
     /// One page of the collection as it was at exactly `request.resource_version`
     /// (or the page after `request.continue_token`). A version the server no longer

@@ -21,7 +21,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     /// counts nothing, and heals nothing: it only reports.
     ///
     /// Fails when the check cannot say: not synced yet, a lister-watcher that offers
-    /// no [`versions`](crate::reflector::ListerWatcher::versions), a version the server
+    /// no [`versions`](crate::reflector::Capabilities#structfield.versions), a version the server
     /// no longer keeps, or a failed request.
     pub async fn verify(&self) -> Result<ConsistencyReport, VerifyError> {
         let config = self.inner.consistency.config.clone().unwrap_or_default();
@@ -51,14 +51,13 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
     fn checker(&self, config: &ConsistencyConfig) -> Checker<K> {
         let inner = &self.inner;
+        let capabilities = inner.lister_watcher.capabilities();
         Checker {
-            resource: inner
-                .lister_watcher
-                .resource()
-                .unwrap_or(inner.kind)
-                .to_owned(),
+            resource: capabilities
+                .resource
+                .unwrap_or_else(|| inner.kind.to_owned()),
             tracker: Arc::clone(&inner.tracker),
-            source: inner.lister_watcher.versions(),
+            source: capabilities.versions,
             indexer: inner.indexer.clone(),
             key_filter: inner.consistency.key_filter.clone(),
             page_size: config.page_size,
@@ -134,7 +133,7 @@ mod tests {
                 }
             },
         )
-        .versions(source.versions())
+        .versions(source.capabilities().versions)
     }
 
     fn source_with(names: &[&str]) -> FakeSource<ConfigMap> {

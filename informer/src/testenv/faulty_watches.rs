@@ -7,7 +7,7 @@
 //! reflector never learns of it, its resourceVersion moves on, and the cache quietly
 //! differs from the server. This stands where such a fault would happen, between the
 //! server's stream and the reflector, and forwards everything else (lists, streaming
-//! lists, the [`versions`](crate::reflector::ListerWatcher::versions) a check reads)
+//! lists, the [`versions`](crate::reflector::Capabilities#structfield.versions) a check reads)
 //! untouched.
 
 use std::collections::VecDeque;
@@ -21,12 +21,12 @@ use crate::cached::CachedObjects;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 use crate::reflector::{
-    ListPage, ListRequest, ListerWatcher, VersionSource, WatchEvent, WatchRequest, WatchStream,
+    Capabilities, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
 
 /// A lister-watcher in front of `L` whose watches lose or reorder the events asked
 /// for: drift the reflector never learns of, which only a consistency check can catch.
-/// Lists, streaming lists and the [`versions`](crate::reflector::ListerWatcher::versions)
+/// Lists, streaming lists and the [`versions`](crate::reflector::Capabilities#structfield.versions)
 /// a check reads pass through untouched.
 ///
 /// ```no_run
@@ -138,24 +138,12 @@ where
         })
     }
 
-    fn supports_streaming_list(&self) -> bool {
-        self.inner.supports_streaming_list()
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 
-    fn filters_keys(&self) -> bool {
-        self.inner.filters_keys()
-    }
-
-    fn resource(&self) -> Option<&str> {
-        self.inner.resource()
-    }
-
-    fn server_url(&self) -> Option<&str> {
-        self.inner.server_url()
-    }
-
-    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
-        self.inner.versions()
+    fn server_filters_shards(&self) -> Option<bool> {
+        self.inner.server_filters_shards()
     }
 }
 

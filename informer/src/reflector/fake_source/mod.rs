@@ -11,6 +11,7 @@ use futures::future::BoxFuture;
 use kube::Resource;
 use tokio::sync::mpsc;
 
+use super::capabilities::Capabilities;
 use super::lister_watcher::{
     ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
@@ -46,7 +47,7 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>>;
 /// server that predates them does (422 Invalid), and the reflector falls back to list
 /// and watch.
 ///
-/// For consistency checks ([`ListerWatcher::versions`]) it lists the versions of the
+/// For consistency checks ([`Capabilities::versions`](crate::reflector::Capabilities#structfield.versions)) it lists the versions of the
 /// collection exactly as it was at any resourceVersion since the last compaction
 /// (older ones are 410 Gone, newer ones "too large"), and a watch of versions sends a
 /// bookmark at the current version right after the changes it replays.
@@ -354,14 +355,13 @@ where
         Box::pin(std::future::ready(self.start_watch(&request, false)))
     }
 
-    fn supports_streaming_list(&self) -> bool {
-        true
-    }
-
-    /// The collection's versions at any resourceVersion since the last compaction
-    /// (see [`FakeSource`]).
-    fn versions(&self) -> Option<Arc<dyn VersionSource>> {
-        Some(Arc::new(self.clone()))
+    /// Streaming lists, and the collection's versions at any resourceVersion since
+    /// the last compaction (see [`FakeSource`]).
+    fn capabilities(&self) -> Capabilities {
+        let versions: Arc<dyn VersionSource> = Arc::new(self.clone());
+        Capabilities::default()
+            .streaming_list(true)
+            .versions(Some(versions))
     }
 }
 

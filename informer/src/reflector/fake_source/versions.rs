@@ -214,6 +214,10 @@ mod tests {
     #[test]
     fn the_source_offers_its_versions() {
         let source = FakeSource::<ConfigMap>::new();
-        assert!(crate::reflector::ListerWatcher::versions(&source).is_some());
+        assert!(
+            crate::reflector::ListerWatcher::capabilities(&source)
+                .versions
+                .is_some()
+        );
     }
 }

@@ -35,7 +35,7 @@ use tokio::sync::watch;
 /// object not kept there, before decoding it, so it is never stored, never wrapped in
 /// an `Arc`, and never reported as undecodable.
 /// For a lister-watcher that does not filter
-/// ([`ListerWatcher::filters_keys`](super::ListerWatcher::filters_keys) is false, as
+/// ([`Capabilities::filters_keys`](super::Capabilities#structfield.filters_keys) is false, as
 /// for [`FakeSource`](super::FakeSource), and for a [`ListWatch`](super::ListWatch)
 /// not told otherwise with [`filters_keys`](super::ListWatch::filters_keys)), the
 /// reflector applies the filter to what it gets, with the same outcome (an undecodable

@@ -94,7 +94,7 @@ where
     /// lister-watcher serves it, and no server has refused it yet.
     pub fn uses_streaming_list(&self) -> bool {
         self.config.streaming_list
-            && self.lister_watcher.supports_streaming_list()
+            && self.streams
             && !self
                 .streaming_list_refused
                 .load(std::sync::atomic::Ordering::Relaxed)
