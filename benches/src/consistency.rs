@@ -42,8 +42,9 @@ use futures::future::BoxFuture;
 use futures::{FutureExt as _, StreamExt as _};
 use informer::consistency::{CheckResult, ConsistencyConfig};
 use informer::key::ObjectKey;
-use informer::reflector::{
-    ApiListerWatcher, CachedObjects, Capabilities, ListPage, ListRequest, ListerWatcher, VersionSource,
+use informer::reflector::CachedObjects;
+use informer::reflector::source::{
+    ApiListerWatcher, Capabilities, ListPage, ListRequest, ListerWatcher, VersionSource,
     VersionStream, VersionsPage, VersionsRequest, WatchRequest, WatchStream,
 };
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};

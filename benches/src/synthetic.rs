@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
-use informer::reflector::{
+use informer::reflector::source::{
     ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
 

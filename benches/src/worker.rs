@@ -58,7 +58,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
-use informer::reflector::{ApiListerWatcher, Config as ReflectorConfig, ManagedFields};
+use informer::reflector::Config as ReflectorConfig;
+use informer::reflector::source::{ApiListerWatcher, ManagedFields};
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::core::PartialObjectMeta;

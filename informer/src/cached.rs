@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::key::ObjectKeyRef;
 
-/// The objects a cache holds, offered to a relist ([`ListerWatcher::list_reusing`](crate::reflector::ListerWatcher::list_reusing)): an
+/// The objects a cache holds, offered to a relist ([`ListerWatcher::list_reusing`](crate::reflector::source::ListerWatcher::list_reusing)): an
 /// object listed at the same resourceVersion as its cached copy is the same object, so
 /// the cached copy can stand for it instead of a second one decoded next to it.
 pub trait CachedObjects<K>: Send + Sync {

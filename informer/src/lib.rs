@@ -70,14 +70,16 @@
 //!   known only at run time), `testenv` (feature `testenv`: a real kube-apiserver and
 //!   etcd on loopback for your tests).
 //! - **client-go's building blocks**, each usable on its own: [`reflector`] (list and
-//!   watch, with client-go's resourceVersion, paging, 410 and backoff rules), [`fifo`]
+//!   watch, with client-go's resourceVersion, paging, 410 and backoff rules; what it
+//!   reads from is [`reflector::source`]: the API server, two closures, or an
+//!   in-memory collection for unit tests), [`fifo`]
 //!   (RealFIFO, DeltaFIFO), [`store`] (the indexed cache), [`workqueue`] (rate-limited
 //!   queues and the reconcile [`Runner`](workqueue::Runner)), [`key`] and [`scope`].
 //!
 //! Cached objects leave out `metadata.managedFields` (skipped while decoding; the
 //! server is asked to leave them out where it can): see
-//! [`ManagedFields`](reflector::ManagedFields). Nothing fails silently: a list that
-//! keeps failing is retried as in client-go, logged once per streak and kept as the
+//! [`ManagedFields`](reflector::source::ManagedFields). Nothing fails silently: a list
+//! that keeps failing is retried as in client-go, logged once per streak and kept as the
 //! informer's [`last_sync_error`](shared_informer::SharedIndexInformer::last_sync_error);
 //! a lister's `get` before its informer synced is
 //! [`LookupError::NotSynced`](lister::LookupError::NotSynced), not `NotFound`.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::projection::{Projection, Shared, shared_size};
-use informer::reflector::decode_measured;
+use informer::reflector::source::decode_measured;
 use informer::store::Writer;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};

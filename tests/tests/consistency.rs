@@ -20,7 +20,8 @@ use informer::consistency::{CheckResult, ConsistencyConfig, DifferenceKind, Last
 use informer::key::ObjectKey;
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
-use informer::reflector::{ApiListerWatcher, Config};
+use informer::reflector::Config;
+use informer::reflector::source::ApiListerWatcher;
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::{FaultyWatches, TestEnv};
 use k8s_openapi::api::core::v1::ConfigMap;

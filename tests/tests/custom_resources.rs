@@ -45,10 +45,11 @@ use informer::fifo::DeletedObject;
 use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::projection::Projection;
-use informer::reflector::{
-    ApiListerWatcher, CachedObjects, Capabilities, Config, ListPage, ListRequest, ListerWatcher, WatchEvent,
-    WatchRequest, WatchStream,
+use informer::reflector::source::{
+    ApiListerWatcher, Capabilities, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest,
+    WatchStream,
 };
+use informer::reflector::{CachedObjects, Config};
 use informer::shard::{ShardBy, ShardConfig, ShardMember};
 use informer::shared_informer::{
     InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,

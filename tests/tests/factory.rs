@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{config_map, eventually};
 use informer::factory::{CacheSyncError, FactoryOptions, InformerScope, SharedInformerFactory};
-use informer::reflector::{FnKeyFilter, ManagedFields};
+use informer::reflector::FnKeyFilter;
+use informer::reflector::source::ManagedFields;
 use informer::shared_informer::{HasSynced, ResourceEventHandlerFns};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};

@@ -13,7 +13,8 @@ use common::flavour::Flavour;
 use common::{config_map, create_config_maps, eventually};
 use futures::StreamExt;
 use informer::fifo::DeletedObject;
-use informer::reflector::{ApiListerWatcher, Config, FnKeyFilter, ManagedFields};
+use informer::reflector::source::{ApiListerWatcher, ManagedFields};
+use informer::reflector::{Config, FnKeyFilter};
 use informer::shared_informer::{
     InformerError, InformerOptions, Notification, ResourceEventHandler, SharedIndexInformer,
     wait_for_cache_sync,

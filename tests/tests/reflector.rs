@@ -13,9 +13,11 @@ use std::time::Duration;
 use common::flavour::Flavour;
 use common::{config_map, create_config_maps, eventually};
 use futures::future::BoxFuture;
+use informer::reflector::source::{
+    ApiListerWatcher, ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream,
+};
 use informer::reflector::{
-    ApiListerWatcher, Config, ListPage, ListRequest, ListerWatcher, Reflector, ReflectorError,
-    ReflectorStore, ShardField, ShardSelector, WatchRequest, WatchStream,
+    Config, Reflector, ReflectorError, ReflectorStore, ShardField, ShardSelector,
 };
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -185,7 +185,7 @@ impl store::Index<ConfigMap> for ByName {
 // testenv
 
 assert_type!(testenv::FaultProxy: Send + Sync);
-assert_type!(testenv::FaultyWatches<reflector::ApiListerWatcher<ConfigMap>>: Send + Sync);
+assert_type!(testenv::FaultyWatches<reflector::source::ApiListerWatcher<ConfigMap>>: Send + Sync);
 assert_type!(testenv::Kubernetes: Send + Sync);
 assert_type!(testenv::TestEnv: Send + Sync);
 assert_type!(testenv::TestEnvBuilder: Send + Sync);
@@ -437,26 +437,16 @@ assert_type!(projection::__private::SlimMeta<true>: Send + Sync);
 // ---------------------------------------------------------------------------------------
 // reflector
 
-assert_type!(reflector::ApiListerWatcher<ConfigMap>: Send + Sync);
 assert_type!(reflector::BackoffConfig: Send + Sync);
 assert_type!(reflector::Config: Send + Sync);
 assert_type!(reflector::ControlledBy<ConfigMap>: Send + Sync);
 assert_type!(reflector::DecodeError: Send + Sync);
-assert_type!(reflector::DecodedSizes: Send + Sync);
-assert_type!(reflector::FakeSource<ConfigMap>: Send + Sync);
 assert_type!(reflector::FnKeyFilter: Send + Sync);
-assert_type!(reflector::ListOptions: Send + Sync);
-assert_type!(reflector::ListPage<ConfigMap>: Send + Sync);
-assert_type!(reflector::ListRequest: Send + Sync);
-assert_type!(reflector::ListWatch<ConfigMap>: Send + Sync);
-assert_type!(reflector::ManagedFields: Send + Sync);
 assert_type!(reflector::ObjectHead<'static>: Send + Sync);
-assert_type!(reflector::ObjectVersion: Send + Sync);
 assert_type!(reflector::OwnerHead<'static>: Send + Sync);
 assert_type!(reflector::Phase: Send + Sync);
 assert_type!(reflector::Reflector<ConfigMap>: Send + Sync);
 assert_type!(reflector::ReflectorError: Send + Sync);
-assert_type!(reflector::ReflectorStats: Send + Sync);
 assert_type!(reflector::RunError: Send + Sync);
 assert_type!(reflector::ShardField: Send + Sync);
 assert_type!(reflector::ShardSelector: Send + Sync);
@@ -464,24 +454,38 @@ assert_type!(reflector::SharedKeyFilter: Send + Sync);
 assert_type!(reflector::ShouldResync: Send + Sync);
 assert_type!(reflector::StatsSnapshot: Send + Sync);
 assert_type!(reflector::SyncError: Send + Sync);
-assert_type!(reflector::VersionEvent: Send + Sync);
-assert_type!(reflector::VersionStream: Send + !Sync);
-assert_type!(reflector::VersionsPage: Send + Sync);
-assert_type!(reflector::VersionsRequest: Send + Sync);
 assert_type!(reflector::WatchErrorHandler: Send + Sync);
-assert_type!(reflector::WatchEvent<ConfigMap>: Send + Sync);
-assert_type!(reflector::WatchRequest: Send + Sync);
-assert_type!(reflector::WatchStream<ConfigMap>: Send + !Sync);
 assert_type!(dyn reflector::CachedObjects<ConfigMap>: Send + Sync);
 assert_type!(dyn reflector::KeyFilter: Send + Sync);
-assert_type!(dyn reflector::ListerWatcher<ConfigMap>: Send + Sync);
 assert_type!(dyn reflector::ReflectorMetrics: Send + Sync);
 assert_type!(dyn reflector::ReflectorStore<ConfigMap>: Send + Sync);
-assert_type!(dyn reflector::VersionSource: Send + Sync);
 
 const _: fn(&reflector::Reflector<ConfigMap>) = |reflector| {
     assert_value!(reflector.run(pending::<()>()) => Send + !Sync);
 };
+
+// ---------------------------------------------------------------------------------------
+// reflector::source
+
+assert_type!(reflector::source::ApiListerWatcher<ConfigMap>: Send + Sync);
+assert_type!(reflector::source::Capabilities: Send + Sync);
+assert_type!(reflector::source::DecodedSizes: Send + Sync);
+assert_type!(reflector::source::FakeSource<ConfigMap>: Send + Sync);
+assert_type!(reflector::source::ListOptions: Send + Sync);
+assert_type!(reflector::source::ListPage<ConfigMap>: Send + Sync);
+assert_type!(reflector::source::ListRequest: Send + Sync);
+assert_type!(reflector::source::ListWatch<ConfigMap>: Send + Sync);
+assert_type!(reflector::source::ManagedFields: Send + Sync);
+assert_type!(reflector::source::ObjectVersion: Send + Sync);
+assert_type!(reflector::source::VersionEvent: Send + Sync);
+assert_type!(reflector::source::VersionStream: Send + !Sync);
+assert_type!(reflector::source::VersionsPage: Send + Sync);
+assert_type!(reflector::source::VersionsRequest: Send + Sync);
+assert_type!(reflector::source::WatchEvent<ConfigMap>: Send + Sync);
+assert_type!(reflector::source::WatchRequest: Send + Sync);
+assert_type!(reflector::source::WatchStream<ConfigMap>: Send + !Sync);
+assert_type!(dyn reflector::source::ListerWatcher<ConfigMap>: Send + Sync);
+assert_type!(dyn reflector::source::VersionSource: Send + Sync);
 
 // ---------------------------------------------------------------------------------------
 // scope: traits only.

@@ -74,7 +74,10 @@ fn imports_point_down_the_layers_without_circles() {
 /// `SharedSize`: values counted once for the process belong to no one informer's
 /// `CacheSize`); 238 with issue 45's typed shard selector (`reflector::ShardSelector`
 /// and its `ShardField`), which a key filter returns where it returned a string the
-/// reflector parsed back.
+/// reflector parsed back. Still 238 with issue 45's `reflector::source` split: what a
+/// source can do became one `Capabilities` value in place of six trait methods, and
+/// `ReflectorStats` went private (a reflector's counters are read as its
+/// `StatsSnapshot`).
 const PUBLIC_ITEMS_CEILING: usize = 238;
 
 /// The most names the prelude may hold: an operator's path, not a second index.

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use informer::projection::shared_size;
-use informer::reflector::decode_measured;
+use informer::reflector::source::decode_measured;
 use informer_benches::objects;
 use informer_benches::projection_types::{PodView, SharedPodView};
 use serde::de::DeserializeOwned;

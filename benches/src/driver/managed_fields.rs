@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use futures::FutureExt as _;
-use informer::reflector::{ApiListerWatcher, ManagedFields};
+use informer::reflector::source::{ApiListerWatcher, ManagedFields};
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;

@@ -28,10 +28,8 @@ use super::points::Point;
 use super::probe::probe;
 use super::report::ConsistencyReport;
 use super::tracker::Tracker;
-use crate::reflector::{
-    SharedKeyFilter, VersionSource, VersionsPage, VersionsRequest, is_expired,
-    is_too_large_resource_version,
-};
+use crate::reflector::source::{VersionSource, VersionsPage, VersionsRequest};
+use crate::reflector::{SharedKeyFilter, is_expired, is_too_large_resource_version};
 use crate::store::Indexer;
 
 /// A point younger than this is checked without a probe first: the server keeps its

@@ -10,7 +10,7 @@ use kube::Resource;
 
 use super::report::{Difference, DifferenceKind};
 use crate::key::ObjectKey;
-use crate::reflector::ObjectVersion;
+use crate::reflector::source::ObjectVersion;
 use crate::store::{FastMap, Indexer};
 
 /// One cached object's identity and version.

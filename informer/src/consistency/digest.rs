@@ -15,7 +15,7 @@ use std::hash::{BuildHasher, Hash};
 use foldhash::quality::FixedState;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::reflector::ObjectVersion;
+use crate::reflector::source::ObjectVersion;
 
 /// A fixed seed: the cache's and the server's digests are made in the same process, so
 /// any fixed one does.

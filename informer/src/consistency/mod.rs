@@ -116,7 +116,7 @@ pub enum VerifyError {
         resource: String,
     },
     /// The informer's lister-watcher cannot list what the server holds
-    /// ([`Capabilities::versions`](crate::reflector::Capabilities#structfield.versions) is `None`).
+    /// ([`Capabilities::versions`](crate::reflector::source::Capabilities#structfield.versions) is `None`).
     #[error("{resource}: the informer's lister-watcher offers no versions to check against")]
     Unsupported {
         /// The resource.

@@ -21,7 +21,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::tracker::Tracker;
-use crate::reflector::{VersionEvent, VersionSource};
+use crate::reflector::source::{VersionEvent, VersionSource};
 
 /// How long the probe's watch lasts at most (the server ends it then). A server that
 /// sends bookmarks sends one two seconds before a watch's end, so this brings one
@@ -147,7 +147,7 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
-    use crate::reflector::FakeSource;
+    use crate::reflector::source::FakeSource;
     use crate::test_support::config_map;
 
     fn tracker_at(version: &str) -> Tracker {
@@ -199,9 +199,11 @@ mod tests {
     impl VersionSource for Ahead {
         fn list_versions(
             &self,
-            _: crate::reflector::VersionsRequest,
-        ) -> futures::future::BoxFuture<'_, Result<crate::reflector::VersionsPage, kube::Error>>
-        {
+            _: crate::reflector::source::VersionsRequest,
+        ) -> futures::future::BoxFuture<
+            '_,
+            Result<crate::reflector::source::VersionsPage, kube::Error>,
+        > {
             unreachable!("a probe lists nothing")
         }
         fn current_resource_version(
@@ -213,8 +215,10 @@ mod tests {
             &self,
             from: String,
             _: Duration,
-        ) -> futures::future::BoxFuture<'_, Result<crate::reflector::VersionStream, kube::Error>>
-        {
+        ) -> futures::future::BoxFuture<
+            '_,
+            Result<crate::reflector::source::VersionStream, kube::Error>,
+        > {
             assert_eq!(from, "12");
             let events = [VersionEvent::Bookmark("20".into())].map(Ok);
             Box::pin(async move { Ok(futures::stream::iter(events).boxed()) })

@@ -183,7 +183,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::reflector::FakeSource;
+    use crate::reflector::source::FakeSource;
     use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
     use crate::test_support::{config_map, spawn_run, until};
     use crate::workqueue::Priority;

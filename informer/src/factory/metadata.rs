@@ -1,7 +1,7 @@
 //! Metadata-only informers in the factory: `metadata_informer::<Pod>()`.
 //!
 //! An informer over [`PartialObjectMeta<K>`] asks the API server for
-//! `PartialObjectMetadata` (see [`ApiListerWatcher`](crate::reflector::ApiListerWatcher)),
+//! `PartialObjectMetadata` (see [`ApiListerWatcher`](crate::reflector::source::ApiListerWatcher)),
 //! so the server sends, and the cache holds, only each object's `metadata`: names,
 //! labels, annotations, owner references, finalizers. Garbage collectors, quota and
 //! cleanup controllers, anything that watches Pods or Secrets at scale and reads no

@@ -11,7 +11,8 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::consistency::ConsistencyConfig;
-use crate::reflector::{self, ListOptions, ManagedFields};
+use crate::reflector::source::{ListOptions, ManagedFields};
+use crate::reflector::{self};
 use crate::shared_informer::QueueKind;
 
 type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;

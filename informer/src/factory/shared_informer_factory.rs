@@ -24,7 +24,7 @@ use super::sync_error::{CacheSyncError, Unsynced};
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lock::MutexExt;
-use crate::reflector::ApiListerWatcher;
+use crate::reflector::source::ApiListerWatcher;
 use crate::scope::FactoryScope;
 use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
 use crate::store::Indexers;

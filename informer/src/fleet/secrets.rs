@@ -17,7 +17,7 @@ use kube::{Api, Client, ResourceExt};
 use super::error::KubeconfigError;
 use super::kubeconfigs::config_from;
 use super::membership::{ClusterProvider, Membership, Rejected};
-use crate::reflector::ApiListerWatcher;
+use crate::reflector::source::ApiListerWatcher;
 use crate::shared_informer::{InformerOptions, SharedIndexInformer, Subscription};
 
 /// The label Cluster API puts on a cluster's kubeconfig Secret, naming the cluster.

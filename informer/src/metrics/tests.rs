@@ -8,7 +8,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
 use super::*;
-use crate::reflector::FakeSource;
+use crate::reflector::source::FakeSource;
 use crate::shared_informer::{InformerOptions, ResourceEventHandlerFns, wait_for_cache_sync};
 use crate::test_support::{config_map, spawn_run};
 use crate::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};

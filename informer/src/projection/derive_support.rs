@@ -22,7 +22,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visi
 
 use super::ProjectionOf;
 pub use super::rules::{FieldSpec, Layout, Original};
-use crate::reflector::KeyText;
+use crate::reflector::source::KeyText;
 
 // The crate, not its items: an item re-exported here would be what rustc names in
 // users' error messages (`__private::Resource`); the derive names kube's and

@@ -53,7 +53,7 @@ pub struct Config {
     /// reflector logs a warning and lists and watches from then on (see
     /// [`StatsSnapshot::streaming_list_refused`]).
     ///
-    /// [`Capabilities::streaming_list`]: super::Capabilities#structfield.streaming_list
+    /// [`Capabilities::streaming_list`]: super::source::Capabilities#structfield.streaming_list
     /// [`StatsSnapshot::streaming_list_refused`]: super::StatsSnapshot::streaming_list_refused
     pub streaming_list: bool,
     /// Backoff between failed attempts.

@@ -139,7 +139,7 @@ pub enum SyncError {
         /// The resource, as `plural.group` (`plural` for the core group).
         resource: String,
         /// The server's URL as configured
-        /// ([`ApiListerWatcher::server_url`](super::ApiListerWatcher::server_url)), or
+        /// ([`ApiListerWatcher::server_url`](super::source::ApiListerWatcher::server_url)), or
         /// else the socket address the connection was refused at, when known.
         address: Option<String>,
         /// The failure as the reflector saw it.
@@ -189,7 +189,7 @@ impl SyncError {
 
     /// The resource that could not be listed, as `plural.group` (`deployments.apps`),
     /// or `plural` for the core group (`configmaps`). For lister-watchers that do not
-    /// say ([`Capabilities::resource`](super::Capabilities#structfield.resource)), the Rust
+    /// say ([`Capabilities::resource`](super::source::Capabilities#structfield.resource)), the Rust
     /// type's name.
     pub fn resource(&self) -> &str {
         match self {

@@ -79,9 +79,10 @@ impl Phase {
     }
 }
 
-/// The counters every reflector keeps.
+/// The counters every reflector keeps; read as a [`StatsSnapshot`]
+/// ([`Reflector::stats`](super::Reflector::stats)).
 #[derive(Debug, Default)]
-pub struct ReflectorStats {
+pub(crate) struct ReflectorStats {
     phase: AtomicU8,
     lists: AtomicU64,
     list_items: AtomicU64,
@@ -137,7 +138,7 @@ pub struct StatsSnapshot {
     /// the rest of its life.
     pub streaming_list_refused: bool,
     /// (Re)syncs that failed in a row, up to now: 0 once one succeeds (see
-    /// [`ReflectorStats::last_sync_error`]).
+    /// [`Reflector::last_sync_error`](super::Reflector::last_sync_error)).
     pub sync_failures: u64,
     /// The last synced resourceVersion.
     pub last_resource_version: String,
@@ -148,7 +149,7 @@ pub struct StatsSnapshot {
     /// What the reflector was doing.
     pub phase: Phase,
     /// Whether the API server filters this collection by the key filter's shard
-    /// selector (see [`ListerWatcher::server_filters_shards`](super::ListerWatcher::server_filters_shards)):
+    /// selector (see [`ListerWatcher::server_filters_shards`](super::source::ListerWatcher::server_filters_shards)):
     /// filled in by [`SharedIndexInformer::reflector_stats`](crate::shared_informer::SharedIndexInformer::reflector_stats);
     /// `None` where not known.
     pub server_filters_shards: Option<bool>,
@@ -156,7 +157,7 @@ pub struct StatsSnapshot {
 
 impl ReflectorStats {
     /// What the reflector is doing now.
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         Phase::from_u8(self.phase.load(Ordering::Relaxed))
     }
 
@@ -165,13 +166,13 @@ impl ReflectorStats {
     }
 
     /// The last synced resourceVersion.
-    pub fn last_resource_version(&self) -> String {
+    pub(crate) fn last_resource_version(&self) -> String {
         self.last_resource_version.locked().value.clone()
     }
 
     /// Why the last (re)sync (a list or streaming list) failed, as long as no sync has
     /// succeeded since: `None` once one does.
-    pub fn last_sync_error(&self) -> Option<SyncError> {
+    pub(crate) fn last_sync_error(&self) -> Option<SyncError> {
         self.last_sync_error.locked().clone()
     }
 
@@ -191,7 +192,7 @@ impl ReflectorStats {
     }
 
     /// Reads all counters.
-    pub fn snapshot(&self) -> StatsSnapshot {
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
         let last = self.last_resource_version.locked();
         StatsSnapshot {
             lists: self.lists.load(Ordering::Relaxed),

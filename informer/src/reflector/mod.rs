@@ -28,7 +28,7 @@
 //!   the same failure.
 //! - An object that does not decode is reported (with its key) and skipped.
 //!   `metadata.managedFields` are dropped while decoding unless asked for
-//!   ([`ManagedFields`]).
+//!   ([`ManagedFields`](source::ManagedFields)).
 //! - A resync timer asks the store to resync (re-deliver what it knows).
 //! - A [`KeyFilter`] ([`Config::key_filter`](Config#structfield.key_filter)) keeps only
 //!   the objects it names, skipped before they are decoded; when its generation moves
@@ -44,9 +44,11 @@
 //! # Streaming lists
 //!
 //! The reflector sends streaming lists only to lister-watchers that serve them
-//! ([`Capabilities::streaming_list`](Capabilities#structfield.streaming_list):
-//! [`ApiListerWatcher`] and [`FakeSource`] do). Nothing partial reaches the store: a stream that ends before
-//! its initial events do is dropped and the sync tried again after a backoff. A 410
+//! ([`Capabilities::streaming_list`](source::Capabilities#structfield.streaming_list):
+//! [`ApiListerWatcher`](source::ApiListerWatcher) and
+//! [`FakeSource`](source::FakeSource) do). Nothing partial reaches the store: a
+//! stream that ends before its initial events do is dropped and the sync tried again
+//! after a backoff. A 410
 //! asks again from "" (the most recent state), a 429 or a refused connection after a
 //! backoff; 401 or 403 fails the sync as a denied list does; 400 or 422 is the server
 //! refusing, remembered for the reflector's life
@@ -56,31 +58,20 @@
 //! [`Reflector::run`] runs until its shutdown future completes; everything it does
 //! happens inside that one future, so when it returns nothing is left running.
 //!
-//! The reflector reads through a [`ListerWatcher`]: [`ApiListerWatcher`] for the API
-//! server, [`ListWatch`] for two closures (client-go's `cache.ListWatch`), and
-//! [`FakeSource`] for unit tests, an in-memory collection that lists and watches like
-//! a server (client-go's `FakeControllerSource`).
+//! The reflector reads through a [`ListerWatcher`]; [`source`] holds that seam and
+//! what serves it: the API server, two closures (client-go's `cache.ListWatch`), and
+//! an in-memory collection for unit tests (client-go's `FakeControllerSource`).
 
-mod api;
-mod api_versions;
 mod backoff;
-mod capabilities;
 mod config;
-mod decode;
-mod decoded_sizes;
 mod error;
-mod fake_source;
 mod filtering;
 mod key_filter;
-mod list_watch;
-mod lister_watcher;
-mod managed_fields_opt_out;
 mod metrics;
 mod progress;
 mod relist;
-mod server_shards;
+pub mod source;
 mod store;
-mod versions;
 mod watch;
 mod watch_list;
 
@@ -95,29 +86,18 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 pub use crate::cached::CachedObjects;
-pub use api::ApiListerWatcher;
 pub use backoff::BackoffConfig;
-pub use capabilities::Capabilities;
 pub use config::{Config, ShouldResync, WatchErrorHandler};
-pub(crate) use decode::KeyText;
-pub use decode::{ManagedFields, decode_measured};
-pub(crate) use decoded_sizes::Budget;
-pub use decoded_sizes::DecodedSizes;
 pub use error::{DecodeError, ReflectorError, SyncError};
-pub use fake_source::FakeSource;
 pub use key_filter::{
     ControlledBy, FnKeyFilter, KeyFilter, ObjectHead, OwnerHead, ShardField, ShardSelector,
     SharedKeyFilter,
 };
-pub use list_watch::ListWatch;
-pub use lister_watcher::{
-    ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
-};
-pub use metrics::{Phase, ReflectorMetrics, ReflectorStats, StatsSnapshot};
+pub(crate) use metrics::ReflectorStats;
+pub use metrics::{Phase, ReflectorMetrics, StatsSnapshot};
 pub use store::ReflectorStore;
-pub use versions::{
-    ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
-};
+
+use source::{ListPage, ListRequest, ListerWatcher};
 
 use crate::cause::Chain;
 use backoff::Backoff;
@@ -154,7 +134,7 @@ pub enum RunError {
 /// [module docs](self).
 pub struct Reflector<K> {
     name: &'static str,
-    /// The resource as errors name it (see [`Capabilities::resource`](Capabilities#structfield.resource)).
+    /// The resource as errors name it (see [`Capabilities::resource`](source::Capabilities#structfield.resource)).
     resource: String,
     /// The server as errors name it, when the lister-watcher says.
     server_url: Option<String>,
@@ -164,7 +144,7 @@ pub struct Reflector<K> {
     store: Arc<dyn ReflectorStore<K>>,
     config: Config,
     /// The key filter, when the reflector applies it itself: the lister-watcher does
-    /// not ([`Capabilities::filters_keys`](Capabilities#structfield.filters_keys)).
+    /// not ([`Capabilities::filters_keys`](source::Capabilities#structfield.filters_keys)).
     own_key_filter: Option<Arc<dyn KeyFilter>>,
     stats: Arc<ReflectorStats>,
     running: AtomicBool,
@@ -263,8 +243,9 @@ where
         self.stats.last_sync_error()
     }
 
-    /// A handle to the counters that stays valid while the reflector runs.
-    pub fn stats_handle(&self) -> Arc<ReflectorStats> {
+    /// A handle to the counters that stays valid while the reflector runs (the
+    /// informer reads its snapshot through it).
+    pub(crate) fn stats_handle(&self) -> Arc<ReflectorStats> {
         self.stats.clone()
     }
 

@@ -8,8 +8,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::key_filter::KeyFilter;
-use super::lister_watcher::WatchStream;
 use super::relist::RelistRequests;
+use super::source::WatchStream;
 
 /// What the reflector remembers between lists and watches.
 pub(super) struct Progress {

@@ -42,7 +42,7 @@ pub trait ReflectorStore<K>: Send + Sync {
     /// deleted, in a state the key filter does not keep (say its controller reference
     /// moved to an owner in another member's shard): the store must stop holding what
     /// it holds under that name, as a relist would drop it. Only watches whose events
-    /// carry the key say so (an [`ApiListerWatcher`](super::ApiListerWatcher)'s do).
+    /// carry the key say so (an [`ApiListerWatcher`](super::source::ApiListerWatcher)'s do).
     /// The default does nothing.
     fn left_filter(&self, key: &ObjectKey) {
         let _ = key;

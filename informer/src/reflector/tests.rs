@@ -11,6 +11,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 
+use super::source::{Capabilities, WatchEvent, WatchRequest, WatchStream};
 use super::*;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,9 +42,9 @@ pub(super) struct Script {
     pub(super) streaming: bool,
     /// Every watch request, as sent.
     pub(super) watch_requests: Mutex<Vec<WatchRequest>>,
-    /// What [`Capabilities::resource`](crate::reflector::Capabilities#structfield.resource) says.
+    /// What [`Capabilities::resource`](crate::reflector::source::Capabilities#structfield.resource) says.
     pub(super) resource: Option<&'static str>,
-    /// What [`Capabilities::server_url`](crate::reflector::Capabilities#structfield.server_url) says.
+    /// What [`Capabilities::server_url`](crate::reflector::source::Capabilities#structfield.server_url) says.
     pub(super) server_url: Option<&'static str>,
 }
 

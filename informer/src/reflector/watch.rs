@@ -13,10 +13,8 @@ use super::error::{
     is_connection_refused, is_expired, is_too_large_resource_version, is_too_many_requests,
 };
 use super::progress::{FilterGeneration, OpenWatch, Progress, Relist};
-use super::{
-    Phase, Reflector, ReflectorError, SHORT_WATCH, WatchEvent, WatchRequest, dead_watch_grace,
-    random_in,
-};
+use super::source::{WatchEvent, WatchRequest};
+use super::{Phase, Reflector, ReflectorError, SHORT_WATCH, dead_watch_grace, random_in};
 use crate::key::ObjectKey;
 
 /// Why reading a watch stopped.

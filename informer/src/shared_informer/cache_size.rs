@@ -1,7 +1,7 @@
 //! What an informer's cache holds: [`SharedIndexInformer::cache_size`], and the
 //! budget that warns when it grows past a limit ([`SharedIndexInformer::set_cache_budget`]).
 
-use crate::reflector::Budget;
+use crate::reflector::source::Budget;
 use crate::store::per_object_overhead;
 
 use super::SharedIndexInformer;

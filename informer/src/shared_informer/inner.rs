@@ -18,7 +18,8 @@ use super::queue::Queue;
 use super::sync::SyncSignal;
 use crate::consistency::{ConsistencyConfig, Counters, Tracker};
 use crate::lock::MutexExt;
-use crate::reflector::{self, ListerWatcher, ReflectorStats, SharedKeyFilter};
+use crate::reflector::source::ListerWatcher;
+use crate::reflector::{self, ReflectorStats, SharedKeyFilter};
 use crate::store::{Indexer, Writer};
 
 /// The smallest handler resync period (client-go's `minimumResyncPeriod`): smaller

@@ -15,7 +15,7 @@ use crate::store::Indexers;
 
 /// Changes an object before it is stored, e.g. to drop fields nobody reads (client-go's
 /// `TransformFunc`; `managedFields` are already left out while decoding, see
-/// [`ManagedFields`](crate::reflector::ManagedFields)). It runs once per object, on the
+/// [`ManagedFields`](crate::reflector::source::ManagedFields)). It runs once per object, on the
 /// decoded value, before anything else sees it. A transform that panics is contained:
 /// that object is logged and skipped (as if the server had not sent it), and the
 /// informer goes on.

@@ -27,9 +27,8 @@ use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
 use crate::lock::MutexExt;
-use crate::reflector::{
-    self, ApiListerWatcher, ListerWatcher, Reflector, ReflectorError, SharedKeyFilter,
-};
+use crate::reflector::source::{ApiListerWatcher, ListerWatcher};
+use crate::reflector::{self, Reflector, ReflectorError, SharedKeyFilter};
 use crate::store::{Indexer, NAMESPACE_INDEX, Writer};
 use crate::synced::HasSynced;
 
@@ -89,7 +88,7 @@ where
     /// ```no_run
     /// # fn demo(api: kube::Api<k8s_openapi::api::core::v1::ConfigMap>) {
     /// use informer::shared_informer::{InformerOptions, SharedIndexInformer};
-    /// use informer::reflector::{ApiListerWatcher, ManagedFields};
+    /// use informer::reflector::source::{ApiListerWatcher, ManagedFields};
     ///
     /// let informer = SharedIndexInformer::with_options(
     ///     ApiListerWatcher::new(api).managed_fields(ManagedFields::Keep),

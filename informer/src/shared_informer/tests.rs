@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::processor::RunsOn;
 use super::*;
-use crate::reflector::{ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream};
+use crate::reflector::source::{ListPage, ListRequest, ListerWatcher, WatchRequest, WatchStream};
 use crate::test_support::{config_map, spawn_run};
 
 /// Lists `items`, then watches a stream that never sends anything; counts requests.
@@ -345,10 +345,10 @@ async fn remove_and_wait_returns_after_the_call_under_way() {
 /// once, then nothing; with `queue`. The burst reaches the queue before the first pop.
 fn informer_with_burst(
     queue: QueueKind,
-    events: Vec<crate::reflector::WatchEvent<ConfigMap>>,
+    events: Vec<crate::reflector::source::WatchEvent<ConfigMap>>,
 ) -> SharedIndexInformer<ConfigMap> {
     let events = Mutex::new(Some(events));
-    let source = crate::reflector::ListWatch::new(
+    let source = crate::reflector::source::ListWatch::new(
         |_: ListRequest| async {
             Ok(ListPage {
                 items: vec![config_map("default/web", &[], 1)],
@@ -389,8 +389,8 @@ async fn first_notifications(
     seen
 }
 
-fn burst() -> Vec<crate::reflector::WatchEvent<ConfigMap>> {
-    use crate::reflector::WatchEvent::{Added, Deleted, Modified};
+fn burst() -> Vec<crate::reflector::source::WatchEvent<ConfigMap>> {
+    use crate::reflector::source::WatchEvent::{Added, Deleted, Modified};
     vec![
         Added(config_map("default/db", &[], 2)),
         Modified(config_map("default/web", &[], 3)),
@@ -420,7 +420,7 @@ async fn the_delta_fifo_delivers_each_objects_pending_changes_together() {
 /// handlers only of the deletion of objects they were told exist.
 #[tokio::test(start_paused = true)]
 async fn a_deletion_of_an_object_the_cache_lacks_reaches_no_handler() {
-    use crate::reflector::WatchEvent::{Added, Deleted};
+    use crate::reflector::source::WatchEvent::{Added, Deleted};
     for queue in [QueueKind::InOrder, QueueKind::DeltaFifo] {
         let events = vec![
             Deleted(config_map("default/never-seen", &[], 2)),
@@ -460,7 +460,7 @@ async fn a_reader_sees_a_ten_thousand_object_relist_before_or_after_never_half_a
     };
     let lists = Arc::new(AtomicUsize::new(0));
     let relist_now = Arc::new(tokio::sync::Notify::new());
-    let source = crate::reflector::ListWatch::new(
+    let source = crate::reflector::source::ListWatch::new(
         {
             let lists = Arc::clone(&lists);
             move |_: ListRequest| {
@@ -557,7 +557,7 @@ async fn a_reader_sees_a_ten_thousand_object_relist_before_or_after_never_half_a
 fn queued_items_counts_changes_in_order_and_keys_per_key() {
     for (kind, expected) in [(QueueKind::InOrder, 3), (QueueKind::DeltaFifo, 2)] {
         let informer = SharedIndexInformer::with_options(
-            crate::reflector::FakeSource::<ConfigMap>::new(),
+            crate::reflector::source::FakeSource::<ConfigMap>::new(),
             InformerOptions::default().queue(kind),
         )
         .expect("no indexes");

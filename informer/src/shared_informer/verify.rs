@@ -21,7 +21,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     /// counts nothing, and heals nothing: it only reports.
     ///
     /// Fails when the check cannot say: not synced yet, a lister-watcher that offers
-    /// no [`versions`](crate::reflector::Capabilities#structfield.versions), a version the server
+    /// no [`versions`](crate::reflector::source::Capabilities#structfield.versions), a version the server
     /// no longer keeps, or a failed request.
     pub async fn verify(&self) -> Result<ConsistencyReport, VerifyError> {
         let config = self.inner.consistency.config.clone().unwrap_or_default();
@@ -102,7 +102,7 @@ mod tests {
     use super::*;
     use crate::consistency::{CheckResult, DifferenceKind};
     use crate::key::ObjectKey;
-    use crate::reflector::{FakeSource, ListWatch, ListerWatcher, WatchEvent};
+    use crate::reflector::source::{FakeSource, ListWatch, ListerWatcher, WatchEvent};
     use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
     use crate::test_support::{config_map, spawn_run, until};
 

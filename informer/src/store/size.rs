@@ -1,7 +1,7 @@
 //! What the store itself adds to each cached object, beside the object: its slot,
 //! its entry in the key map, its key (an `Arc<ObjectKey>` with a namespace and a
 //! name) and its id in the namespace index. Added to the decoded objects' estimate
-//! ([`DecodedSizes`](crate::reflector::DecodedSizes)) for an informer's cache size.
+//! ([`DecodedSizes`](crate::reflector::source::DecodedSizes)) for an informer's cache size.
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 //! reflector never learns of it, its resourceVersion moves on, and the cache quietly
 //! differs from the server. This stands where such a fault would happen, between the
 //! server's stream and the reflector, and forwards everything else (lists, streaming
-//! lists, the [`versions`](crate::reflector::Capabilities#structfield.versions) a check reads)
+//! lists, the [`versions`](crate::reflector::source::Capabilities#structfield.versions) a check reads)
 //! untouched.
 
 use std::collections::VecDeque;
@@ -20,19 +20,19 @@ use kube::Resource;
 use crate::cached::CachedObjects;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
-use crate::reflector::{
+use crate::reflector::source::{
     Capabilities, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
 
 /// A lister-watcher in front of `L` whose watches lose or reorder the events asked
 /// for: drift the reflector never learns of, which only a consistency check can catch.
-/// Lists, streaming lists and the [`versions`](crate::reflector::Capabilities#structfield.versions)
+/// Lists, streaming lists and the [`versions`](crate::reflector::source::Capabilities#structfield.versions)
 /// a check reads pass through untouched.
 ///
 /// ```no_run
 /// # async fn demo(env: &informer::testenv::TestEnv) -> Result<(), Box<dyn std::error::Error>> {
 /// use informer::key::ObjectKey;
-/// use informer::reflector::ApiListerWatcher;
+/// use informer::reflector::source::ApiListerWatcher;
 /// use informer::shared_informer::{InformerOptions, SharedIndexInformer};
 /// use informer::testenv::FaultyWatches;
 /// use k8s_openapi::api::core::v1::ConfigMap;
@@ -231,7 +231,7 @@ mod tests {
     use kube::ResourceExt;
 
     use super::*;
-    use crate::reflector::FakeSource;
+    use crate::reflector::source::FakeSource;
     use crate::test_support::config_map;
 
     fn names(events: &[WatchEvent<ConfigMap>]) -> Vec<String> {
@@ -270,6 +270,10 @@ mod tests {
         let events: Vec<_> = events.into_iter().map(Result::unwrap).collect();
         assert_eq!(names(&events), ["add c@3", "mod b@4", "add b@2"]);
         assert_eq!(faulty.faults_done(), 2);
-        assert!(ListerWatcher::<ConfigMap>::versions(&faulty).is_some());
+        assert!(
+            ListerWatcher::<ConfigMap>::capabilities(&faulty)
+                .versions
+                .is_some()
+        );
     }
 }

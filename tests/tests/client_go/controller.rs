@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use informer::fifo::{DeletedFinalStateUnknown, DeletedObject};
 use informer::key::ObjectKey;
-use informer::reflector::FakeSource;
+use informer::reflector::source::FakeSource;
 use informer::shared_informer::{InformerOptions, ResourceEventHandlerFns, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use informer::reflector::FakeSource;
+use informer::reflector::source::FakeSource;
 use informer::shared_informer::{
     InformerError, InformerOptions, Notification, ResourceEventHandler, ResourceEventHandlerFns,
     SharedIndexInformer,
@@ -23,7 +23,7 @@ fn pod(name: &str) -> ConfigMap {
 
 /// An informer on `source` with a default resync period of `resync` (zero: none).
 fn informer_on(
-    source: impl informer::reflector::ListerWatcher<ConfigMap> + 'static,
+    source: impl informer::reflector::source::ListerWatcher<ConfigMap> + 'static,
     resync: Duration,
 ) -> SharedIndexInformer<ConfigMap> {
     SharedIndexInformer::with_options(source, InformerOptions::default().resync(resync)).unwrap()

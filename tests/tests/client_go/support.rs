@@ -11,7 +11,7 @@ use informer::fifo::{
     KnownObjects, ProcessError,
 };
 use informer::key::{ObjectKey, ObjectKeyRef};
-use informer::reflector::{ListPage, ListRequest, ListWatch, WatchEvent, WatchRequest};
+use informer::reflector::source::{ListPage, ListRequest, ListWatch, WatchEvent, WatchRequest};
 use informer::shared_informer::{Notification, ResourceEventHandler, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -269,7 +269,7 @@ pub fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
 type WatchSender =
     futures::channel::mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, kube::Error>>;
 
-/// A scripted server for the cases [`FakeSource`](informer::reflector::FakeSource)
+/// A scripted server for the cases [`FakeSource`](informer::reflector::source::FakeSource)
 /// cannot stage: changes no watcher hears of (client-go's `AddDropWatch`), watches
 /// ended with 410 Gone on demand, failing lists, and a record of every request.
 /// Objects are keyed by name; each change stamps the next resourceVersion.

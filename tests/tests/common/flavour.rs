@@ -6,7 +6,7 @@
 use std::fmt::Debug;
 
 use informer::dynamic::DynamicResource;
-use informer::reflector::ApiListerWatcher;
+use informer::reflector::source::ApiListerWatcher;
 use informer::scope::NamespaceScoped;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::core::{DynamicObject, PartialObjectMeta};

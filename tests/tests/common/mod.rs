@@ -170,7 +170,7 @@ where
 /// plain list after a 410, and never asks for a streaming list again. Shared by the
 /// 1.37 test with the `WatchList` gate off and the 1.33 one, where it is off by default.
 pub async fn refused_streaming_lists_are_listed_and_watched(env: &TestEnv) {
-    use informer::reflector::ApiListerWatcher;
+    use informer::reflector::source::ApiListerWatcher;
     use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
     use kube::ResourceExt;
     const WAIT: Duration = Duration::from_secs(30);

@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use informer::projection::Projection;
-use informer::reflector::{ApiListerWatcher, Config, ReflectorError};
+use informer::reflector::source::ApiListerWatcher;
+use informer::reflector::{Config, ReflectorError};
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::TestEnv;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -28,16 +28,16 @@ use tokio::sync::watch;
 /// that enters the reflector passes it: list items (paged or whole, first lists and
 /// relists), a streaming list's initial events, and watch events, deletions included.
 /// The reflector hands it to the lister-watcher with each request
-/// ([`ListRequest::key_filter`](super::ListRequest::key_filter),
-/// [`WatchRequest::key_filter`](super::WatchRequest::key_filter)):
-/// [`ApiListerWatcher`](super::ApiListerWatcher) reads only an object's namespace,
+/// ([`ListRequest::key_filter`](super::source::ListRequest::key_filter),
+/// [`WatchRequest::key_filter`](super::source::WatchRequest::key_filter)):
+/// [`ApiListerWatcher`](super::source::ApiListerWatcher) reads only an object's namespace,
 /// name and controller reference (an [`ObjectHead`]) from the raw JSON and skips an
 /// object not kept there, before decoding it, so it is never stored, never wrapped in
 /// an `Arc`, and never reported as undecodable.
 /// For a lister-watcher that does not filter
-/// ([`Capabilities::filters_keys`](super::Capabilities#structfield.filters_keys) is false, as
-/// for [`FakeSource`](super::FakeSource), and for a [`ListWatch`](super::ListWatch)
-/// not told otherwise with [`filters_keys`](super::ListWatch::filters_keys)), the
+/// ([`Capabilities::filters_keys`](super::source::Capabilities#structfield.filters_keys) is false, as
+/// for [`FakeSource`](super::source::FakeSource), and for a [`ListWatch`](super::source::ListWatch)
+/// not told otherwise with [`filters_keys`](super::source::ListWatch::filters_keys)), the
 /// reflector applies the filter to what it gets, with the same outcome (an undecodable
 /// object not kept is not reported either).
 ///
@@ -104,7 +104,7 @@ pub trait KeyFilter: Send + Sync + 'static {
     /// A shard selector the API server may apply instead (the `shardSelector` of
     /// Kubernetes 1.36's sharded list and watch, such as
     /// `shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')`,
-    /// [`ShardSelector::to_query`]): every object the filter keeps must match it. [`ApiListerWatcher`](super::ApiListerWatcher)
+    /// [`ShardSelector::to_query`]): every object the filter keeps must match it. [`ApiListerWatcher`](super::source::ApiListerWatcher)
     /// sends it with every list and watch; a server that filters sends only what it
     /// matches, any other sends everything. Either way the filter still decides what is
     /// kept, so the selector saves bytes, never correctness. `None` (the default):

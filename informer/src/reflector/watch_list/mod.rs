@@ -49,9 +49,9 @@ use super::error::{
     is_too_many_requests,
 };
 use super::progress::{OpenWatch, StreamingList};
+use super::source::{WatchEvent, WatchRequest, WatchStream};
 use super::{
-    CachedObjects, Phase, Progress, Reflector, ReflectorError, WatchEvent, WatchRequest,
-    WatchStream, dead_watch_grace, random_in,
+    CachedObjects, Phase, Progress, Reflector, ReflectorError, dead_watch_grace, random_in,
 };
 use crate::key::{ObjectKeyRef, meta_namespace_key_ref};
 

@@ -7,12 +7,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
+use crate::reflector::source::WatchEvent;
 use crate::reflector::tests::{
     Cached, Call, Script, Store, WatchReply, cm, list, page, refused, run, run_with, status,
 };
-use crate::reflector::{
-    Config, DecodeError, Phase, Reflector, ReflectorError, ReflectorStore, WatchEvent,
-};
+use crate::reflector::{Config, DecodeError, Phase, Reflector, ReflectorError, ReflectorStore};
 
 type Event = Result<WatchEvent<ConfigMap>, kube::Error>;
 

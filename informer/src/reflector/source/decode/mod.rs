@@ -6,7 +6,7 @@
 //!
 //! - [`managed_fields`]: the serde adapter every object goes through, which drops
 //!   `metadata.managedFields` ([`ManagedFields`]) and sizes vectors exactly;
-//! - [`object`]: one object, or the [`DecodeError`](super::DecodeError) naming it;
+//! - [`object`]: one object, or the [`DecodeError`](crate::reflector::DecodeError) naming it;
 //! - [`list`]: a list response, decoded as it streams in;
 //! - [`event`]: one event of a watch stream;
 //! - [`size`]: what a decoded object holds in memory, estimated as it is decoded.

@@ -13,12 +13,12 @@ use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use serde::Deserialize;
 
-use super::key_filter::{ObjectHead, OwnerHead};
 use super::lister_watcher::ListOptions;
 use super::versions::{
     ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
 };
 use crate::key::ObjectKey;
+use crate::reflector::key_filter::{ObjectHead, OwnerHead};
 
 /// The `Accept` of a list of metadata only, as kube-client and client-go send it (also
 /// the metadata-only lists of an [`ApiListerWatcher`](super::ApiListerWatcher)).

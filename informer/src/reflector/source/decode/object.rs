@@ -202,7 +202,7 @@ pub(super) fn decode_object<K: DeserializeOwned>(
 /// object is not in it). For capacity planning: what 30,000 of these cost.
 ///
 /// ```
-/// use informer::reflector::decode_measured;
+/// use informer::reflector::source::decode_measured;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 ///
 /// let json = r#"{"metadata":{"name":"a","namespace":"default"},"data":{"k":"v"}}"#;

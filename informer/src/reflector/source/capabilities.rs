@@ -24,7 +24,7 @@ use super::versions::VersionSource;
 /// reflector reads it once, when it is made.
 ///
 /// ```
-/// use informer::reflector::Capabilities;
+/// use informer::reflector::source::Capabilities;
 ///
 /// let said = Capabilities::default()
 ///     .streaming_list(true)
@@ -55,10 +55,10 @@ pub struct Capabilities {
     pub filters_keys: bool,
     /// The resource listed, as `kubectl` names it: `plural.group`
     /// (`deployments.apps`), or `plural` for the core group (`configmaps`). Errors name
-    /// it ([`SyncError`](super::SyncError)); `None`, the default, names the Rust type.
+    /// it ([`SyncError`](crate::reflector::SyncError)); `None`, the default, names the Rust type.
     pub resource: Option<String>,
     /// The address of the server listed from: a
-    /// [`SyncError::Unreachable`](super::SyncError::Unreachable) names it. `None`, the
+    /// [`SyncError::Unreachable`](crate::reflector::SyncError::Unreachable) names it. `None`, the
     /// default, leaves errors to name what the connection error says, if anything.
     pub server_url: Option<String>,
     /// What the objects it decodes weigh, and how many the collection holds, for a

@@ -4,10 +4,11 @@
 
 use kube::Resource;
 
+use super::Reflector;
 use super::error::DecodeError;
 use super::key_filter::{ObjectHead, SharedKeyFilter};
 use super::progress::{FilterGeneration, Progress, Relist};
-use super::{ListPage, Reflector};
+use super::source::ListPage;
 
 impl Progress {
     /// A sync starts: changes of the key filter from now on call for another (and so
@@ -113,3 +114,6 @@ where
         Relist::AtOnce
     }
 }
+
+#[cfg(test)]
+mod tests;

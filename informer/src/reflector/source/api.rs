@@ -41,7 +41,6 @@ use super::decode::{
     ListDecoder, ManagedFields, decode_event, decode_list_stream, last_decoded_size,
 };
 use super::decoded_sizes::DecodedSizes;
-use super::key_filter::ShardSelector;
 use super::lister_watcher::{
     ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
 };
@@ -49,6 +48,7 @@ use super::managed_fields_opt_out::ManagedFieldsOptOut;
 use super::server_shards::{InitialEvents, ServerShards, Step};
 use super::versions::VersionSource;
 use crate::cached::CachedObjects;
+use crate::reflector::key_filter::ShardSelector;
 
 /// The kind of the objects the server sends for a metadata-only request.
 const METADATA_KIND: &str = "PartialObjectMetadata";

@@ -2,8 +2,8 @@
 //! shard selector, as far as one [`ApiListerWatcher`](super::ApiListerWatcher) has
 //! seen, and when to send the selector.
 //!
-//! A [`KeyFilter`](super::KeyFilter) may offer a shard selector
-//! ([`server_selector`](super::KeyFilter::server_selector)); the lister-watcher sends
+//! A [`KeyFilter`](crate::reflector::KeyFilter) may offer a shard selector
+//! ([`server_selector`](crate::reflector::KeyFilter::server_selector)); the lister-watcher sends
 //! it with every list, watch and streaming list. A server with sharded list and watch
 //! (Kubernetes 1.36 and later, feature gate `ShardedListAndWatch`) then sends only
 //! the objects the selector matches; any other server ignores the parameter and sends
@@ -42,16 +42,16 @@
 //! could not be sent. It is said once per lister-watcher at INFO, and again only if
 //! it changes (a server upgraded, a feature gate turned, a proxy in the way fixed,
 //! under a running informer), and an informer's
-//! [`StatsSnapshot::server_filters_shards`](super::StatsSnapshot::server_filters_shards)
+//! [`StatsSnapshot::server_filters_shards`](crate::reflector::StatsSnapshot::server_filters_shards)
 //! reads it.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use super::key_filter::{ShardField, ShardSelector, SharedKeyFilter};
 use super::lister_watcher::WatchEvent;
 use crate::cause::kube_cause;
 use crate::lock::MutexExt;
+use crate::reflector::key_filter::{ShardField, ShardSelector, SharedKeyFilter};
 
 /// How many kept objects, none dropped here, show that the server filtered by uid.
 /// Were it sending everything, each object would fall in this member's share with the

@@ -14,10 +14,10 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use super::capabilities::Capabilities;
-use super::error::{DecodeError, ReflectorError};
-use super::key_filter::SharedKeyFilter;
 use crate::cached::CachedObjects;
 use crate::key::ObjectKey;
+use crate::reflector::error::{DecodeError, ReflectorError};
+use crate::reflector::key_filter::SharedKeyFilter;
 
 /// What to list: one page, or the whole collection when `limit` is `None`.
 ///
@@ -34,7 +34,7 @@ pub struct ListRequest {
     /// The `continue` token of the previous page.
     pub continue_token: Option<String>,
     /// Only the objects this filter keeps are wanted (the reflector's
-    /// [`Config::key_filter`](super::Config#structfield.key_filter)): a lister-watcher
+    /// [`Config::key_filter`](crate::reflector::Config#structfield.key_filter)): a lister-watcher
     /// that [filters keys](Capabilities#structfield.filters_keys) skips the others before
     /// decoding them, and counts them in [`ListPage::filtered_out`].
     pub key_filter: Option<SharedKeyFilter>,
@@ -62,7 +62,7 @@ pub struct ListPage<K> {
     /// The token for the next page, when there is one.
     pub continue_token: Option<String>,
     /// The server filtered the page by the key filter's
-    /// [shard selector](super::KeyFilter::server_selector) (the list said so in
+    /// [shard selector](crate::reflector::KeyFilter::server_selector) (the list said so in
     /// `metadata.shardInfo`): it sent only objects the selector matches.
     pub served_shard: bool,
 }
@@ -305,7 +305,7 @@ pub trait ListerWatcher<K>: Send + Sync {
     }
 
     /// Whether the API server filters by the key filter's
-    /// [shard selector](super::KeyFilter::server_selector), as far as this
+    /// [shard selector](crate::reflector::KeyFilter::server_selector), as far as this
     /// lister-watcher has seen: `Some(true)` it sends only what the selector matches,
     /// `Some(false)` it sends everything (or refused the selector), `None` (the
     /// default) not known: no selector sent, or not enough seen to tell.

@@ -35,7 +35,7 @@ type WatchFn<K> =
 ///
 /// ```
 /// use futures::StreamExt;
-/// use informer::reflector::{ListPage, ListWatch, WatchEvent};
+/// use informer::reflector::source::{ListPage, ListWatch, WatchEvent};
 /// use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -177,7 +177,7 @@ mod tests {
     use kube::ResourceExt;
 
     use super::*;
-    use crate::reflector::FakeSource;
+    use crate::reflector::source::FakeSource;
     use crate::shared_informer::{
         InformerOptions, Notification, SharedIndexInformer, wait_for_cache_sync,
     };

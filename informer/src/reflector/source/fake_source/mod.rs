@@ -47,20 +47,20 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>>;
 /// server that predates them does (422 Invalid), and the reflector falls back to list
 /// and watch.
 ///
-/// For consistency checks ([`Capabilities::versions`](crate::reflector::Capabilities#structfield.versions)) it lists the versions of the
+/// For consistency checks ([`Capabilities::versions`](crate::reflector::source::Capabilities#structfield.versions)) it lists the versions of the
 /// collection exactly as it was at any resourceVersion since the last compaction
 /// (older ones are 410 Gone, newer ones "too large"), and a watch of versions sends a
 /// bookmark at the current version right after the changes it replays.
 ///
 /// What it leaves out: paging (one page, no continue token), label and field
 /// selectors, key filters (a reflector with a
-/// [`KeyFilter`](super::KeyFilter) applies it to what the source sends), bookmarks
+/// [`KeyFilter`](crate::reflector::KeyFilter) applies it to what the source sends), bookmarks
 /// other than the one that ends a streaming list's initial events, and any check that a change makes sense (an add of a name that exists, a
 /// modify or delete of one that does not): it records and sends what it is told, so a
 /// test can script an odd server too.
 ///
 /// ```
-/// use informer::reflector::FakeSource;
+/// use informer::reflector::source::FakeSource;
 /// use informer::shared_informer::{InformerOptions, Notification, SharedIndexInformer};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

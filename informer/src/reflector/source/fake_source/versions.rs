@@ -12,8 +12,8 @@ use super::{ChangeKind, FakeSource, expired, status, too_large_resource_version,
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 use crate::reflector::key_filter::ObjectHead;
-use crate::reflector::lister_watcher::{WatchEvent, WatchRequest};
-use crate::reflector::versions::{
+use crate::reflector::source::lister_watcher::{WatchEvent, WatchRequest};
+use crate::reflector::source::versions::{
     ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
 };
 
@@ -215,7 +215,7 @@ mod tests {
     fn the_source_offers_its_versions() {
         let source = FakeSource::<ConfigMap>::new();
         assert!(
-            crate::reflector::ListerWatcher::capabilities(&source)
+            crate::reflector::source::ListerWatcher::capabilities(&source)
                 .versions
                 .is_some()
         );

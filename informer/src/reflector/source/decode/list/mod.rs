@@ -18,10 +18,10 @@ use super::object::{RawHeader, decode_error};
 use super::size;
 use crate::cached::CachedObjects;
 use crate::key::ObjectKeyRef;
-use crate::reflector::decoded_sizes::DecodedSizes;
 use crate::reflector::error::DecodeError;
 use crate::reflector::key_filter::SharedKeyFilter;
-use crate::reflector::lister_watcher::ListPage;
+use crate::reflector::source::decoded_sizes::DecodedSizes;
+use crate::reflector::source::lister_watcher::ListPage;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]

@@ -1,7 +1,7 @@
 //! The streaming list decoder: items, errors, chunking, the cache and the key filter.
 
 use super::*;
-use crate::reflector::decode::object::decode_object;
+use crate::reflector::source::decode::object::decode_object;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 

@@ -22,8 +22,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-use super::key_filter::SharedKeyFilter;
 use crate::key::ObjectKey;
+use crate::reflector::key_filter::SharedKeyFilter;
 
 /// One object as a version list names it: enough to tell whether a cached object is
 /// the server's, and the same version of it.
