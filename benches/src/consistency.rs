@@ -44,8 +44,8 @@ use informer::consistency::{CheckResult, ConsistencyConfig};
 use informer::key::ObjectKey;
 use informer::reflector::CachedObjects;
 use informer::reflector::source::{
-    ApiListerWatcher, Capabilities, ListPage, ListRequest, ListerWatcher, VersionSource,
-    VersionStream, VersionsPage, VersionsRequest, WatchRequest, WatchStream,
+    ApiListerWatcher, Capabilities, ListPage, ListRequest, ListerWatcher, ObjectVersion,
+    VersionSource, WatchRequest, WatchStream,
 };
 use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::FaultyWatches;
@@ -89,8 +89,8 @@ struct CountingVersions {
 impl VersionSource for CountingVersions {
     fn list_versions(
         &self,
-        request: VersionsRequest,
-    ) -> BoxFuture<'_, Result<VersionsPage, kube::Error>> {
+        request: ListRequest,
+    ) -> BoxFuture<'_, Result<ListPage<ObjectVersion>, kube::Error>> {
         self.counts.lists.fetch_add(1, Ordering::Relaxed);
         self.inner.list_versions(request)
     }
@@ -104,7 +104,7 @@ impl VersionSource for CountingVersions {
         &self,
         resource_version: String,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<VersionStream, kube::Error>> {
+    ) -> BoxFuture<'_, Result<WatchStream<ObjectVersion>, kube::Error>> {
         self.counts.watches.fetch_add(1, Ordering::Relaxed);
         self.inner.watch_versions(resource_version, timeout)
     }

@@ -77,8 +77,10 @@ fn imports_point_down_the_layers_without_circles() {
 /// reflector parsed back. Still 238 with issue 45's `reflector::source` split: what a
 /// source can do became one `Capabilities` value in place of six trait methods, and
 /// `ReflectorStats` went private (a reflector's counters are read as its
-/// `StatsSnapshot`).
-const PUBLIC_ITEMS_CEILING: usize = 238;
+/// `StatsSnapshot`). 234 once the consistency checks' version seam reads through the
+/// source's own request, page, event and stream types (`ListRequest`, `ListPage`,
+/// `WatchEvent`, `WatchStream` of `ObjectVersion`) in place of four look-alikes.
+const PUBLIC_ITEMS_CEILING: usize = 234;
 
 /// The most names the prelude may hold: an operator's path, not a second index.
 const PRELUDE_CEILING: usize = 15;

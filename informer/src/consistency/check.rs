@@ -28,7 +28,7 @@ use super::points::Point;
 use super::probe::probe;
 use super::report::ConsistencyReport;
 use super::tracker::Tracker;
-use crate::reflector::source::{VersionSource, VersionsPage, VersionsRequest};
+use crate::reflector::source::{ListPage, ListRequest, ObjectVersion, VersionSource};
 use crate::reflector::{SharedKeyFilter, is_expired, is_too_large_resource_version};
 use crate::store::Indexer;
 
@@ -236,7 +236,7 @@ impl<K: Resource + 'static> Checker<K> {
                 &point.resource_version,
                 &mut report.requests,
                 |page| {
-                    comparison.page(std::mem::take(&mut page.versions));
+                    comparison.page(std::mem::take(&mut page.items));
                 },
             )
             .await;
@@ -271,11 +271,12 @@ impl<K: Resource + 'static> Checker<K> {
         source: &dyn VersionSource,
         resource_version: &str,
         requests: &mut usize,
-        mut page: impl FnMut(&mut VersionsPage),
+        mut page: impl FnMut(&mut ListPage<ObjectVersion>),
     ) -> Result<Listed, ListFailure> {
-        let mut request = VersionsRequest::at(resource_version)
-            .limit(self.page_size)
-            .key_filter(self.key_filter.clone());
+        let mut request = ListRequest::default()
+            .resource_version(resource_version)
+            .limit(self.page_size);
+        request.key_filter = self.key_filter.clone();
         let mut listed = Listed {
             resource_version: String::new(),
             digest: Digest::default(),
@@ -295,10 +296,10 @@ impl<K: Resource + 'static> Checker<K> {
                     ListFailure::Failed(error)
                 }
             })?;
-            for version in &versions.versions {
+            for version in &versions.items {
                 listed.digest.add(hash_version(version));
             }
-            listed.objects += versions.versions.len();
+            listed.objects += versions.items.len();
             page(&mut versions);
             match versions.continue_token {
                 Some(token) => request.continue_token = Some(token),

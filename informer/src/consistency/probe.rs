@@ -21,7 +21,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::tracker::Tracker;
-use crate::reflector::source::{VersionEvent, VersionSource};
+use crate::reflector::source::{VersionSource, WatchEvent};
 
 /// How long the probe's watch lasts at most (the server ends it then). A server that
 /// sends bookmarks sends one two seconds before a watch's end, so this brings one
@@ -122,19 +122,27 @@ async fn last_change_up_to(
     let mut target = from;
     while let Some(event) = events.next().await {
         match event {
-            Ok(VersionEvent::Changed(version)) => match version.parse::<u64>() {
-                Ok(version) if version <= server => target = target.max(version),
-                Ok(_) => return Some((target, true)),
-                Err(_) => return None,
+            Ok(
+                WatchEvent::Added(changed)
+                | WatchEvent::Modified(changed)
+                | WatchEvent::Deleted(changed),
+            ) => match changed.resource_version.as_deref().map(str::parse::<u64>) {
+                Some(Ok(version)) if version <= server => target = target.max(version),
+                Some(Ok(_)) => return Some((target, true)),
+                _ => return None,
             },
-            Ok(VersionEvent::Bookmark(version)) => {
-                if version
+            Ok(WatchEvent::Bookmark {
+                resource_version, ..
+            }) => {
+                if resource_version
                     .parse::<u64>()
                     .is_ok_and(|version| version >= server)
                 {
                     return Some((target, true));
                 }
             }
+            // A version source sends no others.
+            Ok(WatchEvent::FilteredOut { .. } | WatchEvent::Undecodable(_)) => {}
             // An error ends the watch: what came before stands, unproven.
             Err(_) => break,
         }
@@ -147,7 +155,7 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
-    use crate::reflector::source::FakeSource;
+    use crate::reflector::source::{FakeSource, ObjectVersion};
     use crate::test_support::config_map;
 
     fn tracker_at(version: &str) -> Tracker {
@@ -199,10 +207,10 @@ mod tests {
     impl VersionSource for Ahead {
         fn list_versions(
             &self,
-            _: crate::reflector::source::VersionsRequest,
+            _: crate::reflector::source::ListRequest,
         ) -> futures::future::BoxFuture<
             '_,
-            Result<crate::reflector::source::VersionsPage, kube::Error>,
+            Result<crate::reflector::source::ListPage<ObjectVersion>, kube::Error>,
         > {
             unreachable!("a probe lists nothing")
         }
@@ -217,10 +225,10 @@ mod tests {
             _: Duration,
         ) -> futures::future::BoxFuture<
             '_,
-            Result<crate::reflector::source::VersionStream, kube::Error>,
+            Result<crate::reflector::source::WatchStream<ObjectVersion>, kube::Error>,
         > {
             assert_eq!(from, "12");
-            let events = [VersionEvent::Bookmark("20".into())].map(Ok);
+            let events = [WatchEvent::bookmark("20")].map(Ok);
             Box::pin(async move { Ok(futures::stream::iter(events).boxed()) })
         }
     }

@@ -41,10 +41,9 @@ use super::decode::{
     ListDecoder, ManagedFields, decode_event, decode_list_stream, last_decoded_size,
 };
 use super::decoded_sizes::DecodedSizes;
-use super::lister_watcher::{
-    ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
-};
+use super::lister_watcher::ListerWatcher;
 use super::managed_fields_opt_out::ManagedFieldsOptOut;
+use super::requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream};
 use super::server_shards::{InitialEvents, ServerShards, Step};
 use super::versions::VersionSource;
 use crate::cached::CachedObjects;

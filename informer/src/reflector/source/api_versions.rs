@@ -13,10 +13,8 @@ use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use serde::Deserialize;
 
-use super::lister_watcher::ListOptions;
-use super::versions::{
-    ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
-};
+use super::requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchStream};
+use super::versions::{ObjectVersion, VersionSource};
 use crate::key::ObjectKey;
 use crate::reflector::key_filter::{ObjectHead, OwnerHead};
 
@@ -64,7 +62,7 @@ impl ApiVersions {
             .map_err(kube::Error::HttpError)
     }
 
-    async fn page(&self, request: VersionsRequest) -> Result<VersionsPage, kube::Error> {
+    async fn page(&self, request: ListRequest) -> Result<ListPage<ObjectVersion>, kube::Error> {
         let limit = request.limit.map(|l| l.to_string());
         let mut params = Vec::with_capacity(3);
         match &request.continue_token {
@@ -104,20 +102,15 @@ impl ApiVersions {
                     })
                 })
             })
-            .map(|item| {
-                let meta = item.metadata;
-                ObjectVersion {
-                    key: ObjectKey::new(meta.namespace, meta.name),
-                    uid: meta.uid,
-                    resource_version: meta.resource_version,
-                }
-            })
+            .map(|item| item.metadata.version())
             .collect();
-        Ok(VersionsPage {
-            versions,
-            resource_version: list.metadata.resource_version.unwrap_or_default(),
-            continue_token: list.metadata.continue_token.filter(|t| !t.is_empty()),
-        })
+        let page = ListPage::new(versions, list.metadata.resource_version.unwrap_or_default());
+        Ok(
+            match list.metadata.continue_token.filter(|t| !t.is_empty()) {
+                Some(token) => page.continue_token(token),
+                None => page,
+            },
+        )
     }
 
     async fn current(&self) -> Result<String, kube::Error> {
@@ -132,7 +125,7 @@ impl ApiVersions {
         &self,
         resource_version: String,
         timeout: Duration,
-    ) -> Result<VersionStream, kube::Error> {
+    ) -> Result<WatchStream<ObjectVersion>, kube::Error> {
         let timeout = timeout.as_secs().max(1).to_string();
         let params = [
             ("watch", "true"),
@@ -166,8 +159,8 @@ impl ApiVersions {
 impl VersionSource for ApiVersions {
     fn list_versions(
         &self,
-        request: VersionsRequest,
-    ) -> BoxFuture<'_, Result<VersionsPage, kube::Error>> {
+        request: ListRequest,
+    ) -> BoxFuture<'_, Result<ListPage<ObjectVersion>, kube::Error>> {
         Box::pin(self.page(request))
     }
 
@@ -179,32 +172,29 @@ impl VersionSource for ApiVersions {
         &self,
         resource_version: String,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<VersionStream, kube::Error>> {
+    ) -> BoxFuture<'_, Result<WatchStream<ObjectVersion>, kube::Error>> {
         Box::pin(self.watch(resource_version, timeout))
     }
 }
 
-/// One watch event's line, read for its type and version; an ERROR event is the
-/// server's status.
-fn version_event(line: &str) -> Result<VersionEvent, kube::Error> {
+/// One watch event's line, read for its type and its object's version; an ERROR
+/// event is the server's status.
+fn version_event(line: &str) -> Result<WatchEvent<ObjectVersion>, kube::Error> {
     let event: MetadataEvent = serde_json::from_str(line).map_err(kube::Error::SerdeError)?;
-    match event.kind.as_str() {
-        "ERROR" => {
-            let status: kube::core::Status =
-                serde_json::from_value(event.object).map_err(kube::Error::SerdeError)?;
-            Err(kube::Error::Api(status.boxed()))
-        }
-        kind => {
-            let version = event.object["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            Ok(match kind {
-                "BOOKMARK" => VersionEvent::Bookmark(version),
-                _ => VersionEvent::Changed(version),
-            })
-        }
+    if event.kind == "ERROR" {
+        let status: kube::core::Status =
+            serde_json::from_value(event.object).map_err(kube::Error::SerdeError)?;
+        return Err(kube::Error::Api(status.boxed()));
     }
+    let item: MetadataItem =
+        serde_json::from_value(event.object).map_err(kube::Error::SerdeError)?;
+    let version = item.metadata.version();
+    Ok(match event.kind.as_str() {
+        "BOOKMARK" => WatchEvent::bookmark(version.resource_version.unwrap_or_default()),
+        "ADDED" => WatchEvent::Added(version),
+        "DELETED" => WatchEvent::Deleted(version),
+        _ => WatchEvent::Modified(version),
+    })
 }
 
 #[derive(Deserialize)]
@@ -236,6 +226,8 @@ struct MetadataItem {
 
 #[derive(Deserialize)]
 struct ItemMeta {
+    /// Absent from a bookmark's object.
+    #[serde(default)]
     name: String,
     namespace: Option<String>,
     uid: Option<String>,
@@ -244,6 +236,16 @@ struct ItemMeta {
     #[serde(rename = "ownerReferences", default)]
     owner_references: Vec<Owner>,
     // Everything else (labels, annotations, managed fields) is skipped unread.
+}
+
+impl ItemMeta {
+    fn version(self) -> ObjectVersion {
+        ObjectVersion {
+            key: ObjectKey::new(self.namespace, self.name),
+            uid: self.uid,
+            resource_version: self.resource_version,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -299,18 +301,33 @@ mod tests {
 
     #[test]
     fn watch_lines_give_versions_bookmarks_and_errors() {
-        let changed =
-            r#"{"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"12"}}}"#;
+        let changed = r#"{"type":"MODIFIED","object":{"metadata":{"name":"a","namespace":"ns","uid":"u-a","resourceVersion":"12"}}}"#;
+        let deleted =
+            r#"{"type":"DELETED","object":{"metadata":{"name":"b","resourceVersion":"14"}}}"#;
         let bookmark = r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"15"}}}"#;
         let error = r#"{"type":"ERROR","object":{"kind":"Status","status":"Failure","code":410,"reason":"Expired","message":"too old"}}"#;
+        let Ok(WatchEvent::Modified(version)) = version_event(changed) else {
+            panic!("a modification")
+        };
         assert_eq!(
-            version_event(changed).unwrap(),
-            VersionEvent::Changed("12".into())
+            version,
+            ObjectVersion {
+                key: ObjectKey::namespaced("ns", "a"),
+                uid: Some("u-a".into()),
+                resource_version: Some("12".into()),
+            }
         );
-        assert_eq!(
-            version_event(bookmark).unwrap(),
-            VersionEvent::Bookmark("15".into())
-        );
+        let Ok(WatchEvent::Deleted(version)) = version_event(deleted) else {
+            panic!("a deletion")
+        };
+        assert_eq!(version.resource_version.as_deref(), Some("14"));
+        let Ok(WatchEvent::Bookmark {
+            resource_version, ..
+        }) = version_event(bookmark)
+        else {
+            panic!("a bookmark")
+        };
+        assert_eq!(resource_version, "15");
         let Err(kube::Error::Api(status)) = version_event(error) else {
             panic!("an error status")
         };

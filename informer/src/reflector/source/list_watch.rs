@@ -15,9 +15,8 @@ use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 
 use super::capabilities::Capabilities;
-use super::lister_watcher::{
-    ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
-};
+use super::lister_watcher::ListerWatcher;
+use super::requests::{ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream};
 use super::versions::VersionSource;
 
 type ListFn<K> =

@@ -25,6 +25,7 @@ mod fake_source;
 mod list_watch;
 mod lister_watcher;
 mod managed_fields_opt_out;
+mod requests;
 mod server_shards;
 mod versions;
 
@@ -36,9 +37,6 @@ pub(crate) use decoded_sizes::Budget;
 pub use decoded_sizes::DecodedSizes;
 pub use fake_source::FakeSource;
 pub use list_watch::ListWatch;
-pub use lister_watcher::{
-    ListOptions, ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
-};
-pub use versions::{
-    ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
-};
+pub use lister_watcher::ListerWatcher;
+pub use requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream};
+pub use versions::{ObjectVersion, VersionSource};

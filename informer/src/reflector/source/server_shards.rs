@@ -48,7 +48,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use super::lister_watcher::WatchEvent;
+use super::requests::WatchEvent;
 use crate::cause::kube_cause;
 use crate::lock::MutexExt;
 use crate::reflector::key_filter::{ShardField, ShardSelector, SharedKeyFilter};

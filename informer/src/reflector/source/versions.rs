@@ -6,11 +6,13 @@
 //!
 //! - which objects the collection held at exactly one resourceVersion, each as its
 //!   name, uid and resourceVersion ([`VersionSource::list_versions`], a list with
-//!   `resourceVersionMatch=Exact`, in pages);
+//!   `resourceVersionMatch=Exact`, in pages: a [`ListRequest`] answered by a
+//!   [`ListPage`] of [`ObjectVersion`]s);
 //! - how far the server is now ([`VersionSource::current_resource_version`], a
 //!   consistent read of one object);
 //! - which changes came after a resourceVersion ([`VersionSource::watch_versions`], a
-//!   short watch that reads only the versions of its events).
+//!   short watch that reads only the versions of its events: a [`WatchStream`] of
+//!   [`ObjectVersion`]s).
 //!
 //! A [`ListerWatcher`](super::ListerWatcher) offers one through
 //! [`versions`](super::Capabilities#structfield.versions): [`ApiListerWatcher`](super::ApiListerWatcher)
@@ -20,10 +22,10 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
+use kube::Resource;
 
+use super::requests::{ListPage, ListRequest, WatchStream};
 use crate::key::ObjectKey;
-use crate::reflector::key_filter::SharedKeyFilter;
 
 /// One object as a version list names it: enough to tell whether a cached object is
 /// the server's, and the same version of it.
@@ -37,90 +39,17 @@ pub struct ObjectVersion {
     pub resource_version: Option<String>,
 }
 
-/// One page of versions to list. Non-exhaustive, so a new field is not a breaking
-/// change: start from [`VersionsRequest::at`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct VersionsRequest {
-    /// The collection exactly as it was at this resourceVersion
-    /// (`resourceVersionMatch=Exact`); `""` for the latest, read consistently.
-    pub resource_version: String,
-    /// Page size (`limit`); `None` lists everything at once.
-    pub limit: Option<u32>,
-    /// The `continue` token of the previous page (it carries the resourceVersion).
-    pub continue_token: Option<String>,
-    /// Only the objects this filter keeps, as the informer's reflector keeps them.
-    pub key_filter: Option<SharedKeyFilter>,
-}
-
-impl VersionsRequest {
-    /// The first page of the collection as it was at `resource_version`, unpaged.
-    pub fn at(resource_version: impl Into<String>) -> Self {
+impl ObjectVersion {
+    /// The version of `object`, as a version list would name it.
+    pub(crate) fn of<K: Resource>(object: &K) -> Self {
+        let meta = object.meta();
         Self {
-            resource_version: resource_version.into(),
-            limit: None,
-            continue_token: None,
-            key_filter: None,
+            key: ObjectKey::of(object),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
         }
     }
-
-    /// Pages of at most `limit` objects.
-    #[must_use]
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    /// Only the objects `filter` keeps.
-    #[must_use]
-    pub fn key_filter(mut self, filter: Option<SharedKeyFilter>) -> Self {
-        self.key_filter = filter;
-        self
-    }
 }
-
-/// One page of a version list.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct VersionsPage {
-    /// The objects of this page that the request's key filter keeps.
-    pub versions: Vec<ObjectVersion>,
-    /// The list's resourceVersion.
-    pub resource_version: String,
-    /// The token for the next page, when there is one.
-    pub continue_token: Option<String>,
-}
-
-impl VersionsPage {
-    /// The last page (no continue token) of a list at `resource_version`.
-    pub fn new(versions: Vec<ObjectVersion>, resource_version: impl Into<String>) -> Self {
-        Self {
-            versions,
-            resource_version: resource_version.into(),
-            continue_token: None,
-        }
-    }
-
-    /// A page the list goes on after, from `token`.
-    #[must_use]
-    pub fn continue_token(mut self, token: impl Into<String>) -> Self {
-        self.continue_token = Some(token.into());
-        self
-    }
-}
-
-/// One event of a [`VersionSource::watch_versions`] stream: how far the collection
-/// got, not what changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VersionEvent {
-    /// An object was added, changed or deleted at this resourceVersion.
-    Changed(String),
-    /// A bookmark: every change up to this resourceVersion has been sent.
-    Bookmark(String),
-}
-
-/// A stream of [`VersionEvent`]s; it ends when the server closes the watch.
-pub type VersionStream = BoxStream<'static, Result<VersionEvent, kube::Error>>;
 
 /// The server's side of a consistency check: which objects the collection held at
 /// one resourceVersion ([`list_versions`](Self::list_versions)), how far the server is
@@ -132,24 +61,27 @@ pub type VersionStream = BoxStream<'static, Result<VersionEvent, kube::Error>>;
 /// [`versions`](super::Capabilities#structfield.versions).
 pub trait VersionSource: Send + Sync {
     /// One page of the collection as it was at exactly `request.resource_version`
-    /// (or the page after `request.continue_token`). A version the server no longer
-    /// keeps is 410 Gone; one it has not reached is "too large resource version"
-    /// (or, from etcd directly, a 500 "required revision is a future revision").
+    /// (`resourceVersionMatch=Exact`; `""`: the latest, read consistently), or the
+    /// page after `request.continue_token`, of at most `request.limit` objects, with
+    /// only the objects `request.key_filter` keeps. A version the server no longer
+    /// keeps is 410 Gone; one it has not reached is "too large resource version" (or,
+    /// from etcd directly, a 500 "required revision is a future revision").
     fn list_versions(
         &self,
-        request: VersionsRequest,
-    ) -> BoxFuture<'_, Result<VersionsPage, kube::Error>>;
+        request: ListRequest,
+    ) -> BoxFuture<'_, Result<ListPage<ObjectVersion>, kube::Error>>;
 
     /// The collection's resourceVersion now, read consistently (a quorum read, or the
     /// watch cache once it has caught up with one): a list of one object, without
     /// selectors.
     fn current_resource_version(&self) -> BoxFuture<'_, Result<String, kube::Error>>;
 
-    /// The versions of the changes after `resource_version`, with bookmarks, for at
-    /// most `timeout` (the server ends the watch then).
+    /// The changes after `resource_version`, each as the version of the object it
+    /// added, modified or deleted, with bookmarks, for at most `timeout` (the server
+    /// ends the watch then).
     fn watch_versions(
         &self,
         resource_version: String,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<VersionStream, kube::Error>>;
+    ) -> BoxFuture<'_, Result<WatchStream<ObjectVersion>, kube::Error>>;
 }

@@ -14,7 +14,7 @@ use super::managed_fields::ManagedFields;
 use super::object::{RawHeader, decode_object};
 use crate::reflector::error::ReflectorError;
 use crate::reflector::key_filter::SharedKeyFilter;
-use crate::reflector::source::lister_watcher::WatchEvent;
+use crate::reflector::source::requests::WatchEvent;
 
 #[derive(Deserialize)]
 struct RawEvent<'a> {

@@ -12,9 +12,8 @@ use kube::Resource;
 use tokio::sync::mpsc;
 
 use super::capabilities::Capabilities;
-use super::lister_watcher::{
-    ListPage, ListRequest, ListerWatcher, WatchEvent, WatchRequest, WatchStream,
-};
+use super::lister_watcher::ListerWatcher;
+use super::requests::{ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream};
 use super::versions::VersionSource;
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;

@@ -12,16 +12,16 @@ use super::{ChangeKind, FakeSource, expired, status, too_large_resource_version,
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 use crate::reflector::key_filter::ObjectHead;
-use crate::reflector::source::lister_watcher::{WatchEvent, WatchRequest};
-use crate::reflector::source::versions::{
-    ObjectVersion, VersionEvent, VersionSource, VersionStream, VersionsPage, VersionsRequest,
+use crate::reflector::source::requests::{
+    ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream,
 };
+use crate::reflector::source::versions::{ObjectVersion, VersionSource};
 
 impl<K> FakeSource<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    fn versions_at(&self, request: &VersionsRequest) -> Result<VersionsPage, kube::Error> {
+    fn versions_at(&self, request: &ListRequest) -> Result<ListPage<ObjectVersion>, kube::Error> {
         let state = self.state.locked();
         if state.shut_down {
             return Err(unavailable());
@@ -61,16 +61,9 @@ where
                 let head = ObjectHead::of(object.meta());
                 filter.is_none_or(|f| head.is_none_or(|head| f.keeps_object(&head)))
             })
-            .map(|object| {
-                let meta = object.meta();
-                ObjectVersion {
-                    key: ObjectKey::of(object),
-                    uid: meta.uid.clone(),
-                    resource_version: meta.resource_version.clone(),
-                }
-            })
+            .map(ObjectVersion::of)
             .collect();
-        Ok(VersionsPage::new(versions, at.to_string()))
+        Ok(ListPage::new(versions, at.to_string()))
     }
 }
 
@@ -81,8 +74,8 @@ where
     /// One page, whatever the limit.
     fn list_versions(
         &self,
-        request: VersionsRequest,
-    ) -> BoxFuture<'_, Result<VersionsPage, kube::Error>> {
+        request: ListRequest,
+    ) -> BoxFuture<'_, Result<ListPage<ObjectVersion>, kube::Error>> {
         Box::pin(std::future::ready(self.versions_at(&request)))
     }
 
@@ -102,22 +95,24 @@ where
         &self,
         resource_version: String,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<VersionStream, kube::Error>> {
+    ) -> BoxFuture<'_, Result<WatchStream<ObjectVersion>, kube::Error>> {
         let request = WatchRequest::new(resource_version, timeout).allow_bookmarks(true);
         let events = self.start_watch(&request, true).map(|events| {
             events
                 .filter_map(|event| {
                     let version = match event {
-                        Ok(
-                            WatchEvent::Added(object)
-                            | WatchEvent::Modified(object)
-                            | WatchEvent::Deleted(object),
-                        ) => Ok(VersionEvent::Changed(
-                            object.meta().resource_version.clone().unwrap_or_default(),
-                        )),
+                        Ok(WatchEvent::Added(object)) => {
+                            Ok(WatchEvent::Added(ObjectVersion::of(&object)))
+                        }
+                        Ok(WatchEvent::Modified(object)) => {
+                            Ok(WatchEvent::Modified(ObjectVersion::of(&object)))
+                        }
+                        Ok(WatchEvent::Deleted(object)) => {
+                            Ok(WatchEvent::Deleted(ObjectVersion::of(&object)))
+                        }
                         Ok(WatchEvent::Bookmark {
                             resource_version, ..
-                        }) => Ok(VersionEvent::Bookmark(resource_version)),
+                        }) => Ok(WatchEvent::bookmark(resource_version)),
                         Ok(_) => return std::future::ready(None),
                         Err(e) => Err(e),
                     };
@@ -136,9 +131,9 @@ mod tests {
     use super::*;
     use crate::test_support::config_map;
 
-    fn names_and_versions(page: &VersionsPage) -> Vec<String> {
+    fn names_and_versions(page: &ListPage<ObjectVersion>) -> Vec<String> {
         let version = |v: &ObjectVersion| v.resource_version.clone().unwrap_or_default();
-        page.versions
+        page.items
             .iter()
             .map(|v| format!("{}@{}", v.key, version(v)))
             .collect()
@@ -155,7 +150,8 @@ mod tests {
         source.compact();
         source.delete(config_map("ns/b", &[], 0));
         source.add(config_map("ns/c", &[], 0));
-        let at = |version: &str| source.list_versions(VersionsRequest::at(version));
+        let at =
+            |version: &str| source.list_versions(ListRequest::default().resource_version(version));
         assert_eq!(
             names_and_versions(&at("3").await.unwrap()),
             ["ns/a@3", "ns/b@2"]
@@ -180,6 +176,21 @@ mod tests {
         assert_eq!(source.current_resource_version().await.unwrap(), "5");
     }
 
+    fn said(event: WatchEvent<ObjectVersion>) -> String {
+        let at = |v: &ObjectVersion| {
+            format!("{}@{}", v.key, v.resource_version.as_deref().unwrap_or(""))
+        };
+        match event {
+            WatchEvent::Added(v) => format!("added {}", at(&v)),
+            WatchEvent::Modified(v) => format!("modified {}", at(&v)),
+            WatchEvent::Deleted(v) => format!("deleted {}", at(&v)),
+            WatchEvent::Bookmark {
+                resource_version, ..
+            } => format!("bookmark {resource_version}"),
+            other => format!("{other:?}"),
+        }
+    }
+
     /// A version watch replays the changes after its version, then says with a
     /// bookmark that it has sent everything up to the current one.
     #[tokio::test]
@@ -194,21 +205,11 @@ mod tests {
             .unwrap();
         let mut seen = Vec::new();
         for _ in 0..3 {
-            seen.push(events.next().await.unwrap().unwrap());
+            seen.push(said(events.next().await.unwrap().unwrap()));
         }
-        assert_eq!(
-            seen,
-            [
-                VersionEvent::Changed("2".into()),
-                VersionEvent::Changed("3".into()),
-                VersionEvent::Bookmark("3".into())
-            ]
-        );
+        assert_eq!(seen, ["added ns/b@2", "deleted ns/a@3", "bookmark 3"]);
         source.add(config_map("ns/c", &[], 0));
-        assert_eq!(
-            events.next().await.unwrap().unwrap(),
-            VersionEvent::Changed("4".into())
-        );
+        assert_eq!(said(events.next().await.unwrap().unwrap()), "added ns/c@4");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::key::ObjectKeyRef;
 use crate::reflector::error::DecodeError;
 use crate::reflector::key_filter::SharedKeyFilter;
 use crate::reflector::source::decoded_sizes::DecodedSizes;
-use crate::reflector::source::lister_watcher::ListPage;
+use crate::reflector::source::requests::ListPage;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
