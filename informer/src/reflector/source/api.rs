@@ -43,6 +43,7 @@ use super::decode::{
 use super::decoded_sizes::DecodedSizes;
 use super::lister_watcher::ListerWatcher;
 use super::managed_fields_opt_out::ManagedFieldsOptOut;
+use super::query::{Match, collection_url, list_params, watch_params};
 use super::requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream};
 use super::server_shards::{InitialEvents, ServerShards, Step};
 use super::versions::VersionSource;
@@ -225,20 +226,7 @@ impl<K: Resource> ApiListerWatcher<K> {
     }
 
     fn url(&self, params: &[(&str, &str)], shard_selector: Option<&str>) -> String {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        for (key, value) in params {
-            query.append_pair(key, value);
-        }
-        if let Some(selector) = shard_selector {
-            query.append_pair("shardSelector", selector);
-        }
-        if let Some(labels) = &self.options.label_selector {
-            query.append_pair("labelSelector", labels);
-        }
-        if let Some(fields) = &self.options.field_selector {
-            query.append_pair("fieldSelector", fields);
-        }
-        format!("{}?{}", self.url, query.finish())
+        collection_url(&self.url, params, shard_selector, &self.options)
     }
 }
 
@@ -271,17 +259,8 @@ where
         request: ListRequest,
         cache: Option<Arc<dyn CachedObjects<K>>>,
     ) -> Result<ListPage<K>, kube::Error> {
-        let limit = request.limit.map(|l| l.to_string());
-        let mut params = Vec::with_capacity(3);
-        if let Some(token) = &request.continue_token {
-            // A continue token carries the list's resourceVersion itself.
-            params.push(("continue", token.as_str()));
-        } else {
-            params.push(("resourceVersion", request.resource_version.as_str()));
-        }
-        if let Some(limit) = &limit {
-            params.push(("limit", limit));
-        }
+        let params = list_params(&request, Match::NotOlderThan);
+        let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let step = if request.continue_token.is_none() {
             Step::Starts
         } else {
@@ -545,28 +524,6 @@ fn resource_name<K: Resource>(dynamic_type: &K::DynamicType) -> String {
     }
 }
 
-/// The query of a watch (selectors aside), as kube-core's `WatchParams` writes it.
-fn watch_params(request: &WatchRequest) -> Vec<(&'static str, String)> {
-    let mut params = vec![
-        ("watch", "true".to_owned()),
-        ("resourceVersion", request.resource_version.clone()),
-        (
-            "timeoutSeconds",
-            request.timeout.as_secs().max(1).to_string(),
-        ),
-    ];
-    // A streaming list needs bookmarks (its initial events end with one) and the
-    // NotOlderThan match, as `WatchParams::send_initial_events` has them.
-    if request.allow_bookmarks || request.streaming_list {
-        params.push(("allowWatchBookmarks", "true".to_owned()));
-    }
-    if request.streaming_list {
-        params.push(("sendInitialEvents", "true".to_owned()));
-        params.push(("resourceVersionMatch", "NotOlderThan".to_owned()));
-    }
-    params
-}
-
 /// Whether a read error means the connection went away (rather than, say, a broken
 /// response). hyper and rustls nest the cause a few levels deep.
 fn is_disconnect(e: &std::io::Error) -> bool {
@@ -596,7 +553,6 @@ fn is_disconnect(e: &std::io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use super::*;
 
@@ -634,56 +590,5 @@ mod tests {
         let mut typed = vec![ConfigMap::default()];
         fill_types(&mut typed, &types);
         assert_eq!(typed[0], ConfigMap::default());
-    }
-
-    fn query(request: &WatchRequest) -> Vec<String> {
-        let params = watch_params(request);
-        params.iter().map(|(k, v)| format!("{k}={v}")).collect()
-    }
-
-    /// client-go: TestWatchList/"the reflector uses the old LIST/WATCH semantics if the
-    /// UseWatchList is turned off" (the watch half of its expected request options)
-    #[test]
-    fn a_plain_watch_asks_for_bookmarks_and_nothing_streaming() {
-        let request = WatchRequest {
-            resource_version: "7".into(),
-            timeout: Duration::from_secs(300),
-            allow_bookmarks: true,
-            streaming_list: false,
-            key_filter: None,
-        };
-        assert_eq!(
-            query(&request),
-            [
-                "watch=true",
-                "resourceVersion=7",
-                "timeoutSeconds=300",
-                "allowWatchBookmarks=true"
-            ]
-        );
-    }
-
-    /// client-go: TestWatchList/"prove that the reflector is synced after receiving a
-    /// bookmark event" (its expected request options)
-    #[test]
-    fn a_streaming_list_sends_initial_events_not_older_than_with_bookmarks() {
-        let request = WatchRequest {
-            resource_version: String::new(),
-            timeout: Duration::from_secs(300),
-            allow_bookmarks: false,
-            streaming_list: true,
-            key_filter: None,
-        };
-        assert_eq!(
-            query(&request),
-            [
-                "watch=true",
-                "resourceVersion=",
-                "timeoutSeconds=300",
-                "allowWatchBookmarks=true",
-                "sendInitialEvents=true",
-                "resourceVersionMatch=NotOlderThan"
-            ]
-        );
     }
 }

@@ -13,7 +13,8 @@ use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use serde::Deserialize;
 
-use super::requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchStream};
+use super::query::{Match, collection_url, list_params, watch_params};
+use super::requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream};
 use super::versions::{ObjectVersion, VersionSource};
 use crate::key::ObjectKey;
 use crate::reflector::key_filter::{ObjectHead, OwnerHead};
@@ -40,19 +41,13 @@ pub(super) struct ApiVersions {
 
 impl ApiVersions {
     fn url(&self, params: &[(&str, &str)], selectors: bool) -> String {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        for (key, value) in params {
-            query.append_pair(key, value);
-        }
-        if selectors {
-            if let Some(labels) = &self.options.label_selector {
-                query.append_pair("labelSelector", labels);
-            }
-            if let Some(fields) = &self.options.field_selector {
-                query.append_pair("fieldSelector", fields);
-            }
-        }
-        format!("{}?{}", self.url, query.finish())
+        let no_selectors = ListOptions::default();
+        let options = if selectors {
+            &self.options
+        } else {
+            &no_selectors
+        };
+        collection_url(&self.url, params, None, options)
     }
 
     fn get(url: String, accept: &str) -> Result<http::Request<Vec<u8>>, kube::Error> {
@@ -63,22 +58,8 @@ impl ApiVersions {
     }
 
     async fn page(&self, request: ListRequest) -> Result<ListPage<ObjectVersion>, kube::Error> {
-        let limit = request.limit.map(|l| l.to_string());
-        let mut params = Vec::with_capacity(3);
-        match &request.continue_token {
-            // A continue token carries the list's resourceVersion (and the server
-            // refuses either beside it).
-            Some(token) => params.push(("continue", token.as_str())),
-            // The latest: a consistent read.
-            None if request.resource_version.is_empty() => {}
-            None => {
-                params.push(("resourceVersion", request.resource_version.as_str()));
-                params.push(("resourceVersionMatch", "Exact"));
-            }
-        }
-        if let Some(limit) = &limit {
-            params.push(("limit", limit));
-        }
+        let params = list_params(&request, Match::Exact);
+        let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let http = Self::get(self.url(&params, true), METADATA_LIST_ACCEPT)?;
         let list: MetadataList = self.client.request(http).await?;
         let filter = request.key_filter.as_ref();
@@ -126,13 +107,9 @@ impl ApiVersions {
         resource_version: String,
         timeout: Duration,
     ) -> Result<WatchStream<ObjectVersion>, kube::Error> {
-        let timeout = timeout.as_secs().max(1).to_string();
-        let params = [
-            ("watch", "true"),
-            ("resourceVersion", resource_version.as_str()),
-            ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", timeout.as_str()),
-        ];
+        let request = WatchRequest::new(resource_version, timeout).allow_bookmarks(true);
+        let params = watch_params(&request);
+        let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let http = http::Request::get(self.url(&params, true))
             .header(http::header::ACCEPT, METADATA_ACCEPT)
             .header(http::header::ACCEPT_ENCODING, "identity")

@@ -25,6 +25,7 @@ mod fake_source;
 mod list_watch;
 mod lister_watcher;
 mod managed_fields_opt_out;
+mod query;
 mod requests;
 mod server_shards;
 mod versions;
