@@ -147,14 +147,14 @@ impl<L: ListerWatcher<ConfigMap>> ListerWatcher<ConfigMap> for Counting<L> {
 
     /// What `inner` can do, its versions counted.
     fn capabilities(&self) -> Capabilities {
-        let capabilities = self.inner.capabilities();
-        let counted = capabilities.versions.clone().map(|inner| {
+        let mut capabilities = self.inner.capabilities();
+        capabilities.versions = capabilities.versions.take().map(|inner| {
             Arc::new(CountingVersions {
                 inner,
                 counts: Arc::clone(&self.counts),
             }) as Arc<dyn VersionSource>
         });
-        capabilities.versions(counted)
+        capabilities
     }
 }
 

@@ -29,9 +29,9 @@ impl<K: 'static> SharedIndexInformer<K> {
         let objects = self.inner.indexer.len();
         let mean = self
             .inner
-            .lister_watcher
-            .capabilities()
+            .capabilities
             .decoded_sizes
+            .as_ref()
             .and_then(|sizes| sizes.mean_bytes());
         CacheSize {
             objects,
@@ -46,7 +46,7 @@ impl<K: 'static> SharedIndexInformer<K> {
     /// as objects are decoded; without a source that measures them (see
     /// [`CacheSize::bytes`]) there is nothing to check.
     pub fn set_cache_budget(&self, informer: impl Into<String>, bytes: Option<u64>) {
-        if let Some(sizes) = self.inner.lister_watcher.capabilities().decoded_sizes {
+        if let Some(sizes) = &self.inner.capabilities.decoded_sizes {
             sizes.set_budget(bytes.map(|bytes| Budget {
                 bytes,
                 informer: informer.into(),

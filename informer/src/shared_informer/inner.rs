@@ -18,7 +18,7 @@ use super::queue::Queue;
 use super::sync::SyncSignal;
 use crate::consistency::{ConsistencyConfig, Counters, Tracker};
 use crate::lock::MutexExt;
-use crate::reflector::source::ListerWatcher;
+use crate::reflector::source::{Capabilities, ListerWatcher};
 use crate::reflector::{self, ReflectorStats, SharedKeyFilter};
 use crate::store::{Indexer, Writer};
 
@@ -30,6 +30,9 @@ pub(super) const MINIMUM_RESYNC: Duration = Duration::from_secs(1);
 pub(crate) struct Inner<K> {
     pub(super) kind: &'static str,
     pub(super) lister_watcher: Arc<dyn ListerWatcher<K>>,
+    /// What the lister-watcher said it can do, read once when the informer is made
+    /// (it does not change): its resource, decoded sizes and versions.
+    pub(super) capabilities: Capabilities,
     pub(super) indexer: Indexer<K>,
     pub(super) queue: Queue<K>,
     pub(super) processor: Processor<K>,

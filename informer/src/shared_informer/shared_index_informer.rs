@@ -156,10 +156,12 @@ where
             counters: Arc::default(),
             key_filter: reflector.key_filter.clone().map(SharedKeyFilter::new),
         };
+        let capabilities = lister_watcher.capabilities();
         Ok(Self {
             inner: Arc::new(Inner {
                 kind,
                 lister_watcher: Arc::new(lister_watcher),
+                capabilities,
                 indexer,
                 queue,
                 processor: Processor::new(kind, Arc::clone(&sync_signal)),

@@ -51,13 +51,14 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
     fn checker(&self, config: &ConsistencyConfig) -> Checker<K> {
         let inner = &self.inner;
-        let capabilities = inner.lister_watcher.capabilities();
+        let capabilities = &inner.capabilities;
         Checker {
             resource: capabilities
                 .resource
+                .clone()
                 .unwrap_or_else(|| inner.kind.to_owned()),
             tracker: Arc::clone(&inner.tracker),
-            source: capabilities.versions,
+            source: capabilities.versions.clone(),
             indexer: inner.indexer.clone(),
             key_filter: inner.consistency.key_filter.clone(),
             page_size: config.page_size,

@@ -21,7 +21,7 @@ use super::versions::VersionSource;
 /// Non-exhaustive, so a new capability is not a breaking change: start from
 /// [`Capabilities::default`] and set what the source does, with the builder methods
 /// or by assigning the fields. What it says must not change over the source's life: a
-/// reflector reads it once, when it is made.
+/// reflector and an informer read it once, when they are made.
 ///
 /// ```
 /// use informer::reflector::source::Capabilities;
