@@ -48,10 +48,9 @@
 //! [`ApiListerWatcher`](source::ApiListerWatcher) and
 //! [`FakeSource`](source::FakeSource) do). Nothing partial reaches the store: a
 //! stream that ends before its initial events do is dropped and the sync tried again
-//! after a backoff. A 410
-//! asks again from "" (the most recent state), a 429 or a refused connection after a
-//! backoff; 401 or 403 fails the sync as a denied list does; 400 or 422 is the server
-//! refusing, remembered for the reflector's life
+//! after a backoff. A 410 asks again from "" (the most recent state), a 429 or a
+//! refused connection after a backoff; 401 or 403 fails the sync as a denied list
+//! does; 400 or 422 is the server refusing, remembered for the reflector's life
 //! ([`StatsSnapshot::streaming_list_refused`],
 //! [`Reflector::uses_streaming_list`]); any other error lists instead, this once.
 //!

@@ -225,7 +225,7 @@ impl<K: Resource> ApiListerWatcher<K> {
         self
     }
 
-    fn url(&self, params: &[(&str, &str)], shard_selector: Option<&str>) -> String {
+    fn url(&self, params: &[(&str, String)], shard_selector: Option<&str>) -> String {
         collection_url(&self.url, params, shard_selector, &self.options)
     }
 }
@@ -237,7 +237,7 @@ where
     /// The body of one list request with `params` (and `shard_selector`).
     async fn list_body(
         &self,
-        params: &[(&str, &str)],
+        params: &[(&str, String)],
         shard_selector: Option<&str>,
     ) -> Result<impl futures::AsyncBufRead + Unpin + use<K>, kube::Error> {
         let base = self.metadata_only.then_some(METADATA_LIST_ACCEPT);
@@ -260,7 +260,6 @@ where
         cache: Option<Arc<dyn CachedObjects<K>>>,
     ) -> Result<ListPage<K>, kube::Error> {
         let params = list_params(&request, Match::NotOlderThan);
-        let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let step = if request.continue_token.is_none() {
             Step::Starts
         } else {
@@ -337,7 +336,7 @@ impl<K: Resource> ApiListerWatcher<K> {
     /// The body of one watch request with `params` (and `shard_selector`).
     async fn watch_body(
         &self,
-        params: &[(&str, &str)],
+        params: &[(&str, String)],
         shard_selector: Option<&str>,
     ) -> Result<impl futures::AsyncBufRead + Unpin + use<K>, kube::Error> {
         let base = self.metadata_only.then_some(METADATA_ACCEPT);
@@ -402,7 +401,6 @@ where
     fn watch(&self, request: WatchRequest) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
         Box::pin(async move {
             let params = watch_params(&request);
-            let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
             // A streaming list starts a list; a watch goes on from one.
             let step = if request.streaming_list {
                 Step::Starts

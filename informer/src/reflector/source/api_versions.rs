@@ -40,7 +40,7 @@ pub(super) struct ApiVersions {
 }
 
 impl ApiVersions {
-    fn url(&self, params: &[(&str, &str)], selectors: bool) -> String {
+    fn url<V: AsRef<str>>(&self, params: &[(&str, V)], selectors: bool) -> String {
         let no_selectors = ListOptions::default();
         let options = if selectors {
             &self.options
@@ -59,7 +59,6 @@ impl ApiVersions {
 
     async fn page(&self, request: ListRequest) -> Result<ListPage<ObjectVersion>, kube::Error> {
         let params = list_params(&request, Match::Exact);
-        let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let http = Self::get(self.url(&params, true), METADATA_LIST_ACCEPT)?;
         let list: MetadataList = self.client.request(http).await?;
         let filter = request.key_filter.as_ref();
@@ -109,7 +108,6 @@ impl ApiVersions {
     ) -> Result<WatchStream<ObjectVersion>, kube::Error> {
         let request = WatchRequest::new(resource_version, timeout).allow_bookmarks(true);
         let params = watch_params(&request);
-        let params: Vec<_> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let http = http::Request::get(self.url(&params, true))
             .header(http::header::ACCEPT, METADATA_ACCEPT)
             .header(http::header::ACCEPT_ENCODING, "identity")

@@ -17,15 +17,15 @@ pub(super) enum Match {
 
 /// `base` (the collection's path) with `params`, the shard selector if any, and the
 /// selectors of `options`.
-pub(super) fn collection_url(
+pub(super) fn collection_url<V: AsRef<str>>(
     base: &str,
-    params: &[(&str, &str)],
+    params: &[(&str, V)],
     shard_selector: Option<&str>,
     options: &ListOptions,
 ) -> String {
     let mut query = form_urlencoded::Serializer::new(String::new());
     for (key, value) in params {
-        query.append_pair(key, value);
+        query.append_pair(key, value.as_ref());
     }
     if let Some(selector) = shard_selector {
         query.append_pair("shardSelector", selector);
@@ -186,7 +186,7 @@ mod tests {
             "/api/v1/pods?limit=1&shardSelector=x&labelSelector=app%3Dweb&fieldSelector=metadata.name%3Da+b"
         );
         assert_eq!(
-            collection_url("/api/v1/pods", &[], None, &ListOptions::default()),
+            collection_url::<&str>("/api/v1/pods", &[], None, &ListOptions::default()),
             "/api/v1/pods?"
         );
     }
