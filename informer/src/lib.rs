@@ -124,6 +124,7 @@ mod shutdown;
 mod synced;
 #[cfg(test)]
 mod test_support;
+mod walk;
 
 pub use shutdown::shutdown_signal;
 

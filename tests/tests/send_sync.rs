@@ -378,7 +378,9 @@ const _: fn(
 // ---------------------------------------------------------------------------------------
 // informable (the derive's hidden helpers)
 
-assert_type!(informable::__private::Step<'static, ConfigMap>: Send + Sync);
+assert_type!(informable::__private::Step<'static, ConfigMap, informable::__private::Keys>: Send + Sync);
+assert_type!(informable::__private::Keys: Send + Sync);
+assert_type!(informable::__private::Check: Send + Sync);
 
 // ---------------------------------------------------------------------------------------
 // key
@@ -430,7 +432,6 @@ assert_type!(projection::__private::FieldKey<'static, 1>: Send + Sync);
 assert_type!(projection::__private::FieldSpec: Send + Sync);
 assert_type!(projection::__private::Layout<1>: Send + Sync);
 assert_type!(projection::__private::Leaf<'static, ConfigMap>: Send + Sync);
-assert_type!(projection::__private::Opt<'static, ConfigMap>: Send + Sync);
 assert_type!(projection::__private::Read<String>: Send + Sync);
 assert_type!(projection::__private::SlimMeta<true>: Send + Sync);
 

@@ -446,8 +446,8 @@ impl Walk<'_> {
         let element = self.fresh();
         let body = inner(&element);
         quote! {
-            (&#runtime::Step(#value)).step(&mut |#outer| {
-                (&#runtime::Step(#outer)).step(&mut |#element| {
+            (&#runtime::Step(#value, #runtime::Keys)).step(&mut |#outer| {
+                (&#runtime::Step(#outer, #runtime::Keys)).step(&mut |#element| {
                     #body
                 });
             });

@@ -26,7 +26,10 @@ pub(super) fn check_fn(projection: &Projection<'_>) -> TokenStream {
         fields,
         ..
     } = projection;
-    let runtime = quote!(#krate::projection::__private);
+    let runtime = Runtime {
+        check: quote!(#krate::projection::__private),
+        walk: quote!(#krate::informable::__private),
+    };
     let from = Ident::new("original", Span::mixed_site());
     let counter = std::cell::Cell::new(0);
     let fresh = || {
@@ -44,20 +47,28 @@ pub(super) fn check_fn(projection: &Projection<'_>) -> TokenStream {
             #walk
         }
     });
+    let steps = &runtime.walk;
     quote! {
         #[allow(dead_code, unused_variables, clippy::all)]
         fn __informer_projection_check(#from: &#original) {
-            use #runtime::{OptInto as _, OptStay as _};
+            use #steps::{StepInto as _, StepStay as _};
             #(#checks)*
         }
     }
+}
+
+/// Where the generated check's names live: the projection derive's runtime, and the
+/// step-by-step walk both derives share (named at the informable derive's runtime).
+struct Runtime {
+    check: TokenStream,
+    walk: TokenStream,
 }
 
 /// The check of `value` (a reference into the original) against `shape`.
 /// Every step is spanned at the field's type (`span`), so that rustc reports a
 /// mismatch there.
 fn walk(
-    runtime: &TokenStream,
+    runtime: &Runtime,
     shape: &Shape<'_>,
     value: &Ident,
     fresh: &dyn Fn() -> Ident,
@@ -70,21 +81,27 @@ fn walk(
         Shape::Option(inner) => {
             let next = fresh();
             let body = walk(runtime, inner, &next, fresh, span);
-            quote_spanned!(span=> (&#runtime::Opt(#value)).each(&mut |#next| { #body });)
+            let steps = &runtime.walk;
+            quote_spanned!(span=> (&#steps::Step(#value, #steps::Check)).step(&mut |#next| { #body });)
         }
         Shape::Vec(inner) => {
             let next = fresh();
             let body = walk(runtime, inner, &next, fresh, span);
-            quote_spanned!(span=> #runtime::each(#value, |#next| { #body });)
+            let check = &runtime.check;
+            quote_spanned!(span=> #check::each(#value, |#next| { #body });)
         }
         Shape::Map(inner) => {
             let next = fresh();
             let body = walk(runtime, inner, &next, fresh, span);
-            quote_spanned!(span=> #runtime::values(#value, |#next| { #body });)
+            let check = &runtime.check;
+            quote_spanned!(span=> #check::values(#value, |#next| { #body });)
         }
         // The value a `Shared` holds stands where the original's is: the walk goes on
         // with the same value of the original.
         Shape::Shared(inner) => walk(runtime, inner, value, fresh, span),
-        Shape::Leaf(ty) => quote_spanned!(ty.span()=> #runtime::leaf(#value).holds::<#ty>();),
+        Shape::Leaf(ty) => {
+            let check = &runtime.check;
+            quote_spanned!(ty.span()=> #check::leaf(#value).holds::<#ty>();)
+        }
     }
 }

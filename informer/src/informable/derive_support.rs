@@ -2,22 +2,19 @@
 //! the code `#[derive(Informable)]` generates calls. Not public API: it may change in
 //! any release, together with the derive.
 //!
-//! Generated index functions walk from an object to its keys one path step at a time.
-//! [`Step`] with the [`StepInto`] / [`StepStay`] pair picks, by method resolution
-//! rather than by the derive guessing at types, whether a value is a container to look
-//! into or a key itself; [`map_get`] reads `['key']`; [`emit`] and [`serde_key`] turn
+//! Generated index functions walk from an object to its keys one path step at a time:
+//! [`Step`] in mode [`Keys`] looks into containers and stops at a key (the walk both
+//! derives share, `crate::walk`); [`map_get`] reads `['key']`; [`emit`] and [`serde_key`] turn
 //! keys into their string form; [`owned_by`] and [`owner_is`] pick an owner index's
 //! references by API group and kind. Living here rather than in the expansion keeps the
 //! generated code small and lets `#[diagnostic::on_unimplemented]` explain mistakes.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::Hash;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
-use crate::shared::Shared;
 use crate::store::AsIndexKey;
 
 /// The metadata-only object, whose indexes on `metadata` the derive also implements.
@@ -60,82 +57,10 @@ pub fn owner_is(reference: &OwnerReference, group: &str, kind: &str) -> bool {
     reference.kind == kind && crate::key::api_group(&reference.api_version) == group
 }
 
-/// A value on the way from an object to its keys.
-pub struct Step<'a, T: ?Sized>(pub &'a T);
-
-/// Into the elements of a container (`Option`, `Vec`, sets, arrays). Chosen over
-/// [`StepStay`] by method resolution when it applies (no autoref needed).
-pub trait StepInto<'a> {
-    /// The element type.
-    type Item: ?Sized + 'a;
-    /// Calls `f` with each element.
-    fn step(&self, f: &mut dyn FnMut(&'a Self::Item));
-}
-
-/// Any other value stays as it is.
-pub trait StepStay<'a> {
-    /// The value's type.
-    type Item: ?Sized + 'a;
-    /// Calls `f` with the value.
-    fn step(&self, f: &mut dyn FnMut(&'a Self::Item));
-}
-
-impl<'a, T: ?Sized + 'a> StepStay<'a> for &Step<'a, T> {
-    type Item = T;
-    fn step(&self, f: &mut dyn FnMut(&'a T)) {
-        f(self.0);
-    }
-}
-
-impl<'a, T: 'a> StepInto<'a> for Step<'a, Option<T>> {
-    type Item = T;
-    fn step(&self, f: &mut dyn FnMut(&'a T)) {
-        if let Some(value) = self.0 {
-            f(value);
-        }
-    }
-}
-
-macro_rules! step_into_elements {
-    ($($container:ty),* $(,)?) => {$(
-        impl<'a, T: 'a> StepInto<'a> for Step<'a, $container> {
-            type Item = T;
-            fn step(&self, f: &mut dyn FnMut(&'a T)) {
-                for value in self.0 {
-                    f(value);
-                }
-            }
-        }
-    )*};
-}
-
-step_into_elements!(Vec<T>, [T], BTreeSet<T>);
-
-impl<'a, T: 'a, S: 'a> StepInto<'a> for Step<'a, HashSet<T, S>> {
-    type Item = T;
-    fn step(&self, f: &mut dyn FnMut(&'a T)) {
-        for value in self.0 {
-            f(value);
-        }
-    }
-}
-
-impl<'a, T: 'a, const N: usize> StepInto<'a> for Step<'a, [T; N]> {
-    type Item = T;
-    fn step(&self, f: &mut dyn FnMut(&'a T)) {
-        for value in self.0 {
-            f(value);
-        }
-    }
-}
-
-/// Into the value a [`Shared`] holds: a path reads through it as through the value.
-impl<'a, T: Eq + Hash + Send + Sync + 'static> StepInto<'a> for Step<'a, Shared<T>> {
-    type Item = T;
-    fn step(&self, f: &mut dyn FnMut(&'a T)) {
-        f(self.0);
-    }
-}
+/// The walk from an object to its keys (mode `Keys`), and the projection check's
+/// along the original type (mode `Check`): one walk, `crate::walk`, named here for
+/// both derives.
+pub use crate::walk::{Check, Keys, Step, StepInto, StepStay};
 
 /// A map with string keys, for `['key']` in a path.
 #[diagnostic::on_unimplemented(

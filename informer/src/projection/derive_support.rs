@@ -8,8 +8,9 @@
 //!   ([`Read`], [`SlimMeta`]) and what a missing key is ([`filled`], [`optional`]);
 //!   [`SlimMeta`] decodes the slim metadata (the other keys skipped unread);
 //! - the compile-time check of the derive's never-called function, which walks the
-//!   original type along the projection's fields: [`Opt`] (with [`OptInto`] /
-//!   [`OptStay`]) looks into an `Option` only where the original has one, [`each`]
+//!   original type along the projection's fields: the walk both derives share
+//!   (`crate::walk`, named at `informable::__private`: `Step` in mode `Check`) looks
+//!   into an `Option` only where the original has one, [`each`]
 //!   and [`values`] into lists and maps, and [`leaf`] asks that the projected type
 //!   be the original's ([`ProjectionOf`], checked by [`Leaf::holds`]).
 
@@ -287,42 +288,6 @@ impl<'de, A: MapAccess<'de>, const ANNOTATIONS: bool> MapAccess<'de> for SlimKey
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
         self.0.next_value_seed(seed)
-    }
-}
-
-/// A field of the original on the way to the check of its projected type.
-pub struct Opt<'a, T: ?Sized>(pub &'a T);
-
-/// Into the value of an `Option` of the original, where the projection has an
-/// `Option` too. Chosen over [`OptStay`] by method resolution when it applies.
-pub trait OptInto<'a> {
-    /// The value's type.
-    type Item: ?Sized + 'a;
-    /// Calls `f` with the value, if any.
-    fn each(&self, f: &mut dyn FnMut(&'a Self::Item));
-}
-
-/// A field the original always has: a projection may still make it an `Option`.
-pub trait OptStay<'a> {
-    /// The field's type.
-    type Item: ?Sized + 'a;
-    /// Calls `f` with the field.
-    fn each(&self, f: &mut dyn FnMut(&'a Self::Item));
-}
-
-impl<'a, T: 'a> OptInto<'a> for Opt<'a, Option<T>> {
-    type Item = T;
-    fn each(&self, f: &mut dyn FnMut(&'a T)) {
-        if let Some(value) = self.0 {
-            f(value);
-        }
-    }
-}
-
-impl<'a, T: ?Sized + 'a> OptStay<'a> for &Opt<'a, T> {
-    type Item = T;
-    fn each(&self, f: &mut dyn FnMut(&'a T)) {
-        f(self.0);
     }
 }
 

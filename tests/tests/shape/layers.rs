@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
         "clock",
         "allocator",
         "shared",
+        "walk",
     ],
     &["reflector", "events", "leader", "workqueue", "testenv"],
     &["store", "shard"],
