@@ -117,6 +117,7 @@ mod cached;
 mod cause;
 mod claim;
 mod clock;
+mod hold;
 mod lock;
 mod panic;
 mod shared;

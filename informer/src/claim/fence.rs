@@ -18,9 +18,13 @@
 //!   [`Context::client`](crate::controller::Context::client), see [`fenced_client`]):
 //!   a refused write fails with [`Fenced`].
 //!
-//! A write let through is counted until it is answered ([`WritesInFlight`]): a shard
-//! member stepping down, or a leader releasing its lease, ends its claims and then waits
-//! for the writes counted before it lets the others take the keys.
+//! A write let through is held until it is answered (a `Hold` on the claim's
+//! [`writes`](Claim::writes)): a write that passed the check a moment before the
+//! replica stepped down is still on its way, and were the Lease deleted then, another
+//! replica could take the key and the old write land after it. So a shard member
+//! stepping down, or a leader releasing its lease, ends its claims and then waits for
+//! the writes held before it lets the others take the keys; a write held later finds
+//! the claim ended and is refused.
 //!
 //! What no client-side check can stop is a request that was already handed to the
 //! connection when the process froze: it reaches the server on resume. A write made
@@ -39,7 +43,7 @@ use futures::future::BoxFuture;
 use kube::client::Body;
 
 use super::Claim;
-use super::writes::{WriteInFlight, WritesInFlight};
+use crate::hold::{Hold, Holds};
 use crate::key::ObjectKey;
 
 /// A write not sent because the replica that would have sent it may no longer act for
@@ -132,12 +136,12 @@ impl Fence {
     /// so that a grantor that ends the claim and then waits for the writes counted
     /// either waits for this one or has it refused. Keep the guard until the write
     /// is answered.
-    pub(crate) fn start_write(&self) -> Result<Option<WriteInFlight>, Fenced> {
+    pub(crate) fn start_write(&self) -> Result<Option<Hold>, Fenced> {
         let write = self
             .0
             .as_ref()
             .and_then(|claim| claim.writes())
-            .map(WritesInFlight::start);
+            .map(Holds::hold);
         self.check_write()?;
         Ok(write)
     }
@@ -296,8 +300,7 @@ mod tests {
     /// A term fence on a state the test drives; the term's drop deadline is 3.5 s
     /// away (renew deadline 3 s, lease expiry 4 s).
     async fn leading() -> (watch::Sender<State>, Fence, LeadershipHandle) {
-        let (state, handle, released) = leadership_tests::handle();
-        std::mem::forget(released);
+        let (state, handle) = leadership_tests::handle();
         leadership_tests::lead(&state);
         let term = handle.leading().await.unwrap();
         let fence = Fence::claimed(term.claim());
@@ -436,8 +439,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_suspended_machine_finds_its_term_over_by_the_boot_and_wall_clocks() {
         let clocks = crate::clock::TestClocks::new();
-        let (state, handle, released) = leadership_tests::handle_with_clocks(clocks.clone());
-        std::mem::forget(released);
+        let (state, handle) = leadership_tests::handle_with_clocks(clocks.clone());
         leadership_tests::lead(&state);
         state.send_modify(|s| s.renewed_clocks = Some(clocks.read()));
         let term = handle.leading().await.unwrap();

@@ -14,13 +14,9 @@
 //! knows only this trait.
 
 mod fence;
-mod writes;
 
 pub use fence::Fenced;
 pub(crate) use fence::{Fence, fenced_client};
-pub(crate) use writes::WritesInFlight;
-
-use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -28,6 +24,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::clock::{ClockReading, MissedTime};
+use crate::hold::Holds;
 
 /// Whether a claim holds now, by the clocks, for a claim that holds at instant `t`
 /// when `holds_at(t)`: at `Instant::now()`, and again with the time the monotonic
@@ -104,7 +101,7 @@ pub(crate) trait Claim: Send + Sync + std::fmt::Debug {
     /// Where the writes let through under this claim are counted until answered, for
     /// a grantor that waits for them before it gives the claim up to others (a shard
     /// member stepping down); `None` when nothing waits.
-    fn writes(&self) -> Option<&Arc<WritesInFlight>> {
+    fn writes(&self) -> Option<&Holds> {
         None
     }
 }

@@ -8,6 +8,7 @@ use kube::Client;
 use tokio::sync::watch;
 
 use crate::factory::{Cacheable, SharedInformerFactory};
+use crate::hold::{Hold, Holds};
 use crate::shared_informer::SharedIndexInformer;
 
 /// One cluster of a [`ClusterSet`](super::ClusterSet): its name, its client and its
@@ -26,14 +27,10 @@ struct Inner {
     url: String,
     factory: SharedInformerFactory,
     retired: watch::Sender<bool>,
-    /// Held (as receivers) by the controllers working the cluster; the set shuts the
-    /// factory down once none is left.
-    users: watch::Sender<()>,
+    /// Held by the controllers working the cluster; the set shuts the factory down
+    /// once none is left.
+    users: Holds,
 }
-
-/// Keeps a retired cluster's factory up until dropped: a controller holds one while
-/// it runs on the cluster.
-pub(super) struct ClusterInUse(#[allow(dead_code)] watch::Receiver<()>);
 
 impl Cluster {
     pub(super) fn new(name: &str, url: String, factory: SharedInformerFactory) -> Self {
@@ -43,7 +40,7 @@ impl Cluster {
                 url,
                 factory,
                 retired: watch::Sender::new(false),
-                users: watch::Sender::new(()),
+                users: Holds::default(),
             }),
         }
     }
@@ -97,15 +94,15 @@ impl Cluster {
     }
 
     /// Marks the cluster in use (its factory kept up) until the guard is dropped.
-    pub(super) fn in_use(&self) -> ClusterInUse {
-        ClusterInUse(self.inner.users.subscribe())
+    pub(super) fn in_use(&self) -> Hold {
+        self.inner.users.hold()
     }
 
     /// Retires the cluster, waits (at most `grace`) until no controller holds it, and
     /// shuts its factory down: every informer task and handler ended.
     pub(super) async fn retire(&self, grace: std::time::Duration) {
         self.inner.retired.send_replace(true);
-        if tokio::time::timeout(grace, self.inner.users.closed())
+        if tokio::time::timeout(grace, self.inner.users.released())
             .await
             .is_err()
         {

@@ -3,22 +3,22 @@
 
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use super::config::jittered;
 use super::leadership::LeadershipHandle;
 use super::lease_lock::{LeaseLock, is_conflict};
 use super::record::{Observer, Plan, Record, wall_now};
-use super::state::{Candidate, Holds, Leadership, State};
+use super::state::{Candidate, Leadership, State};
 use super::{LeaderElectionConfig, LeaderError};
 use crate::clock::{ClockReading, MissedTime};
-use crate::lock::MutexExt;
+use crate::hold::Holds;
 
 /// Runs the election for one replica; see the [module documentation](super).
 ///
@@ -31,8 +31,8 @@ pub struct LeaderElector {
     config: LeaderElectionConfig,
     lock: LeaseLock,
     state: watch::Sender<State>,
-    holds: Holds,
-    released: mpsc::Receiver<()>,
+    /// Held by every [`Term`](super::Term): a release waits until none is left.
+    terms: Arc<Holds>,
     candidate: Arc<Candidate>,
 }
 
@@ -74,7 +74,6 @@ impl LeaderElector {
     pub fn new(client: kube::Client, config: LeaderElectionConfig) -> Result<Self, LeaderError> {
         config.validate()?;
         let lock = LeaseLock::new(client, &config.namespace, &config.name);
-        let (hold, released) = mpsc::channel(1);
         Ok(Self {
             candidate: Arc::new(Candidate {
                 identity: config.identity.clone(),
@@ -88,8 +87,7 @@ impl LeaderElector {
             }),
             lock,
             state: watch::Sender::new(State::new()),
-            holds: Arc::new(Mutex::new(Some(hold))),
-            released,
+            terms: Arc::default(),
             config,
         })
     }
@@ -108,7 +106,7 @@ impl LeaderElector {
     pub fn handle(&self) -> LeadershipHandle {
         LeadershipHandle::new(
             self.state.subscribe(),
-            Arc::clone(&self.holds),
+            Arc::clone(&self.terms),
             Arc::clone(&self.candidate),
         )
     }
@@ -146,7 +144,6 @@ impl LeaderElector {
                 TermEnd::Abandoned => break,
             }
         }
-        self.holds.locked().take();
         self.state
             .send_modify(|s| s.leadership = Leadership::Stopped);
     }
@@ -210,12 +207,11 @@ impl LeaderElector {
                 () = sleep_until(next) => {}
                 () = &mut shutdown, if stepping_down.is_none() => {
                     tracing::info!(lease = self.lock.describe(), "stepping down: waiting for the leader's work to stop");
-                    self.holds.locked().take();
                     self.state.send_modify(|s| s.stepping_down = true);
                     stepping_down = Some(Instant::now() + self.config.timings.renew_deadline);
                     continue;
                 }
-                _ = self.released.recv(), if stepping_down.is_some() => return TermEnd::SteppedDown,
+                () = self.terms.released(), if stepping_down.is_some() => return TermEnd::SteppedDown,
                 () = sleep_until(stepping_down.unwrap_or_else(Instant::now)), if stepping_down.is_some() => {
                     tracing::warn!(lease = self.lock.describe(), "the leader's work did not stop within the renew deadline; not releasing the lease");
                     self.lose(None);
@@ -348,7 +344,7 @@ impl LeaderElector {
     async fn end_term_for_writes(&self) {
         self.state
             .send_modify(|s| s.renew_deadline = s.renew_deadline.min(Instant::now()));
-        let answered = self.candidate.writes.answered();
+        let answered = self.candidate.writes.released();
         if tokio::time::timeout(self.config.timings.renew_deadline, answered)
             .await
             .is_err()

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::state::{Candidate, Holds, Leadership, State};
+use super::state::{Candidate, Leadership, State};
 use super::term_claim::TermClaim;
-use crate::lock::MutexExt;
+use crate::hold::{Hold, Holds};
 
 /// A view of one [`LeaderElector`](super::LeaderElector): where this replica stands,
 /// and a [`Term`] to work under while it leads. Cheap to clone; each clone watches on
@@ -32,21 +32,22 @@ pub struct LeadershipHandle {
     state: watch::Receiver<State>,
     /// What [`changed`](Self::changed) last reported.
     reported: Leadership,
-    holds: Holds,
+    /// What every [`Term`] holds, for the elector's release to wait on.
+    terms: Arc<Holds>,
     candidate: Arc<Candidate>,
 }
 
 impl LeadershipHandle {
     pub(crate) fn new(
         state: watch::Receiver<State>,
-        holds: Holds,
+        terms: Arc<Holds>,
         candidate: Arc<Candidate>,
     ) -> Self {
         let reported = state.borrow().leadership.clone();
         Self {
             reported,
             state,
-            holds,
+            terms,
             candidate,
         }
     }
@@ -144,7 +145,13 @@ impl LeadershipHandle {
         if !current.term_is_on(current.term) {
             return None;
         }
-        let hold = self.holds.locked().clone()?;
+        // The hold is taken before the step-down is checked again: an elector
+        // stepping down marks it first and then waits for the holds, so it either
+        // waits for this one or the check below sees the step-down and drops it.
+        let hold = self.terms.hold();
+        if state.borrow().stepping_down || state.borrow().leadership == Leadership::Stopped {
+            return None;
+        }
         Some(Term {
             term: current.term,
             state,
@@ -166,7 +173,7 @@ pub struct Term {
     term: u64,
     state: watch::Receiver<State>,
     candidate: Arc<Candidate>,
-    _hold: mpsc::Sender<()>,
+    _hold: Hold,
 }
 
 impl Term {
@@ -231,7 +238,6 @@ impl Term {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::sync::Mutex;
     use std::sync::atomic::AtomicU64;
 
     use super::*;
@@ -240,19 +246,18 @@ pub(crate) mod tests {
     const SECOND: Duration = Duration::from_secs(1);
 
     /// A handle on a state the test drives, as the elector would.
-    pub(crate) fn handle() -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
+    pub(crate) fn handle() -> (watch::Sender<State>, LeadershipHandle) {
         handle_with_clocks(crate::clock::system())
     }
 
     /// [`handle`], its terms checked with `clocks`.
     pub(crate) fn handle_with_clocks(
         clocks: Arc<dyn crate::clock::ClockSource>,
-    ) -> (watch::Sender<State>, LeadershipHandle, mpsc::Receiver<()>) {
+    ) -> (watch::Sender<State>, LeadershipHandle) {
         let state = watch::Sender::new(State::new());
-        let (hold, released) = mpsc::channel(1);
         let handle = LeadershipHandle::new(
             state.subscribe(),
-            Arc::new(Mutex::new(Some(hold))),
+            Arc::default(),
             Arc::new(Candidate {
                 identity: "me".to_owned(),
                 lease: "lease".to_owned(),
@@ -264,7 +269,7 @@ pub(crate) mod tests {
                 writes: Arc::default(),
             }),
         );
-        (state, handle, released)
+        (state, handle)
     }
 
     /// Starts a term: renew deadline in 3 s, lease expiry in 4 s.
@@ -280,7 +285,7 @@ pub(crate) mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_term_ends_at_the_renew_deadline_even_if_the_elector_says_nothing() {
-        let (state, handle, _released) = handle();
+        let (state, handle) = handle();
         let waiting = tokio::spawn({
             let handle = handle.clone();
             async move { handle.leading().await.is_some() }
@@ -301,7 +306,7 @@ pub(crate) mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_renewal_moves_the_deadline_and_a_new_term_ends_the_old_one() {
-        let (state, handle, _released) = handle();
+        let (state, handle) = handle();
         lead(&state);
         let term = handle.leading().await.unwrap();
         tokio::time::advance(2 * SECOND).await;
@@ -325,12 +330,11 @@ pub(crate) mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn stepping_down_ends_terms_and_waits_for_them_to_be_dropped() {
-        let (state, handle, mut released) = handle();
-        let holds = Arc::clone(&handle.holds);
+        let (state, handle) = handle();
+        let terms = Arc::clone(&handle.terms);
         lead(&state);
         let term = handle.leading().await.unwrap();
         // The elector steps down: no new terms, the current one is over.
-        holds.locked().take();
         state.send_modify(|s| s.stepping_down = true);
         let _ = term.lost().await;
         assert!(handle.leading().await.is_none());
@@ -340,16 +344,18 @@ pub(crate) mod tests {
             "it still holds the lease"
         );
         assert!(
-            tokio::time::timeout(SECOND, released.recv()).await.is_err(),
+            tokio::time::timeout(SECOND, terms.released())
+                .await
+                .is_err(),
             "the term still holds the release back"
         );
         drop(term);
-        assert_eq!(released.recv().await, None);
+        terms.released().await;
     }
 
     #[tokio::test(start_paused = true)]
     async fn changes_report_new_leaders_only() {
-        let (state, mut handle, _released) = handle();
+        let (state, mut handle) = handle();
         let follow = |leader: &str| {
             let leadership = Leadership::Following {
                 leader: Some(leader.to_owned()),

@@ -2,16 +2,15 @@
 //! the current term and its deadlines ([`State`]), and who this replica is
 //! ([`Candidate`]), shared with every handle, term and claim.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::timings::drop_deadline;
-use crate::claim::WritesInFlight;
 use crate::clock::{ClockReading, MissedTime};
+use crate::hold::Holds;
 
 /// Where this replica stands in the election.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,10 +80,6 @@ impl State {
     }
 }
 
-/// Every [`Term`] holds a clone of the sender; the elector waits until all are
-/// dropped before it releases the lease.
-pub(crate) type Holds = Arc<Mutex<Option<mpsc::Sender<()>>>>;
-
 /// This replica as a candidate: who it is, on which Lease, and a counter its elector
 /// keeps; shared by the elector and its handles.
 #[derive(Debug)]
@@ -105,7 +100,7 @@ pub(crate) struct Candidate {
     pub(crate) clocks: MissedTime,
     /// Writes let through under a term and not yet answered: a release waits for
     /// them.
-    pub(crate) writes: Arc<WritesInFlight>,
+    pub(crate) writes: Arc<Holds>,
 }
 
 impl Candidate {

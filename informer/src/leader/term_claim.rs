@@ -8,7 +8,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::state::{Candidate, State};
-use crate::claim::{Claim, WritesInFlight, ended_when, holds_by_the_clocks};
+use crate::claim::{Claim, ended_when, holds_by_the_clocks};
+use crate::hold::Holds;
 
 /// Work begun under one [`Term`](super::Term) may go on while that term still holds
 /// the lease (also while the elector steps down, which waits for the work before
@@ -62,7 +63,7 @@ impl Claim for TermClaim {
         )
     }
 
-    fn writes(&self) -> Option<&Arc<WritesInFlight>> {
+    fn writes(&self) -> Option<&Holds> {
         Some(&self.candidate.writes)
     }
 }

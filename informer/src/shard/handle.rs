@@ -11,18 +11,18 @@ use super::config::ShardBy;
 use super::in_flight::{InFlight, InFlightGuard};
 use super::key_claim::KeyClaim;
 use super::stats::{Counters, ShardStats};
-use crate::claim::WritesInFlight;
 use crate::clock::MissedTime;
+use crate::hold::{Hold, Holds};
 use crate::key::ObjectKey;
 use crate::reflector::{KeyFilter, ObjectHead, ShardSelector};
 
 /// What a handle shares with its member besides the assignment.
 pub(crate) struct HandleParts {
     pub(crate) in_flight: Arc<InFlight>,
-    pub(crate) writes: Arc<WritesInFlight>,
+    pub(crate) writes: Arc<Holds>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) clocks: Arc<MissedTime>,
-    pub(crate) releases: Arc<watch::Sender<()>>,
+    pub(crate) releases: Arc<Holds>,
     pub(crate) identity: Arc<str>,
     pub(crate) group: Arc<str>,
     pub(crate) shard_by: ShardBy,
@@ -40,10 +40,10 @@ pub struct ShardHandle {
     state: watch::Receiver<Arc<Assignment>>,
     generation: watch::Receiver<u64>,
     in_flight: Arc<InFlight>,
-    writes: Arc<WritesInFlight>,
+    writes: Arc<Holds>,
     counters: Arc<Counters>,
     clocks: Arc<MissedTime>,
-    releases: Arc<watch::Sender<()>>,
+    releases: Arc<Holds>,
     identity: Arc<str>,
     group: Arc<str>,
     shard_by: ShardBy,
@@ -247,8 +247,8 @@ impl ShardHandle {
     /// Keeps the member from deleting its Lease on shutdown until dropped (at most
     /// its hand-off timeout): a controller holds it until its pending events are
     /// written.
-    pub(crate) fn hold_release(&self) -> ReleaseHold {
-        ReleaseHold(self.releases.subscribe())
+    pub(crate) fn hold_release(&self) -> Hold {
+        self.releases.hold()
     }
 
     /// Records a reconcile of `key`, whose holder `hash` decides, as running, for
@@ -257,10 +257,6 @@ impl ShardHandle {
         self.in_flight.enter(key, hash)
     }
 }
-
-/// Holds a member's Lease on shutdown until dropped; see
-/// [`ShardHandle::hold_release`].
-pub(crate) struct ReleaseHold(#[allow(dead_code)] watch::Receiver<()>);
 
 impl KeyFilter for ShardHandle {
     /// By uid, an object known only by its key is kept (to be reported): its uid is

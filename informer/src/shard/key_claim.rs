@@ -8,8 +8,9 @@ use tokio::time::Instant;
 
 use super::assignment::Assignment;
 use super::stats::Counters;
-use crate::claim::{Claim, WritesInFlight, ended_when, holds_by_the_clocks};
+use crate::claim::{Claim, ended_when, holds_by_the_clocks};
 use crate::clock::MissedTime;
+use crate::hold::Holds;
 use crate::key::ObjectKey;
 
 /// Work on a key, begun when the member [may reconcile](super::ShardHandle::may_reconcile)
@@ -26,7 +27,7 @@ pub(crate) struct KeyClaim {
     pub(super) key: ObjectKey,
     pub(super) hash: u64,
     /// The member's writes on their way, which it waits for before deleting its Lease.
-    pub(super) writes: Arc<WritesInFlight>,
+    pub(super) writes: Arc<Holds>,
     pub(super) counters: Arc<Counters>,
     pub(super) clocks: Arc<MissedTime>,
     pub(super) group: Arc<str>,
@@ -80,7 +81,7 @@ impl Claim for KeyClaim {
         )
     }
 
-    fn writes(&self) -> Option<&Arc<WritesInFlight>> {
+    fn writes(&self) -> Option<&Holds> {
         Some(&self.writes)
     }
 }

@@ -18,8 +18,8 @@ use super::lease::{GroupLeases, holder, published_view};
 use super::ring::View;
 use super::stats::Counters;
 use super::{ShardConfig, ShardError};
-use crate::claim::WritesInFlight;
 use crate::clock::{ClockReading, MissedTime};
+use crate::hold::Holds;
 
 /// One replica's membership in a shard group; see the [module documentation](super).
 ///
@@ -35,14 +35,14 @@ pub struct ShardMember {
     generation: watch::Sender<u64>,
     in_flight: Arc<InFlight>,
     /// Writes let through under this member's claims and not yet answered.
-    writes: Arc<WritesInFlight>,
+    writes: Arc<Holds>,
     counters: Arc<Counters>,
     /// The clocks the member's deadlines are checked with.
     clocks: Arc<MissedTime>,
     /// Held (as receivers) by the controllers working this member's keys until their
     /// pending events are written: a clean shutdown waits for them before it deletes
     /// the Lease.
-    releases: Arc<watch::Sender<()>>,
+    releases: Arc<Holds>,
     identity: Arc<str>,
 }
 
@@ -105,7 +105,7 @@ impl ShardMember {
             writes: Arc::default(),
             counters: Arc::default(),
             clocks: Arc::new(MissedTime::new(crate::clock::system())),
-            releases: Arc::new(watch::Sender::new(())),
+            releases: Arc::default(),
             identity,
             config,
         })
@@ -456,7 +456,7 @@ impl ShardMember {
             self.in_flight.drop_matching(|_| true);
         }
         // The controllers write their pending events (within the hand-off timeout).
-        if timeout(self.config.handoff_timeout, self.releases.closed())
+        if timeout(self.config.handoff_timeout, self.releases.released())
             .await
             .is_err()
         {
@@ -470,7 +470,7 @@ impl ShardMember {
         // And the writes that passed the fence just before are answered first: were
         // the Lease gone while one is on its way, another member could take its key
         // and the old write land after that member's.
-        if timeout(self.config.handoff_timeout, self.writes.answered())
+        if timeout(self.config.handoff_timeout, self.writes.released())
             .await
             .is_err()
         {

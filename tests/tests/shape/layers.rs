@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
         "allocator",
         "shared",
         "walk",
+        "hold",
     ],
     &["reflector", "events", "leader", "workqueue", "testenv"],
     &["store", "shard"],
