@@ -151,6 +151,30 @@ impl<K> WatchEvent<K> {
             key: None,
         }
     }
+
+    /// The same event with `f` of its object, if it has one.
+    pub(crate) fn map<T>(self, f: impl FnOnce(K) -> T) -> WatchEvent<T> {
+        match self {
+            WatchEvent::Added(object) => WatchEvent::Added(f(object)),
+            WatchEvent::Modified(object) => WatchEvent::Modified(f(object)),
+            WatchEvent::Deleted(object) => WatchEvent::Deleted(f(object)),
+            WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end,
+            } => WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end,
+            },
+            WatchEvent::FilteredOut {
+                resource_version,
+                key,
+            } => WatchEvent::FilteredOut {
+                resource_version,
+                key,
+            },
+            WatchEvent::Undecodable(error) => WatchEvent::Undecodable(error),
+        }
+    }
 }
 
 impl ListRequest {

@@ -12,9 +12,7 @@ use super::{ChangeKind, FakeSource, expired, status, too_large_resource_version,
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 use crate::reflector::key_filter::ObjectHead;
-use crate::reflector::source::requests::{
-    ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream,
-};
+use crate::reflector::source::requests::{ListPage, ListRequest, WatchRequest, WatchStream};
 use crate::reflector::source::versions::{ObjectVersion, VersionSource};
 
 impl<K> FakeSource<K>
@@ -99,25 +97,7 @@ where
         let request = WatchRequest::new(resource_version, timeout).allow_bookmarks(true);
         let events = self.start_watch(&request, true).map(|events| {
             events
-                .filter_map(|event| {
-                    let version = match event {
-                        Ok(WatchEvent::Added(object)) => {
-                            Ok(WatchEvent::Added(ObjectVersion::of(&object)))
-                        }
-                        Ok(WatchEvent::Modified(object)) => {
-                            Ok(WatchEvent::Modified(ObjectVersion::of(&object)))
-                        }
-                        Ok(WatchEvent::Deleted(object)) => {
-                            Ok(WatchEvent::Deleted(ObjectVersion::of(&object)))
-                        }
-                        Ok(WatchEvent::Bookmark {
-                            resource_version, ..
-                        }) => Ok(WatchEvent::bookmark(resource_version)),
-                        Ok(_) => return std::future::ready(None),
-                        Err(e) => Err(e),
-                    };
-                    std::future::ready(Some(version))
-                })
+                .map(|event| event.map(|event| event.map(|object| ObjectVersion::of(&object))))
                 .boxed()
         });
         Box::pin(std::future::ready(events))
@@ -129,6 +109,7 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
+    use crate::reflector::source::requests::WatchEvent;
     use crate::test_support::config_map;
 
     fn names_and_versions(page: &ListPage<ObjectVersion>) -> Vec<String> {
