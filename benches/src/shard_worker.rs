@@ -40,7 +40,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use informer::controller::Action;
 use informer::controller::{Context, Controller, Primary, backoff};
-use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
+use informer::factory::{FactoryOptions, Selection, SharedInformerFactory};
 use informer::key::ObjectKey;
 use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -193,9 +193,9 @@ async fn run_on<K: Primary>(args: &ShardArgs) -> anyhow::Result<ShardSample> {
     // The controller's primary informer: the factory's namespace, filtered by the
     // shard under the name the controller gives the filter.
     let primary = factory.informer_for::<K>(
-        InformerScope {
+        Selection {
             namespace: Some(namespace.to_owned()),
-            ..InformerScope::default()
+            ..Selection::default()
         }
         .filtered(format!("shard {group}/{identity}"), Arc::new(shard.clone())),
     );

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{config_map, eventually};
-use informer::factory::{CacheSyncError, FactoryOptions, InformerScope, SharedInformerFactory};
+use informer::factory::{CacheSyncError, FactoryOptions, Selection, SharedInformerFactory};
 use informer::reflector::FnKeyFilter;
 use informer::reflector::source::ManagedFields;
 use informer::shared_informer::{HasSynced, ResourceEventHandlerFns};
@@ -48,18 +48,18 @@ async fn one_informer_per_type_and_scope_shared_by_all_who_ask() {
     let a = factory.informer::<ConfigMap>();
     let b = factory.informer::<ConfigMap>();
     assert_eq!(a, b, "asking twice returns the same informer");
-    let labelled = factory.informer_for::<ConfigMap>(InformerScope {
+    let labelled = factory.informer_for::<ConfigMap>(Selection {
         namespace: Some(ns.clone()),
         label_selector: Some("app=x".into()),
-        ..InformerScope::default()
+        ..Selection::default()
     });
     assert_ne!(a, labelled, "another selector is another informer");
     let _secrets = factory.informer::<Secret>();
     // Cluster-scoped types ignore the namespace, so these two are one.
     let namespaces = factory.informer::<Namespace>();
-    let namespaces_elsewhere = factory.informer_for::<Namespace>(InformerScope {
+    let namespaces_elsewhere = factory.informer_for::<Namespace>(Selection {
         namespace: Some("elsewhere".into()),
-        ..InformerScope::default()
+        ..Selection::default()
     });
     assert_eq!(namespaces, namespaces_elsewhere);
     assert_eq!(factory.len(), 4);
@@ -255,9 +255,9 @@ async fn a_filtered_scope_caches_exactly_the_kept_objects_through_churn_and_swit
     let low: fn(usize) -> bool = |n| n < 12;
     let filter = Arc::new(FnKeyFilter::new(by_number(even)));
     let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryOptions::default());
-    let scope = InformerScope {
+    let scope = Selection {
         namespace: Some(ns.clone()),
-        ..InformerScope::default()
+        ..Selection::default()
     }
     .filtered("parity", filter.clone());
     let informer = factory.informer_for::<ConfigMap>(scope);

@@ -247,7 +247,7 @@ async fn the_garbage_collector_removes_a_deleted_owner_s_child_and_the_controlle
 /// member's cache still holds exactly its share, the others' Pods dropped here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shard_members_by_uid_keep_their_share_of_pods_the_server_does_not_filter() {
-    use informer::factory::InformerScope;
+    use informer::factory::Selection;
     use informer::key::ObjectKey;
     use informer::shard::{ShardBy, ShardConfig};
     use k8s_openapi::api::core::v1::Pod;
@@ -286,7 +286,7 @@ async fn shard_members_by_uid_keep_their_share_of_pods_the_server_does_not_filte
     for member in &members {
         let factory =
             SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
-        let scope = InformerScope::default().filtered(
+        let scope = Selection::default().filtered(
             format!("shard {}", member.handle.identity()),
             Arc::new(member.handle.clone()),
         );

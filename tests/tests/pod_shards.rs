@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
+use informer::factory::{FactoryOptions, Selection, SharedInformerFactory};
 use informer::key::ObjectKey;
 use informer::shard::{ShardBy, ShardConfig, ShardHandle};
 use informer::shared_informer::SharedIndexInformer;
@@ -92,8 +92,8 @@ impl Member {
         }
     }
 
-    fn scope(&self) -> InformerScope {
-        InformerScope::default().filtered(
+    fn scope(&self) -> Selection {
+        Selection::default().filtered(
             format!("shard {}", self.handle.identity()),
             Arc::new(self.handle.clone()),
         )

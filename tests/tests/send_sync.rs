@@ -304,7 +304,7 @@ const _: fn(&events::Recorder) = |recorder| {
 
 assert_type!(factory::CacheSyncError: Send + Sync);
 assert_type!(factory::FactoryOptions: Send + Sync);
-assert_type!(factory::InformerScope: Send + Sync);
+assert_type!(factory::Selection: Send + Sync);
 assert_type!(factory::NamedKeyFilter: Send + Sync);
 assert_type!(factory::SharedInformerFactory: Send + Sync);
 assert_type!(factory::Unsynced: Send + Sync);

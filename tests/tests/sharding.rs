@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use informer::factory::InformerScope;
+use informer::factory::Selection;
 use informer::key::ObjectKey;
 use informer::shard::{GROUP_LABEL, ShardConfig, ShardHandle, ShardMember, VIEW_ANNOTATION};
 use informer::testenv::TestEnv;
@@ -545,9 +545,9 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
     }
     // Each replica's cache of ConfigMaps holds its shard only.
     for (identity, shard, factory) in [("a", &a_shard, &a_factory), ("b", &b_shard, &b_factory)] {
-        let scope = InformerScope {
+        let scope = Selection {
             namespace: Some(namespace.clone()),
-            ..InformerScope::default()
+            ..Selection::default()
         }
         .filtered(format!("shard stuck/{identity}"), Arc::new(shard.clone()));
         let informer = factory.informer_for::<ConfigMap>(scope);
@@ -674,9 +674,9 @@ async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is
     api.delete("lapse-0", &DeleteParams::default())
         .await
         .unwrap();
-    let scope = InformerScope {
+    let scope = Selection {
         namespace: Some(namespace.clone()),
-        ..InformerScope::default()
+        ..Selection::default()
     }
     .filtered("shard lapse/only", Arc::new(shard.clone()));
     let cache = factory.informer_for::<ConfigMap>(scope).indexer();
@@ -798,9 +798,9 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
     };
     // The member's cache of Secrets: the factory entry its controller filled.
     let owned_cache = |factory: &SharedInformerFactory, identity: &str| {
-        let scope = InformerScope {
+        let scope = Selection {
             namespace: Some(namespace.clone()),
-            ..InformerScope::default()
+            ..Selection::default()
         }
         .filtered(
             format!("controlled by ConfigMap of shard owned/{identity}"),

@@ -125,7 +125,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
         let primary = match &filter {
             Some(share) => factory.informer_for::<K>(
                 factory
-                    .default_scope()
+                    .default_selection()
                     .filtered(share.id(), Arc::clone(share.filter())),
             ),
             None => factory.informer::<K>(),
@@ -186,11 +186,11 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
                 // The children of this replica's primaries only (see `sharded`).
                 let filter: Arc<dyn KeyFilter> =
                     Arc::new(ControlledBy::<K>::new(Arc::clone(share.filter())));
-                let scope = self.inputs.factory.default_scope().filtered(
+                let selection = self.inputs.factory.default_selection().filtered(
                     format!("controlled by {} of {}", K::kind(&()), share.id()),
                     Arc::clone(&filter),
                 );
-                let informer = self.inputs.factory.informer_for::<C>(scope);
+                let informer = self.inputs.factory.informer_for::<C>(selection);
                 if TypeId::of::<C>() == TypeId::of::<K>() {
                     // The primary's registration (its share's cache) stays; the
                     // children's informer is still waited for.

@@ -11,7 +11,7 @@
 use kube::Resource;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 
-use super::scope::{InformerScope, Target};
+use super::selection::{Selection, Target};
 use super::shared_informer_factory::SharedInformerFactory;
 use crate::dynamic::DynamicResource;
 use crate::shared_informer::{InformerOptions, SharedIndexInformer};
@@ -41,17 +41,17 @@ impl SharedInformerFactory {
         &self,
         resource: &DynamicResource,
     ) -> SharedIndexInformer<DynamicObject> {
-        self.dynamic_informer_for(resource, self.default_scope())
+        self.dynamic_informer_for(resource, self.default_selection())
     }
 
-    /// [`dynamic_informer`](Self::dynamic_informer) in `scope` (namespace and
+    /// [`dynamic_informer`](Self::dynamic_informer) in `selection` (namespace and
     /// selectors), shared like [`informer_for`](Self::informer_for).
     pub fn dynamic_informer_for(
         &self,
         resource: &DynamicResource,
-        scope: InformerScope,
+        selection: Selection,
     ) -> SharedIndexInformer<DynamicObject> {
-        self.informer_with(target(resource), scope, InformerOptions::default)
+        self.informer_with(target(resource), selection, InformerOptions::default)
             .0
     }
 
@@ -62,16 +62,16 @@ impl SharedInformerFactory {
         &self,
         resource: &DynamicResource,
     ) -> SharedIndexInformer<PartialObjectMeta<DynamicObject>> {
-        self.dynamic_metadata_informer_for(resource, self.default_scope())
+        self.dynamic_metadata_informer_for(resource, self.default_selection())
     }
 
-    /// [`dynamic_metadata_informer`](Self::dynamic_metadata_informer) in `scope`.
+    /// [`dynamic_metadata_informer`](Self::dynamic_metadata_informer) in `selection`.
     pub fn dynamic_metadata_informer_for(
         &self,
         resource: &DynamicResource,
-        scope: InformerScope,
+        selection: Selection,
     ) -> SharedIndexInformer<PartialObjectMeta<DynamicObject>> {
-        self.informer_with(target(resource), scope, InformerOptions::default)
+        self.informer_with(target(resource), selection, InformerOptions::default)
             .0
     }
 }

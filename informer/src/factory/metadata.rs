@@ -9,7 +9,7 @@
 //! and named indexes (those of `#[derive(Informable)]` on `metadata` fields too),
 //! tombstones, relists.
 //!
-//! It is its own entry in the factory, beside a full informer of `K` in the same scope:
+//! It is its own entry in the factory, beside a full informer of `K` in the same selection:
 //! the two share nothing but the factory. Per-type options address it as
 //! `PartialObjectMeta<K>` (`resync_for::<PartialObjectMeta<Pod>>(..)`).
 
@@ -17,7 +17,7 @@ use kube::Resource;
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 
-use super::scope::{InformerScope, Target};
+use super::selection::{Selection, Target};
 use super::shared_informer_factory::SharedInformerFactory;
 use crate::informable::Informable;
 use crate::scope::FactoryScope;
@@ -51,14 +51,14 @@ impl SharedInformerFactory {
         K: Resource<DynamicType = (), Scope: FactoryScope> + Send + Sync + 'static,
         PartialObjectMeta<K>: DeserializeOwned,
     {
-        self.metadata_informer_for(self.default_scope())
+        self.metadata_informer_for(self.default_selection())
     }
 
-    /// [`metadata_informer`](Self::metadata_informer) in `scope` (namespace and
+    /// [`metadata_informer`](Self::metadata_informer) in `selection` (namespace and
     /// selectors), shared like [`informer_for`](Self::informer_for).
     pub fn metadata_informer_for<K>(
         &self,
-        scope: InformerScope,
+        selection: Selection,
     ) -> SharedIndexInformer<PartialObjectMeta<K>>
     where
         K: Resource<DynamicType = (), Scope: FactoryScope> + Send + Sync + 'static,
@@ -66,7 +66,7 @@ impl SharedInformerFactory {
     {
         self.informer_with(
             Target::<PartialObjectMeta<K>>::of(),
-            scope,
+            selection,
             InformerOptions::default,
         )
         .0
@@ -83,20 +83,20 @@ impl SharedInformerFactory {
         K: Informable<DynamicType = (), Scope: FactoryScope>,
         PartialObjectMeta<K>: DeserializeOwned,
     {
-        self.metadata_informable_for(self.default_scope())
+        self.metadata_informable_for(self.default_selection())
     }
 
-    /// [`metadata_informable`](Self::metadata_informable) in `scope`.
+    /// [`metadata_informable`](Self::metadata_informable) in `selection`.
     pub fn metadata_informable_for<K>(
         &self,
-        scope: InformerScope,
+        selection: Selection,
     ) -> SharedIndexInformer<PartialObjectMeta<K>>
     where
         K: Informable<DynamicType = (), Scope: FactoryScope>,
         PartialObjectMeta<K>: DeserializeOwned,
     {
         let (informer, made) =
-            self.informer_with(Target::<PartialObjectMeta<K>>::of(), scope, || {
+            self.informer_with(Target::<PartialObjectMeta<K>>::of(), selection, || {
                 InformerOptions::default().indexers(K::metadata_indexers())
             });
         if !made {

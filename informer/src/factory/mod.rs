@@ -1,11 +1,11 @@
-//! SharedInformerFactory: one informer per type (and scope), shared by all who ask.
+//! SharedInformerFactory: one informer per type (and selection), shared by all who ask.
 //!
 //! client-go's `SharedInformerFactory`, generic instead of generated:
 //! `factory.informer::<Deployment>()` returns the same informer every time it is
 //! asked, so every controller in a process shares one watch and one cache per type.
 //! Informers are keyed by (type, namespace, label selector, field selector, key
-//! filter): [`SharedInformerFactory::informer_for`] asks for a differently scoped one,
-//! such as one that keeps only a shard's objects ([`InformerScope::filtered`]).
+//! filter): [`SharedInformerFactory::informer_for`] asks for one with another
+//! [`Selection`], such as one that keeps only a shard's objects ([`Selection::filtered`]).
 //! [`informable`](SharedInformerFactory::informable) and
 //! [`informable_for`](SharedInformerFactory::informable_for) share the same informers
 //! and make them maintain an [`Informable`](crate::informable::Informable) type's key function and indexes.
@@ -70,14 +70,14 @@ mod metadata;
 #[cfg(feature = "metrics")]
 mod metrics_view;
 mod options;
-mod scope;
+mod selection;
 mod shared_informer_factory;
 mod state;
 mod sync_error;
 
 pub use cacheable::Cacheable;
 pub use options::FactoryOptions;
-pub use scope::{InformerScope, NamedKeyFilter};
+pub use selection::{NamedKeyFilter, Selection};
 pub use shared_informer_factory::SharedInformerFactory;
 pub use sync_error::{CacheSyncError, Unsynced};
 

@@ -1,4 +1,4 @@
-//! [`SharedInformerFactory`]: makes one informer per type and scope, shares it with
+//! [`SharedInformerFactory`]: makes one informer per type and selection, shares it with
 //! all who ask, starts them, waits for them and shuts them down; see the
 //! [module docs](super). Metadata-only and dynamic informers are made in
 //! `metadata.rs` and `dynamic.rs`.
@@ -18,7 +18,7 @@ use super::managed::ManagedInformer;
 #[cfg(feature = "metrics")]
 use super::metrics_view::FactoryInformers;
 use super::options::FactoryOptions;
-use super::scope::{InformerScope, Target};
+use super::selection::{Selection, Target};
 use super::state::{Entry, InformerKey, State};
 use super::sync_error::{CacheSyncError, Unsynced};
 use crate::informable::Informable;
@@ -29,7 +29,7 @@ use crate::scope::FactoryScope;
 use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
 use crate::store::Indexers;
 
-/// Shares informers by type and scope; see the [module docs](super). Cloning gives
+/// Shares informers by type and selection; see the [module docs](super). Cloning gives
 /// another handle to the same factory.
 #[derive(Clone)]
 pub struct SharedInformerFactory {
@@ -113,21 +113,21 @@ impl SharedInformerFactory {
     /// The informer for `K` in the factory's namespace, made on first request and
     /// the same one ever after.
     pub fn informer<K: Cacheable>(&self) -> SharedIndexInformer<K> {
-        self.informer_for(self.default_scope())
+        self.informer_for(self.default_selection())
     }
 
-    /// The scope [`informer`](Self::informer) uses: the factory's namespace.
-    pub(crate) fn default_scope(&self) -> InformerScope {
-        InformerScope {
+    /// The selection [`informer`](Self::informer) uses: the factory's namespace.
+    pub(crate) fn default_selection(&self) -> Selection {
+        Selection {
             namespace: self.options.namespace_of().cloned(),
-            ..InformerScope::default()
+            ..Selection::default()
         }
     }
 
-    /// The informer for `K` in `scope` (namespace and selectors), shared like
-    /// [`informer`](Self::informer). The factory's tweak applies on top of `scope`.
-    pub fn informer_for<K: Cacheable>(&self, scope: InformerScope) -> SharedIndexInformer<K> {
-        self.informer_with(Target::<K>::of(), scope, InformerOptions::default)
+    /// The informer for `K` in `selection` (namespace and selectors), shared like
+    /// [`informer`](Self::informer). The factory's tweak applies on top of `selection`.
+    pub fn informer_for<K: Cacheable>(&self, selection: Selection) -> SharedIndexInformer<K> {
+        self.informer_with(Target::<K>::of(), selection, InformerOptions::default)
             .0
     }
 
@@ -141,39 +141,39 @@ impl SharedInformerFactory {
     where
         K: Informable<DynamicType = (), Scope: FactoryScope> + DeserializeOwned,
     {
-        self.informable_for(self.default_scope())
+        self.informable_for(self.default_selection())
     }
 
-    /// [`informable`](Self::informable) in `scope`, shared like
+    /// [`informable`](Self::informable) in `selection`, shared like
     /// [`informer_for`](Self::informer_for).
-    pub fn informable_for<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
+    pub fn informable_for<K>(&self, selection: Selection) -> SharedIndexInformer<K>
     where
         K: Informable<DynamicType = (), Scope: FactoryScope> + DeserializeOwned,
     {
         let (informer, made) =
-            self.informer_with(Target::<K>::of(), scope, InformerOptions::informable);
+            self.informer_with(Target::<K>::of(), selection, InformerOptions::informable);
         if !made {
             add_missing(&informer, K::indexers());
         }
         informer
     }
 
-    /// The informer for `K` of `target` in `scope`, made from `base()` when new (the
+    /// The informer for `K` of `target` in `selection`, made from `base()` when new (the
     /// factory's resync, transform and reflector settings go on top); also says whether
     /// this call made it.
     pub(super) fn informer_with<K>(
         &self,
         target: Target<'_, K>,
-        scope: InformerScope,
+        selection: Selection,
         base: impl FnOnce() -> InformerOptions<K>,
     ) -> (SharedIndexInformer<K>, bool)
     where
         K: Resource + DeserializeOwned + Send + Sync + 'static,
     {
         let dynamic_type = target.dynamic_type;
-        let mut scope = scope;
+        let mut selection = selection;
         if !target.namespaced {
-            scope.namespace = None;
+            selection.namespace = None;
         }
         let key = InformerKey {
             type_id: TypeId::of::<K>(),
@@ -182,7 +182,7 @@ impl SharedInformerFactory {
                 K::version(dynamic_type).into_owned(),
                 K::plural(dynamic_type).into_owned(),
             ],
-            scope,
+            selection,
         };
         let mut state = self.state.locked();
         if let Some(entry) = state.informers.get(&key) {
@@ -194,7 +194,7 @@ impl SharedInformerFactory {
                 .clone();
             return (informer, false);
         }
-        let informer = self.make::<K>(dynamic_type, &key.scope, base());
+        let informer = self.make::<K>(dynamic_type, &key.selection, base());
         let mut kind = K::kind(dynamic_type).into_owned();
         if target.dynamic {
             kind.push_str(" (dynamic)");
@@ -202,7 +202,7 @@ impl SharedInformerFactory {
         if K::metadata_api() {
             kind.push_str(" metadata");
         }
-        let name = key.scope.name_for(&kind);
+        let name = key.selection.name_for(&kind);
         let projection = projection_of::<K>(&target, &kind);
         if let Some(budget) = self.options.cache_budget_of() {
             let named = match projection {
@@ -226,7 +226,7 @@ impl SharedInformerFactory {
     fn make<K>(
         &self,
         dynamic_type: &K::DynamicType,
-        scope: &InformerScope,
+        selection: &Selection,
         base: InformerOptions<K>,
     ) -> SharedIndexInformer<K>
     where
@@ -236,11 +236,11 @@ impl SharedInformerFactory {
         let mut lister_watcher = ApiListerWatcher::<K>::in_namespace_with(
             self.client.clone(),
             dynamic_type,
-            scope.namespace.as_deref(),
+            selection.namespace.as_deref(),
         )
         .tweak(|list| {
-            list.label_selector = scope.label_selector.clone();
-            list.field_selector = scope.field_selector.clone();
+            list.label_selector = selection.label_selector.clone();
+            list.field_selector = selection.field_selector.clone();
             if let Some(tweak) = options.tweak_of() {
                 tweak(list);
             }
@@ -251,7 +251,7 @@ impl SharedInformerFactory {
         }
         let queue = options.queue_of::<K>();
         let mut informer_options = base
-            .reflector(scope.reflector_config(options.reflector_of()))
+            .reflector(selection.reflector_config(options.reflector_of()))
             .queue(queue);
         if let Some(resync) = options.resync_of::<K>() {
             informer_options = informer_options.resync(resync);

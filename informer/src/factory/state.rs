@@ -1,5 +1,5 @@
 //! The factory's state under its lock: the informers it made, keyed by type,
-//! resource and scope, and the tasks running them.
+//! resource and selection, and the tasks running them.
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 
 use super::managed::ManagedInformer;
-use super::scope::InformerScope;
+use super::selection::Selection;
 
 /// What tells two of the factory's informers apart.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -17,7 +17,7 @@ pub(super) struct InformerKey {
     /// The resource (`group`, `version`, `plural`): fixed by the type for a static one,
     /// what tells two informers of [`DynamicObject`] apart.
     pub(super) resource: [String; 3],
-    pub(super) scope: InformerScope,
+    pub(super) selection: Selection,
 }
 
 /// One informer the factory made.

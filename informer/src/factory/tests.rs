@@ -117,7 +117,7 @@ async fn waiting_before_start_fails_at_once_naming_the_informers() {
 }
 
 /// Full, metadata-only and dynamic informers of one type are distinct entries, each
-/// shared by all who ask; dynamic ones are told apart by their resource and scope.
+/// shared by all who ask; dynamic ones are told apart by their resource and selection.
 #[tokio::test]
 async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
     use crate::dynamic::DynamicResource;
@@ -140,16 +140,16 @@ async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
     assert_ne!(dynamic, secrets, "another resource is another informer");
     let labelled = factory.dynamic_informer_for(
         &config_maps,
-        InformerScope {
+        Selection {
             namespace: Some("ns".into()),
             label_selector: Some("app=x".into()),
-            ..InformerScope::default()
+            ..Selection::default()
         },
     );
     assert_ne!(dynamic, labelled, "another selector is another informer");
     // Cluster-scoped resources ignore the namespace, dynamic ones included.
     let namespaces = DynamicResource::of::<Namespace>();
-    let everywhere = factory.dynamic_informer_for(&namespaces, InformerScope::default());
+    let everywhere = factory.dynamic_informer_for(&namespaces, Selection::default());
     assert_eq!(everywhere, factory.dynamic_informer(&namespaces));
     assert_eq!(factory.len(), 7);
     let _ = (full, PartialObjectMeta::<ConfigMap>::default());
@@ -166,7 +166,7 @@ async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
         names,
         [
             "ConfigMap (dynamic) in ns",
-            // Names carry the scope's selectors, so that no two entries share one.
+            // Names carry the selection's selectors, so that no two entries share one.
             "ConfigMap (dynamic) in ns (app=x)",
             "ConfigMap (dynamic) metadata in ns",
             "ConfigMap in ns",
@@ -229,38 +229,40 @@ async fn metadata_informable_maintains_the_metadata_indexes() {
     );
 }
 
-/// A scope with a key filter is an entry of its own, never the unfiltered informer of
+/// A selection with a key filter is an entry of its own, never the unfiltered informer of
 /// the same type and namespace, shared by all who name the same filter id, for full,
 /// metadata-only and dynamic informers alike; its name carries the id.
 #[tokio::test]
-async fn a_filtered_scope_is_its_own_entry_shared_by_filter_id() {
+async fn a_filtered_selection_is_its_own_entry_shared_by_filter_id() {
     use crate::dynamic::DynamicResource;
     use crate::reflector::{FnKeyFilter, KeyFilter};
 
     let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
     let shard: Arc<dyn KeyFilter> = Arc::new(FnKeyFilter::new(|_, name| name < "m"));
-    let scope = |id: &str, filter: &Arc<dyn KeyFilter>| {
-        InformerScope {
+    let selection = |id: &str, filter: &Arc<dyn KeyFilter>| {
+        Selection {
             namespace: Some("ns".into()),
-            ..InformerScope::default()
+            ..Selection::default()
         }
         .filtered(id, Arc::clone(filter))
     };
     let unfiltered = factory.informer::<ConfigMap>();
-    let filtered = factory.informer_for::<ConfigMap>(scope("shard web/replica-1", &shard));
+    let filtered = factory.informer_for::<ConfigMap>(selection("shard web/replica-1", &shard));
     assert_ne!(unfiltered, filtered, "a filtered informer is never shared");
     // The id says which filter it is: another handle on it names the same informer.
     let same_id: Arc<dyn KeyFilter> = Arc::new(FnKeyFilter::new(|_, _| true));
     assert_eq!(
         filtered,
-        factory.informer_for::<ConfigMap>(scope("shard web/replica-1", &same_id))
+        factory.informer_for::<ConfigMap>(selection("shard web/replica-1", &same_id))
     );
-    let other = factory.informer_for::<ConfigMap>(scope("shard web/replica-2", &shard));
+    let other = factory.informer_for::<ConfigMap>(selection("shard web/replica-2", &shard));
     assert_ne!(filtered, other);
-    let metadata = factory.metadata_informer_for::<ConfigMap>(scope("shard web/replica-1", &shard));
+    let metadata =
+        factory.metadata_informer_for::<ConfigMap>(selection("shard web/replica-1", &shard));
     assert_ne!(metadata, factory.metadata_informer::<ConfigMap>());
     let config_maps = DynamicResource::of::<ConfigMap>();
-    let dynamic = factory.dynamic_informer_for(&config_maps, scope("shard web/replica-1", &shard));
+    let dynamic =
+        factory.dynamic_informer_for(&config_maps, selection("shard web/replica-1", &shard));
     assert_ne!(dynamic, factory.dynamic_informer(&config_maps));
     assert_eq!(factory.len(), 7);
 
@@ -285,7 +287,7 @@ async fn a_filtered_scope_is_its_own_entry_shared_by_filter_id() {
         ]
     );
     assert_eq!(
-        format!("{:?}", scope("shard web/replica-1", &shard).key_filter),
+        format!("{:?}", selection("shard web/replica-1", &shard).key_filter),
         r#"Some(NamedKeyFilter("shard web/replica-1"))"#
     );
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::factory::{FactoryOptions, InformerScope, SharedInformerFactory};
+use informer::factory::{FactoryOptions, Selection, SharedInformerFactory};
 use informer::key::ObjectKey;
 use informer::reflector::KeyFilter;
 use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
@@ -181,7 +181,7 @@ impl Replica {
     /// Starts the informer, filtered by the member's shard.
     fn start_informer(&mut self, env: &TestEnv) {
         let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryOptions::default());
-        let scope = InformerScope::default().filtered(
+        let scope = Selection::default().filtered(
             format!("shard {}", self.handle.identity()),
             Arc::new(self.handle.clone()),
         );
@@ -205,7 +205,7 @@ impl Replica {
     }
 
     fn informer(&self) -> informer::shared_informer::SharedIndexInformer<Widget> {
-        let scope = InformerScope::default().filtered(
+        let scope = Selection::default().filtered(
             format!("shard {}", self.handle.identity()),
             Arc::new(self.handle.clone()),
         );
@@ -603,9 +603,9 @@ async fn behind_a_proxy_refusing_long_request_lines_members_fall_back_and_sync()
     let proxy = LineLimitProxy::start(env.client().unwrap(), 8_192).await;
 
     let factory = SharedInformerFactory::new(proxy.client(), FactoryOptions::default());
-    let scope = InformerScope {
+    let scope = Selection {
         label_selector: Some(labels),
-        ..InformerScope::default()
+        ..Selection::default()
     }
     .filtered("shard a", Arc::new(a.handle.clone()));
     let informer = factory.informer_for::<Widget>(scope);

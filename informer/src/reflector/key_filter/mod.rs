@@ -24,7 +24,7 @@ use tokio::sync::watch;
 /// Set it in [`Config::key_filter`](super::Config#structfield.key_filter) (an
 /// informer's [`InformerOptions::reflector`](crate::shared_informer::InformerOptions::reflector),
 /// or a factory scope's
-/// [`InformerScope::filtered`](crate::factory::InformerScope::filtered)). Every object
+/// [`Selection::filtered`](crate::factory::Selection::filtered)). Every object
 /// that enters the reflector passes it: list items (paged or whole, first lists and
 /// relists), a streaming list's initial events, and watch events, deletions included.
 /// The reflector hands it to the lister-watcher with each request

@@ -1,5 +1,5 @@
-//! Where the factory's informers look: a namespace, selectors and a key filter
-//! ([`InformerScope`]), and what one informer lists ([`Target`]).
+//! Which objects a factory's informer keeps: a namespace, selectors and a key filter
+//! ([`Selection`]), and what one informer lists ([`Target`]).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -10,9 +10,11 @@ use kube::Resource;
 use crate::reflector::{self, KeyFilter};
 use crate::scope::FactoryScope;
 
-/// Where an informer looks: a namespace (or all), selectors, and a key filter.
+/// Which objects an informer keeps: those of a namespace (or all), matching selectors,
+/// and kept by a key filter. ("Scope" is kept for a resource's scope, namespaced or
+/// cluster-wide: [`FactoryScope`].)
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct InformerScope {
+pub struct Selection {
     /// Only this namespace (ignored for cluster-scoped types); `None`: all.
     pub namespace: Option<String>,
     /// Only objects matching this label selector.
@@ -24,11 +26,11 @@ pub struct InformerScope {
     pub key_filter: Option<NamedKeyFilter>,
 }
 
-impl InformerScope {
-    /// This scope, keeping only the objects `filter` keeps, skipped before they are
+impl Selection {
+    /// This selection, keeping only the objects `filter` keeps, skipped before they are
     /// decoded, with a relist whenever its generation moves (see
-    /// [`KeyFilter`]). `id` names the filter: scopes with filters of the same id are
-    /// the same scope, so they share one informer; a filtered scope is never the
+    /// [`KeyFilter`]). `id` names the filter: selections with filters of the same id are
+    /// the same selection, so they share one informer; a filtered selection is never the
     /// unfiltered one (its handlers see a filter that shrinks as deletions of objects
     /// that still exist). Informers' names end with it: `ConfigMap in default
     /// [shard web/replica-1]`.
@@ -38,8 +40,8 @@ impl InformerScope {
         self
     }
 
-    /// The reflector settings of an informer in this scope: `config` with the
-    /// scope's key filter, if any.
+    /// The reflector settings of an informer in this selection: `config` with the
+    /// selection's key filter, if any.
     pub(super) fn reflector_config(&self, config: &reflector::Config) -> reflector::Config {
         match &self.key_filter {
             Some(named) => config.clone().key_filter(Arc::clone(&named.filter)),
@@ -71,7 +73,7 @@ impl InformerScope {
     }
 }
 
-/// A [`KeyFilter`] with an id, as an [`InformerScope`] carries it: compared, hashed and
+/// A [`KeyFilter`] with an id, as an [`Selection`] carries it: compared, hashed and
 /// printed by its id alone.
 #[derive(Clone)]
 pub struct NamedKeyFilter {
@@ -120,7 +122,7 @@ impl fmt::Debug for NamedKeyFilter {
 }
 
 /// What an informer lists: the resource `K`'s dynamic type names, and whether it lives
-/// in namespaces (for a cluster-scoped one the namespace of a scope is dropped, so
+/// in namespaces (for a cluster-scoped one the namespace of a selection is dropped, so
 /// every ask shares one informer).
 pub(super) struct Target<'a, K: Resource> {
     pub(super) dynamic_type: &'a K::DynamicType,
