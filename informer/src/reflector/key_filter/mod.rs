@@ -59,7 +59,7 @@ use tokio::sync::watch;
 ///
 /// **So the handlers of a filtered informer see a filter that shrinks as deletions of
 /// objects that may well still exist.** That is why a filtered informer is never shared
-/// with unfiltered users (the factory keeps a filtered scope apart from the unfiltered
+/// with unfiltered users (the factory keeps a filtered selection apart from the unfiltered
 /// one of the same type and namespace).
 ///
 /// Several generation changes before the relist starts make one relist. A list in

@@ -12,12 +12,12 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
+use super::decode::RawHeader;
 use super::query::{Match, collection_url, list_params, watch_params};
 use super::requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchRequest, WatchStream};
 use super::versions::{ObjectVersion, VersionSource};
-use crate::key::ObjectKey;
-use crate::reflector::key_filter::{ObjectHead, OwnerHead};
 
 /// The `Accept` of a list of metadata only, as kube-client and client-go send it (also
 /// the metadata-only lists of an [`ApiListerWatcher`](super::ApiListerWatcher)).
@@ -60,29 +60,15 @@ impl ApiVersions {
     async fn page(&self, request: ListRequest) -> Result<ListPage<ObjectVersion>, kube::Error> {
         let params = list_params(&request, Match::Exact);
         let http = Self::get(self.url(&params, true), METADATA_LIST_ACCEPT)?;
-        let list: MetadataList = self.client.request(http).await?;
+        let text = self.client.request_text(http).await?;
+        let list: MetadataList<'_> =
+            serde_json::from_str(&text).map_err(kube::Error::SerdeError)?;
         let filter = request.key_filter.as_ref();
         let versions = list
             .items
-            .into_iter()
-            .filter(|item| {
-                filter.is_none_or(|filter| {
-                    let meta = &item.metadata;
-                    let controller = meta.owner_references.iter().find(|o| o.controller);
-                    filter.keeps_object(&ObjectHead {
-                        namespace: meta.namespace.as_deref(),
-                        name: &meta.name,
-                        uid: meta.uid.as_deref(),
-                        controller: controller.map(|owner| OwnerHead {
-                            api_version: &owner.api_version,
-                            kind: &owner.kind,
-                            name: &owner.name,
-                            uid: owner.uid.as_deref(),
-                        }),
-                    })
-                })
-            })
-            .map(|item| item.metadata.version())
+            .iter()
+            .filter(|item| filter.is_none_or(|filter| item.kept_by(filter)))
+            .map(RawHeader::version)
             .collect();
         let page = ListPage::new(versions, list.metadata.resource_version.unwrap_or_default());
         Ok(
@@ -97,7 +83,9 @@ impl ApiVersions {
         // No selectors: the version is the collection's, and a selector that matches
         // few objects would make the server read many to fill a page of one.
         let http = Self::get(self.url(&[("limit", "1")], false), METADATA_LIST_ACCEPT)?;
-        let list: MetadataList = self.client.request(http).await?;
+        let text = self.client.request_text(http).await?;
+        let list: MetadataList<'_> =
+            serde_json::from_str(&text).map_err(kube::Error::SerdeError)?;
         Ok(list.metadata.resource_version.unwrap_or_default())
     }
 
@@ -155,15 +143,15 @@ impl VersionSource for ApiVersions {
 /// One watch event's line, read for its type and its object's version; an ERROR
 /// event is the server's status.
 fn version_event(line: &str) -> Result<WatchEvent<ObjectVersion>, kube::Error> {
-    let event: MetadataEvent = serde_json::from_str(line).map_err(kube::Error::SerdeError)?;
+    let event: MetadataEvent<'_> = serde_json::from_str(line).map_err(kube::Error::SerdeError)?;
+    let object = event.object.get();
     if event.kind == "ERROR" {
         let status: kube::core::Status =
-            serde_json::from_value(event.object).map_err(kube::Error::SerdeError)?;
+            serde_json::from_str(object).map_err(kube::Error::SerdeError)?;
         return Err(kube::Error::Api(status.boxed()));
     }
-    let item: MetadataItem =
-        serde_json::from_value(event.object).map_err(kube::Error::SerdeError)?;
-    let version = item.metadata.version();
+    let header: RawHeader<'_> = serde_json::from_str(object).map_err(kube::Error::SerdeError)?;
+    let version = header.version();
     Ok(match event.kind.as_str() {
         "BOOKMARK" => WatchEvent::bookmark(version.resource_version.unwrap_or_default()),
         "ADDED" => WatchEvent::Added(version),
@@ -173,17 +161,21 @@ fn version_event(line: &str) -> Result<WatchEvent<ObjectVersion>, kube::Error> {
 }
 
 #[derive(Deserialize)]
-struct MetadataEvent {
+struct MetadataEvent<'a> {
     #[serde(rename = "type")]
     kind: String,
-    object: serde_json::Value,
+    #[serde(borrow)]
+    object: &'a RawValue,
 }
 
+/// A list of metadata: each item read as the informer's decoder reads an object's
+/// head (names, uid, resourceVersion and controller, borrowed from the response;
+/// labels, annotations and managed fields skipped unread).
 #[derive(Deserialize)]
-struct MetadataList {
+struct MetadataList<'a> {
     metadata: ListMeta,
-    #[serde(default, deserialize_with = "null_as_empty")]
-    items: Vec<MetadataItem>,
+    #[serde(borrow, default, deserialize_with = "null_as_empty")]
+    items: Vec<RawHeader<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -194,83 +186,74 @@ struct ListMeta {
     continue_token: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct MetadataItem {
-    metadata: ItemMeta,
-}
-
-#[derive(Deserialize)]
-struct ItemMeta {
-    /// Absent from a bookmark's object.
-    #[serde(default)]
-    name: String,
-    namespace: Option<String>,
-    uid: Option<String>,
-    #[serde(rename = "resourceVersion")]
-    resource_version: Option<String>,
-    #[serde(rename = "ownerReferences", default)]
-    owner_references: Vec<Owner>,
-    // Everything else (labels, annotations, managed fields) is skipped unread.
-}
-
-impl ItemMeta {
-    fn version(self) -> ObjectVersion {
-        ObjectVersion {
-            key: ObjectKey::new(self.namespace, self.name),
-            uid: self.uid,
-            resource_version: self.resource_version,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct Owner {
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    kind: String,
-    name: String,
-    #[serde(default)]
-    uid: Option<String>,
-    #[serde(default)]
-    controller: bool,
-}
-
 /// An empty list is sent as `"items": null` by some servers (1.20 for metadata lists).
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(
+fn null_as_empty<'de: 'a, 'a, D: serde::Deserializer<'de>>(
     deserializer: D,
-) -> Result<Vec<MetadataItem>, D::Error> {
-    Ok(Option::<Vec<MetadataItem>>::deserialize(deserializer)?.unwrap_or_default())
+) -> Result<Vec<RawHeader<'a>>, D::Error> {
+    Ok(Option::<Vec<RawHeader<'a>>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::key::ObjectKey;
+    use crate::reflector::key_filter::{KeyFilter, ObjectHead, SharedKeyFilter};
+
+    /// Keeps the objects a Pod controls, by the controller reference alone.
+    struct ControlledByAPod;
+
+    impl KeyFilter for ControlledByAPod {
+        fn keeps(&self, _namespace: Option<&str>, _name: &str) -> bool {
+            false
+        }
+
+        fn generation(&self) -> tokio::sync::watch::Receiver<u64> {
+            tokio::sync::watch::channel(0).1
+        }
+
+        fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
+            head.controller.is_some_and(|owner| owner.kind == "Pod")
+        }
+    }
 
     #[test]
-    fn a_metadata_list_is_read_for_names_uids_and_versions_only() {
+    fn a_metadata_list_is_read_for_names_uids_versions_and_controllers_only() {
         let json = r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",
             "metadata":{"resourceVersion":"196","continue":"abc"},
             "items":[{"kind":"PartialObjectMetadata","metadata":{"name":"a0","namespace":"ns",
               "uid":"u-1","resourceVersion":"194","labels":{"x":"y"},
               "managedFields":[{"manager":"m","time":"2026-11-28T01:40:54Z"}],
-              "ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u","controller":true}]}}]}"#;
-        let list: MetadataList = serde_json::from_str(json).unwrap();
+              "ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u","controller":true}]}},
+              {"metadata":{"name":"a1","namespace":"ns","resourceVersion":"195",
+              "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"r","controller":true}]}}]}"#;
+        let list: MetadataList<'_> = serde_json::from_str(json).unwrap();
         assert_eq!(list.metadata.resource_version.as_deref(), Some("196"));
         assert_eq!(list.metadata.continue_token.as_deref(), Some("abc"));
-        let meta = &list.items[0].metadata;
         assert_eq!(
-            (meta.name.as_str(), meta.namespace.as_deref()),
-            ("a0", Some("ns"))
+            list.items[0].version(),
+            ObjectVersion {
+                key: ObjectKey::namespaced("ns", "a0"),
+                uid: Some("u-1".into()),
+                resource_version: Some("194".into()),
+            }
         );
-        assert_eq!(meta.uid.as_deref(), Some("u-1"));
-        assert_eq!(meta.resource_version.as_deref(), Some("194"));
-        assert!(meta.owner_references[0].controller);
+        // The filter reads the controller reference the informer's decoder reads.
+        let filter = SharedKeyFilter::new(Arc::new(ControlledByAPod));
+        let kept: Vec<_> = list
+            .items
+            .iter()
+            .filter(|item| item.kept_by(&filter))
+            .collect();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].version().key, ObjectKey::namespaced("ns", "a0"));
     }
 
     #[test]
     fn an_empty_list_may_say_null() {
         let json = r#"{"metadata":{"resourceVersion":"191"},"items":null}"#;
-        let list: MetadataList = serde_json::from_str(json).unwrap();
+        let list: MetadataList<'_> = serde_json::from_str(json).unwrap();
         assert!(list.items.is_empty());
     }
 

@@ -23,4 +23,5 @@ pub use object::decode_measured;
 pub(super) use event::decode_event;
 pub(super) use list::{ListDecoder, decode_list_stream};
 pub(crate) use managed_fields::KeyText;
+pub(super) use object::RawHeader;
 pub(super) use size::last as last_decoded_size;

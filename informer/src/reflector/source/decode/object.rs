@@ -12,13 +12,14 @@ use super::managed_fields::{self, ManagedFields};
 use crate::key::ObjectKey;
 use crate::reflector::error::DecodeError;
 use crate::reflector::key_filter::{ObjectHead, OwnerHead, SharedKeyFilter};
+use crate::reflector::source::versions::ObjectVersion;
 
 /// Just enough of an object to name it (in an error, or to a key filter) and to find
 /// its cached copy: its metadata's namespace, name, resourceVersion, uid and
 /// controller reference, borrowed from the JSON where they hold no escapes. Every
 /// other field is skipped without being copied.
 #[derive(Deserialize, Default)]
-pub(super) struct RawHeader<'a> {
+pub(in crate::reflector::source) struct RawHeader<'a> {
     #[serde(borrow, default)]
     metadata: RawObjectMeta<'a>,
 }
@@ -180,9 +181,24 @@ impl<'a> RawHeader<'a> {
     }
 
     /// Whether `filter` keeps the object; one without a name is kept (and decoded,
-    /// to be named by what it is).
-    pub(super) fn kept_by(&self, filter: &SharedKeyFilter) -> bool {
+    /// to be named by what it is). The one place a source applies a key filter to
+    /// what the server sent: the informer's lists and watches, and the consistency
+    /// checks' lists of versions.
+    pub(in crate::reflector::source) fn kept_by(&self, filter: &SharedKeyFilter) -> bool {
         self.head().is_none_or(|head| filter.keeps_object(&head))
+    }
+
+    /// The object's name, uid and resourceVersion, as a consistency check compares
+    /// them (a bookmark's object has no name: its key's name is empty).
+    pub(in crate::reflector::source) fn version(&self) -> ObjectVersion {
+        ObjectVersion {
+            key: ObjectKey::new(
+                self.namespace().map(str::to_owned),
+                self.name().unwrap_or_default(),
+            ),
+            uid: self.uid().map(str::to_owned),
+            resource_version: self.resource_version().map(str::to_owned),
+        }
     }
 }
 
