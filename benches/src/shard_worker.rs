@@ -193,11 +193,9 @@ async fn run_on<K: Primary>(args: &ShardArgs) -> anyhow::Result<ShardSample> {
     // The controller's primary informer: the factory's namespace, filtered by the
     // shard under the name the controller gives the filter.
     let primary = factory.informer_for::<K>(
-        Selection {
-            namespace: Some(namespace.to_owned()),
-            ..Selection::default()
-        }
-        .filtered(format!("shard {group}/{identity}"), Arc::new(shard.clone())),
+        Selection::default()
+            .namespace(namespace)
+            .filtered(format!("shard {group}/{identity}"), Arc::new(shard.clone())),
     );
     let sample = {
         let coverage = Arc::clone(&coverage);

@@ -1,5 +1,5 @@
 //! SharedInformerFactory against a real API server: sharing, scoping, start, sync
-//! report, options, CRDs, shutdown, key-filtered scopes.
+//! report, options, CRDs, shutdown, key-filtered selections.
 
 mod common;
 
@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{config_map, eventually};
-use informer::factory::{CacheSyncError, FactoryOptions, Selection, SharedInformerFactory};
+use informer::factory::{
+    ByObject, CacheSyncError, FactoryOptions, Selection, SharedInformerFactory,
+};
 use informer::reflector::FnKeyFilter;
 use informer::reflector::source::ManagedFields;
 use informer::shared_informer::{HasSynced, ResourceEventHandlerFns};
@@ -38,7 +40,7 @@ async fn install_widget_crd(env: &TestEnv) {
 }
 
 #[tokio::test]
-async fn one_informer_per_type_and_scope_shared_by_all_who_ask() {
+async fn one_informer_per_type_and_selection_shared_by_all_who_ask() {
     let env = TestEnv::shared().await.unwrap();
     let ns = env.create_namespace("factory-share").await.unwrap();
     let factory = SharedInformerFactory::new(
@@ -48,19 +50,17 @@ async fn one_informer_per_type_and_scope_shared_by_all_who_ask() {
     let a = factory.informer::<ConfigMap>();
     let b = factory.informer::<ConfigMap>();
     assert_eq!(a, b, "asking twice returns the same informer");
-    let labelled = factory.informer_for::<ConfigMap>(Selection {
-        namespace: Some(ns.clone()),
-        label_selector: Some("app=x".into()),
-        ..Selection::default()
-    });
+    let labelled = factory.informer_for::<ConfigMap>(
+        Selection::default()
+            .namespace(ns.clone())
+            .label_selector("app=x"),
+    );
     assert_ne!(a, labelled, "another selector is another informer");
     let _secrets = factory.informer::<Secret>();
     // Cluster-scoped types ignore the namespace, so these two are one.
     let namespaces = factory.informer::<Namespace>();
-    let namespaces_elsewhere = factory.informer_for::<Namespace>(Selection {
-        namespace: Some("elsewhere".into()),
-        ..Selection::default()
-    });
+    let namespaces_elsewhere =
+        factory.informer_for::<Namespace>(Selection::default().namespace("elsewhere"));
     assert_eq!(namespaces, namespaces_elsewhere);
     assert_eq!(factory.len(), 4);
 
@@ -97,12 +97,15 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
                 let annotations = meta.annotations.get_or_insert_default();
                 annotations.insert("seen-by".into(), "every type".into());
             })
-            .managed_fields_for::<ConfigMap>(ManagedFields::Keep)
-            .transform_for::<ConfigMap>(|mut cm| {
-                cm.labels_mut().insert("seen-by".into(), "factory".into());
-                cm
-            })
-            .resync_for::<ConfigMap>(Duration::from_millis(200)),
+            .by_object(
+                ByObject::<ConfigMap>::default()
+                    .managed_fields(ManagedFields::Keep)
+                    .transform(|mut cm| {
+                        cm.labels_mut().insert("seen-by".into(), "factory".into());
+                        cm
+                    })
+                    .resync(Duration::from_millis(200)),
+            ),
     );
     let cms = factory.informer::<ConfigMap>();
     let token = Arc::new(());
@@ -239,12 +242,12 @@ async fn churn(api: &Api<ConfigMap>, from: usize, to: usize) {
     }
 }
 
-/// A factory informer whose scope carries a key filter that switches at run time: under
+/// A factory informer whose selection carries a key filter that switches at run time: under
 /// churn, and after each switch, its cache holds exactly what the server holds that
 /// the filter keeps (name and resourceVersion, against a fresh list), and what its
 /// handler was told adds up to the same; objects not kept are counted, never cached.
 #[tokio::test]
-async fn a_filtered_scope_caches_exactly_the_kept_objects_through_churn_and_switches() {
+async fn a_filtered_selection_caches_exactly_the_kept_objects_through_churn_and_switches() {
     let env = TestEnv::shared().await.unwrap();
     let ns = env.create_namespace("factory-filter").await.unwrap();
     let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
@@ -255,12 +258,10 @@ async fn a_filtered_scope_caches_exactly_the_kept_objects_through_churn_and_swit
     let low: fn(usize) -> bool = |n| n < 12;
     let filter = Arc::new(FnKeyFilter::new(by_number(even)));
     let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryOptions::default());
-    let scope = Selection {
-        namespace: Some(ns.clone()),
-        ..Selection::default()
-    }
-    .filtered("parity", filter.clone());
-    let informer = factory.informer_for::<ConfigMap>(scope);
+    let selection = Selection::default()
+        .namespace(ns.clone())
+        .filtered("parity", filter.clone());
+    let informer = factory.informer_for::<ConfigMap>(selection);
     // What the handler was told, applied to a map: name -> resourceVersion.
     let told: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
     let (on_add, on_update, on_delete) = (told.clone(), told.clone(), told.clone());

@@ -92,7 +92,7 @@ impl Member {
         }
     }
 
-    fn scope(&self) -> Selection {
+    fn selection(&self) -> Selection {
         Selection::default().filtered(
             format!("shard {}", self.handle.identity()),
             Arc::new(self.handle.clone()),
@@ -107,7 +107,7 @@ impl Member {
                 options.label_selector = Some(selector.clone());
             }),
         );
-        factory.informer_for::<Pod>(self.scope());
+        factory.informer_for::<Pod>(self.selection());
         factory.start();
         self.factory = Some(factory);
     }
@@ -116,7 +116,7 @@ impl Member {
         self.factory
             .as_ref()
             .unwrap()
-            .informer_for::<Pod>(self.scope())
+            .informer_for::<Pod>(self.selection())
     }
 
     fn cached(&self) -> BTreeSet<ObjectKey> {

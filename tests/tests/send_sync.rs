@@ -305,7 +305,8 @@ const _: fn(&events::Recorder) = |recorder| {
 assert_type!(factory::CacheSyncError: Send + Sync);
 assert_type!(factory::FactoryOptions: Send + Sync);
 assert_type!(factory::Selection: Send + Sync);
-assert_type!(factory::NamedKeyFilter: Send + Sync);
+assert_type!(factory::ByObject<k8s_openapi::api::core::v1::ConfigMap>: Send + Sync);
+
 assert_type!(factory::SharedInformerFactory: Send + Sync);
 assert_type!(factory::Unsynced: Send + Sync);
 

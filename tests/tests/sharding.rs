@@ -545,12 +545,10 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
     }
     // Each replica's cache of ConfigMaps holds its shard only.
     for (identity, shard, factory) in [("a", &a_shard, &a_factory), ("b", &b_shard, &b_factory)] {
-        let scope = Selection {
-            namespace: Some(namespace.clone()),
-            ..Selection::default()
-        }
-        .filtered(format!("shard stuck/{identity}"), Arc::new(shard.clone()));
-        let informer = factory.informer_for::<ConfigMap>(scope);
+        let selection = Selection::default()
+            .namespace(namespace.clone())
+            .filtered(format!("shard stuck/{identity}"), Arc::new(shard.clone()));
+        let informer = factory.informer_for::<ConfigMap>(selection);
         let cache = informer.indexer();
         common::eventually(
             &format!("{identity}'s cache to hold its shard"),
@@ -674,12 +672,10 @@ async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is
     api.delete("lapse-0", &DeleteParams::default())
         .await
         .unwrap();
-    let scope = Selection {
-        namespace: Some(namespace.clone()),
-        ..Selection::default()
-    }
-    .filtered("shard lapse/only", Arc::new(shard.clone()));
-    let cache = factory.informer_for::<ConfigMap>(scope).indexer();
+    let selection = Selection::default()
+        .namespace(namespace.clone())
+        .filtered("shard lapse/only", Arc::new(shard.clone()));
+    let cache = factory.informer_for::<ConfigMap>(selection).indexer();
     common::eventually("the deletion to reach the cache", SETTLE, || {
         cache.len() == 2
     })
@@ -798,17 +794,13 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
     };
     // The member's cache of Secrets: the factory entry its controller filled.
     let owned_cache = |factory: &SharedInformerFactory, identity: &str| {
-        let scope = Selection {
-            namespace: Some(namespace.clone()),
-            ..Selection::default()
-        }
-        .filtered(
+        let selection = Selection::default().namespace(namespace.clone()).filtered(
             format!("controlled by ConfigMap of shard owned/{identity}"),
             Arc::new(informer::reflector::FnKeyFilter::new(|_, _| {
-                unreachable!("the controller made this scope's informer, with its own filter")
+                unreachable!("the controller made this selection's informer, with its own filter")
             })),
         );
-        factory.informer_for::<Secret>(scope)
+        factory.informer_for::<Secret>(selection)
     };
     let children_of = |shard: &ShardHandle| {
         let mut children: Vec<String> = (0..PARENTS)

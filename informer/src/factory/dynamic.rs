@@ -6,7 +6,7 @@
 //! plural), the namespace (for namespaced resources) and the selectors, beside the
 //! typed ones: `informer::<ConfigMap>()` and the dynamic informer of `configmaps` are
 //! two informers. Per-type options address them all as `DynamicObject`
-//! (`resync_for::<DynamicObject>(..)`).
+//! (`by_object(ByObject::<DynamicObject>::default()...)`).
 
 use kube::Resource;
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};

@@ -11,7 +11,7 @@
 //!
 //! It is its own entry in the factory, beside a full informer of `K` in the same selection:
 //! the two share nothing but the factory. Per-type options address it as
-//! `PartialObjectMeta<K>` (`resync_for::<PartialObjectMeta<Pod>>(..)`).
+//! `PartialObjectMeta<K>` (`by_object(ByObject::<PartialObjectMeta<Pod>>::default()...)`).
 
 use kube::Resource;
 use kube::core::PartialObjectMeta;

@@ -17,7 +17,7 @@
 //! resource known only at run time; see [`crate::dynamic`]), each shared the same way
 //! and each its own entry: a full, a metadata-only and a dynamic informer of ConfigMaps
 //! are three informers. Per-type options address them by their object type
-//! (`resync_for::<PartialObjectMeta<Pod>>`, `resync_for::<DynamicObject>`).
+//! ([`ByObject`]`<PartialObjectMeta<Pod>>`, [`ByObject`]`<DynamicObject>`).
 //!
 //! [`start`](SharedInformerFactory::start) runs every informer not yet running (call
 //! it again after asking for more), [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync)
@@ -76,8 +76,9 @@ mod state;
 mod sync_error;
 
 pub use cacheable::Cacheable;
-pub use options::FactoryOptions;
-pub use selection::{NamedKeyFilter, Selection};
+pub use options::{ByObject, FactoryOptions};
+pub(crate) use selection::NamedKeyFilter;
+pub use selection::Selection;
 pub use shared_informer_factory::SharedInformerFactory;
 pub use sync_error::{CacheSyncError, Unsynced};
 

@@ -1,6 +1,5 @@
-//! [`FactoryOptions`]: the factory's settings for every informer, and the overrides
-//! of one type's (`resync_for`, `transform_for`, `managed_fields_for`, `queue_for`),
-//! kept together per type.
+//! [`FactoryOptions`]: the factory's settings for every informer, and [`ByObject`]:
+//! one type's, over them.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -32,15 +31,88 @@ pub struct FactoryOptions {
     queue: QueueKind,
     /// Bytes past which an informer's cache warns ([`FactoryOptions::cache_budget`]).
     cache_budget: Option<u64>,
-    /// What `*_for::<K>()` set for one type, over the settings of every type.
+    /// What [`by_object`](Self::by_object) set for one type, over the settings of
+    /// every type.
     per_type: HashMap<TypeId, TypeOverrides>,
     consistency: Option<ConsistencyConfig>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
 }
 
-/// The settings of one type's informers that differ from every type's: one entry per
-/// type, whichever `*_for::<K>()` setters were called for it.
+/// One type's informer settings, over the factory's for every type; each one left
+/// unset is the factory's. Given to [`FactoryOptions::by_object`].
+#[must_use]
+pub struct ByObject<K> {
+    resync: Option<Duration>,
+    transform: Option<Arc<dyn Fn(K) -> K + Send + Sync>>,
+    managed_fields: Option<ManagedFields>,
+    queue: Option<QueueKind>,
+}
+
+impl<K> Default for ByObject<K> {
+    fn default() -> Self {
+        Self {
+            resync: None,
+            transform: None,
+            managed_fields: None,
+            queue: None,
+        }
+    }
+}
+
+impl<K> Clone for ByObject<K> {
+    fn clone(&self) -> Self {
+        Self {
+            resync: self.resync,
+            transform: self.transform.clone(),
+            managed_fields: self.managed_fields,
+            queue: self.queue,
+        }
+    }
+}
+
+impl<K> fmt::Debug for ByObject<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ByObject")
+            .field("resync", &self.resync)
+            .field("transform", &self.transform.is_some())
+            .field("managed_fields", &self.managed_fields)
+            .field("queue", &self.queue)
+            .finish()
+    }
+}
+
+impl<K> ByObject<K> {
+    /// The resync period of `K`'s informers (over
+    /// [`default_resync`](FactoryOptions::default_resync)).
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = Some(period);
+        self
+    }
+
+    /// Changes `K`'s objects before they are cached (after
+    /// [`transform_metadata`](FactoryOptions::transform_metadata)).
+    pub fn transform(mut self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(transform));
+        self
+    }
+
+    /// Whether `K`'s objects keep `metadata.managedFields` (over
+    /// [`managed_fields`](FactoryOptions::managed_fields)).
+    pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
+        self.managed_fields = Some(managed_fields);
+        self
+    }
+
+    /// The queue of `K`'s informers (over [`queue`](FactoryOptions::queue)).
+    pub fn queue(mut self, kind: QueueKind) -> Self {
+        self.queue = Some(kind);
+        self
+    }
+}
+
+/// A [`ByObject`] as the factory keeps it, one entry per type (its transform
+/// type-erased).
 #[derive(Clone, Default)]
 struct TypeOverrides {
     resync: Option<Duration>,
@@ -101,12 +173,6 @@ impl FactoryOptions {
         self
     }
 
-    /// The resync period of `K`'s informers (client-go's `WithCustomResyncConfig`).
-    pub fn resync_for<K: 'static>(mut self, period: Duration) -> Self {
-        self.for_type::<K>().resync = Some(period);
-        self
-    }
-
     /// Changes every object's metadata before it is cached, whatever its type
     /// (e.g. drop annotations nobody reads).
     pub fn transform_metadata(
@@ -117,28 +183,10 @@ impl FactoryOptions {
         self
     }
 
-    /// Changes `K`'s objects before they are cached (after
-    /// [`transform_metadata`](Self::transform_metadata)).
-    pub fn transform_for<K: 'static>(
-        mut self,
-        transform: impl Fn(K) -> K + Send + Sync + 'static,
-    ) -> Self {
-        let transform: Arc<dyn Fn(K) -> K + Send + Sync> = Arc::new(transform);
-        self.for_type::<K>().transform = Some(Arc::new(transform));
-        self
-    }
-
     /// Whether every informer's objects keep `metadata.managedFields`; by default they
     /// are dropped while decoding (see [`ManagedFields`]).
     pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
         self.managed_fields = managed_fields;
-        self
-    }
-
-    /// Whether `K`'s objects keep `metadata.managedFields` (over
-    /// [`managed_fields`](Self::managed_fields)).
-    pub fn managed_fields_for<K: 'static>(mut self, managed_fields: ManagedFields) -> Self {
-        self.for_type::<K>().managed_fields = Some(managed_fields);
         self
     }
 
@@ -163,12 +211,6 @@ impl FactoryOptions {
         self
     }
 
-    /// The queue of `K`'s informers (over [`queue`](Self::queue)).
-    pub fn queue_for<K: 'static>(mut self, kind: QueueKind) -> Self {
-        self.for_type::<K>().queue = Some(kind);
-        self
-    }
-
     /// Checks every informer's cache against the server while it runs, and probes its
     /// staleness (see [`consistency`](crate::consistency)).
     pub fn consistency(mut self, config: ConsistencyConfig) -> Self {
@@ -186,8 +228,48 @@ impl FactoryOptions {
         self
     }
 
-    fn for_type<K: 'static>(&mut self) -> &mut TypeOverrides {
-        self.per_type.entry(TypeId::of::<K>()).or_default()
+    /// `K`'s own settings, over the ones above for every type (client-go's
+    /// `WithCustomResyncConfig`, controller-runtime's `cache.Options.ByObject`): what
+    /// `settings` leaves unset stays as every type has it. A second call for the same
+    /// `K` replaces the first.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use informer::factory::{ByObject, FactoryOptions};
+    /// use informer::reflector::source::ManagedFields;
+    /// use k8s_openapi::api::core::v1::Secret;
+    ///
+    /// let options = FactoryOptions::default()
+    ///     .default_resync(Duration::from_secs(600))
+    ///     .by_object(
+    ///         ByObject::<Secret>::default()
+    ///             .resync(Duration::from_secs(60))
+    ///             .managed_fields(ManagedFields::Keep)
+    ///             .transform(|mut secret: Secret| {
+    ///                 secret.data = None;
+    ///                 secret
+    ///             }),
+    ///     );
+    /// # let _ = options;
+    /// ```
+    pub fn by_object<K: 'static>(mut self, settings: ByObject<K>) -> Self {
+        let ByObject {
+            resync,
+            transform,
+            managed_fields,
+            queue,
+        } = settings;
+        let transform = transform.map(|t| Arc::new(t) as Arc<dyn Any + Send + Sync>);
+        self.per_type.insert(
+            TypeId::of::<K>(),
+            TypeOverrides {
+                resync,
+                transform,
+                managed_fields,
+                queue,
+            },
+        );
+        self
     }
 
     fn overrides<K: 'static>(&self) -> Option<&TypeOverrides> {

@@ -13,20 +13,48 @@ use crate::scope::FactoryScope;
 /// Which objects an informer keeps: those of a namespace (or all), matching selectors,
 /// and kept by a key filter. ("Scope" is kept for a resource's scope, namespaced or
 /// cluster-wide: [`FactoryScope`].)
+///
+/// Built like the other settings, from `Default` with `#[must_use]` methods:
+///
+/// ```
+/// use informer::factory::Selection;
+///
+/// let web = Selection::default().namespace("shop").label_selector("app=web");
+/// # let _ = web;
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[must_use]
 pub struct Selection {
     /// Only this namespace (ignored for cluster-scoped types); `None`: all.
-    pub namespace: Option<String>,
+    pub(super) namespace: Option<String>,
     /// Only objects matching this label selector.
-    pub label_selector: Option<String>,
+    pub(super) label_selector: Option<String>,
     /// Only objects matching this field selector.
-    pub field_selector: Option<String>,
-    /// Only objects this filter keeps, chosen by key before they are decoded (see
-    /// [`filtered`](Self::filtered)).
-    pub key_filter: Option<NamedKeyFilter>,
+    pub(super) field_selector: Option<String>,
+    /// Only objects this filter keeps, chosen by key before they are decoded.
+    pub(super) key_filter: Option<NamedKeyFilter>,
 }
 
 impl Selection {
+    /// Only the objects of this namespace (ignored for cluster-scoped types); by
+    /// default, every namespace's.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Only the objects this label selector matches (`app=web,tier!=cache`).
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Only the objects this field selector matches (`spec.nodeName=node-1`).
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
     /// This selection, keeping only the objects `filter` keeps, skipped before they are
     /// decoded, with a relist whenever its generation moves (see
     /// [`KeyFilter`]). `id` names the filter: selections with filters of the same id are
@@ -34,7 +62,6 @@ impl Selection {
     /// unfiltered one (its handlers see a filter that shrinks as deletions of objects
     /// that still exist). Informers' names end with it: `ConfigMap in default
     /// [shard web/replica-1]`.
-    #[must_use]
     pub fn filtered(mut self, id: impl Into<String>, filter: Arc<dyn KeyFilter>) -> Self {
         self.key_filter = Some(NamedKeyFilter::new(id, filter));
         self
@@ -73,17 +100,17 @@ impl Selection {
     }
 }
 
-/// A [`KeyFilter`] with an id, as an [`Selection`] carries it: compared, hashed and
+/// A [`KeyFilter`] with an id, as a [`Selection`] carries it: compared, hashed and
 /// printed by its id alone.
 #[derive(Clone)]
-pub struct NamedKeyFilter {
+pub(crate) struct NamedKeyFilter {
     id: String,
     filter: Arc<dyn KeyFilter>,
 }
 
 impl NamedKeyFilter {
     /// `filter`, named `id`.
-    pub fn new(id: impl Into<String>, filter: Arc<dyn KeyFilter>) -> Self {
+    pub(crate) fn new(id: impl Into<String>, filter: Arc<dyn KeyFilter>) -> Self {
         Self {
             id: id.into(),
             filter,
@@ -91,12 +118,12 @@ impl NamedKeyFilter {
     }
 
     /// The id.
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.id
     }
 
     /// The filter.
-    pub fn filter(&self) -> &Arc<dyn KeyFilter> {
+    pub(crate) fn filter(&self) -> &Arc<dyn KeyFilter> {
         &self.filter
     }
 }

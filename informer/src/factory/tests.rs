@@ -140,11 +140,7 @@ async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
     assert_ne!(dynamic, secrets, "another resource is another informer");
     let labelled = factory.dynamic_informer_for(
         &config_maps,
-        Selection {
-            namespace: Some("ns".into()),
-            label_selector: Some("app=x".into()),
-            ..Selection::default()
-        },
+        Selection::default().namespace("ns").label_selector("app=x"),
     );
     assert_ne!(dynamic, labelled, "another selector is another informer");
     // Cluster-scoped resources ignore the namespace, dynamic ones included.
@@ -240,11 +236,9 @@ async fn a_filtered_selection_is_its_own_entry_shared_by_filter_id() {
     let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
     let shard: Arc<dyn KeyFilter> = Arc::new(FnKeyFilter::new(|_, name| name < "m"));
     let selection = |id: &str, filter: &Arc<dyn KeyFilter>| {
-        Selection {
-            namespace: Some("ns".into()),
-            ..Selection::default()
-        }
-        .filtered(id, Arc::clone(filter))
+        Selection::default()
+            .namespace("ns")
+            .filtered(id, Arc::clone(filter))
     };
     let unfiltered = factory.informer::<ConfigMap>();
     let filtered = factory.informer_for::<ConfigMap>(selection("shard web/replica-1", &shard));

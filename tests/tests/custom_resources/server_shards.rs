@@ -181,11 +181,11 @@ impl Replica {
     /// Starts the informer, filtered by the member's shard.
     fn start_informer(&mut self, env: &TestEnv) {
         let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryOptions::default());
-        let scope = Selection::default().filtered(
+        let selection = Selection::default().filtered(
             format!("shard {}", self.handle.identity()),
             Arc::new(self.handle.clone()),
         );
-        factory.informer_for::<Widget>(scope);
+        factory.informer_for::<Widget>(selection);
         factory.start();
         self.factory = Some(factory);
     }
@@ -205,11 +205,14 @@ impl Replica {
     }
 
     fn informer(&self) -> informer::shared_informer::SharedIndexInformer<Widget> {
-        let scope = Selection::default().filtered(
+        let selection = Selection::default().filtered(
             format!("shard {}", self.handle.identity()),
             Arc::new(self.handle.clone()),
         );
-        self.factory.as_ref().unwrap().informer_for::<Widget>(scope)
+        self.factory
+            .as_ref()
+            .unwrap()
+            .informer_for::<Widget>(selection)
     }
 
     async fn leave(self) {
@@ -603,12 +606,10 @@ async fn behind_a_proxy_refusing_long_request_lines_members_fall_back_and_sync()
     let proxy = LineLimitProxy::start(env.client().unwrap(), 8_192).await;
 
     let factory = SharedInformerFactory::new(proxy.client(), FactoryOptions::default());
-    let scope = Selection {
-        label_selector: Some(labels),
-        ..Selection::default()
-    }
-    .filtered("shard a", Arc::new(a.handle.clone()));
-    let informer = factory.informer_for::<Widget>(scope);
+    let selection = Selection::default()
+        .label_selector(labels)
+        .filtered("shard a", Arc::new(a.handle.clone()));
+    let informer = factory.informer_for::<Widget>(selection);
     factory.start();
     let cached = |informer: &informer::shared_informer::SharedIndexInformer<Widget>| {
         cached_of(informer, &keys)
