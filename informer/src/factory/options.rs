@@ -31,9 +31,9 @@ pub struct FactoryOptions {
     queue: QueueKind,
     /// Bytes past which an informer's cache warns ([`FactoryOptions::cache_budget`]).
     cache_budget: Option<u64>,
-    /// What [`by_object`](Self::by_object) set for one type, over the settings of
-    /// every type.
-    per_type: HashMap<TypeId, TypeOverrides>,
+    /// The [`ByObject<K>`] each [`by_object`](Self::by_object) gave, by `K`'s type:
+    /// one type's settings over every type's.
+    per_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     consistency: Option<ConsistencyConfig>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
@@ -111,28 +111,6 @@ impl<K> ByObject<K> {
     }
 }
 
-/// A [`ByObject`] as the factory keeps it, one entry per type (its transform
-/// type-erased).
-#[derive(Clone, Default)]
-struct TypeOverrides {
-    resync: Option<Duration>,
-    /// An `Arc<dyn Fn(K) -> K + Send + Sync>` for the entry's `K`.
-    transform: Option<Arc<dyn Any + Send + Sync>>,
-    managed_fields: Option<ManagedFields>,
-    queue: Option<QueueKind>,
-}
-
-impl fmt::Debug for TypeOverrides {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TypeOverrides")
-            .field("resync", &self.resync)
-            .field("transform", &self.transform.is_some())
-            .field("managed_fields", &self.managed_fields)
-            .field("queue", &self.queue)
-            .finish()
-    }
-}
-
 impl fmt::Debug for FactoryOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FactoryOptions")
@@ -143,7 +121,7 @@ impl fmt::Debug for FactoryOptions {
             .field("managed_fields", &self.managed_fields)
             .field("queue", &self.queue)
             .field("cache_budget", &self.cache_budget)
-            .field("per_type", &self.per_type.values().collect::<Vec<_>>())
+            .field("by_object", &self.per_type.len())
             .field("consistency", &self.consistency)
             .finish()
     }
@@ -253,27 +231,12 @@ impl FactoryOptions {
     /// # let _ = options;
     /// ```
     pub fn by_object<K: 'static>(mut self, settings: ByObject<K>) -> Self {
-        let ByObject {
-            resync,
-            transform,
-            managed_fields,
-            queue,
-        } = settings;
-        let transform = transform.map(|t| Arc::new(t) as Arc<dyn Any + Send + Sync>);
-        self.per_type.insert(
-            TypeId::of::<K>(),
-            TypeOverrides {
-                resync,
-                transform,
-                managed_fields,
-                queue,
-            },
-        );
+        self.per_type.insert(TypeId::of::<K>(), Arc::new(settings));
         self
     }
 
-    fn overrides<K: 'static>(&self) -> Option<&TypeOverrides> {
-        self.per_type.get(&TypeId::of::<K>())
+    fn overrides<K: 'static>(&self) -> Option<&ByObject<K>> {
+        self.per_type.get(&TypeId::of::<K>())?.downcast_ref()
     }
 
     /// The namespace every informer watches, if one.
@@ -324,10 +287,7 @@ impl FactoryOptions {
 
     /// `K`'s own transform, if one.
     pub(super) fn transform_of<K: 'static>(&self) -> Option<Arc<dyn Fn(K) -> K + Send + Sync>> {
-        self.overrides::<K>()
-            .and_then(|o| o.transform.as_ref())
-            .and_then(|t| t.downcast_ref::<Arc<dyn Fn(K) -> K + Send + Sync>>())
-            .cloned()
+        self.overrides::<K>()?.transform.clone()
     }
 
     /// Every informer's consistency checks, if asked for.

@@ -285,3 +285,53 @@ async fn a_filtered_selection_is_its_own_entry_shared_by_filter_id() {
         r#"Some(NamedKeyFilter("shard web/replica-1"))"#
     );
 }
+
+/// A type's `ByObject` is over every type's settings: what it leaves unset is theirs,
+/// another type keeps theirs, and a second `by_object` of the type replaces the first.
+#[test]
+fn by_object_settings_override_one_type_and_fall_back_to_every_types() {
+    use crate::reflector::source::ManagedFields;
+    use crate::shared_informer::QueueKind;
+
+    let every = Duration::from_secs(600);
+    let options = FactoryOptions::default()
+        .default_resync(every)
+        .queue(QueueKind::DeltaFifo)
+        .by_object(ByObject::<Secret>::default().resync(Duration::from_secs(1)))
+        .by_object(
+            ByObject::<ConfigMap>::default()
+                .managed_fields(ManagedFields::Keep)
+                .transform(|mut cm: ConfigMap| {
+                    cm.data = None;
+                    cm
+                }),
+        );
+    assert_eq!(options.resync_of::<Secret>(), Some(Duration::from_secs(1)));
+    assert_eq!(options.resync_of::<ConfigMap>(), Some(every));
+    assert_eq!(options.queue_of::<Secret>(), QueueKind::DeltaFifo);
+    assert_eq!(
+        options.managed_fields_of::<ConfigMap>(),
+        ManagedFields::Keep
+    );
+    assert_eq!(
+        options.managed_fields_of::<Secret>(),
+        ManagedFields::default()
+    );
+    assert!(options.transform_of::<Secret>().is_none());
+    let transform = options
+        .transform_of::<ConfigMap>()
+        .expect("ConfigMap's own");
+    let cm = ConfigMap {
+        data: Some([("k".to_owned(), "v".to_owned())].into()),
+        ..ConfigMap::default()
+    };
+    assert_eq!(transform(cm).data, None);
+
+    let replaced = options.by_object(ByObject::<Secret>::default().queue(QueueKind::InOrder));
+    assert_eq!(
+        replaced.resync_of::<Secret>(),
+        Some(every),
+        "the first is gone"
+    );
+    assert_eq!(replaced.queue_of::<Secret>(), QueueKind::InOrder);
+}
