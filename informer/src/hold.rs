@@ -1,8 +1,9 @@
 //! [`Holds`]: something kept up until the last [`Hold`] on it is dropped, and a wait
 //! for that moment. The one shape of the crate's keep-until-dropped guards: a write
-//! on its way keeps its replica's Lease (a claim's `writes`), a controller
-//! writing its last events keeps its shard member's Lease, a controller running on a
-//! retired cluster keeps that cluster's factory up.
+//! on its way keeps its replica's Lease (a claim's `writes`), a leader's `Term` keeps
+//! its elector from releasing the lease on step-down, a controller writing its last
+//! events keeps its shard member's Lease, a controller running on a retired cluster
+//! keeps that cluster's factory up.
 //!
 //! A hold is a receiver of a watch channel that never sends: the channel already
 //! counts its receivers, and its sender wakes a waiter when the last one goes, so a

@@ -98,7 +98,7 @@ pub(crate) trait Claim: Send + Sync + std::fmt::Debug {
     /// a refused write fails with: what the claim was and how it ends.
     fn describe_loss(&self) -> String;
 
-    /// Where the writes let through under this claim are counted until answered, for
+    /// Where the writes let through under this claim are held until answered, for
     /// a grantor that waits for them before it gives the claim up to others (a shard
     /// member stepping down); `None` when nothing waits.
     fn writes(&self) -> Option<&Holds> {

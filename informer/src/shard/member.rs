@@ -39,7 +39,7 @@ pub struct ShardMember {
     counters: Arc<Counters>,
     /// The clocks the member's deadlines are checked with.
     clocks: Arc<MissedTime>,
-    /// Held (as receivers) by the controllers working this member's keys until their
+    /// Held by the controllers working this member's keys until their
     /// pending events are written: a clean shutdown waits for them before it deletes
     /// the Lease.
     releases: Arc<Holds>,
