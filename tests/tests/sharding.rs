@@ -792,8 +792,13 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
             factory,
         )
     };
-    // The member's cache of Secrets: the factory entry its controller filled.
-    let owned_cache = |factory: &SharedInformerFactory, identity: &str| {
+    // The member's cache of Secrets: the factory entry its controller made when it
+    // started running (its primary's entry and this one), and filled.
+    let owned_cache = async |factory: &SharedInformerFactory, identity: &str| {
+        common::eventually("the controller to make its informers", SETTLE, || {
+            factory.len() == 2
+        })
+        .await;
         let selection = Selection::default().namespace(namespace.clone()).filtered(
             format!("controlled by ConfigMap of shard owned/{identity}"),
             Arc::new(informer::reflector::FnKeyFilter::new(|_, _| {
@@ -826,7 +831,7 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
 
     // a alone: it creates every child, and caches them all, but not the stranger.
     let (a_shard, a_member, a_controller, a_factory) = start("a");
-    let a_owned = owned_cache(&a_factory, "a");
+    let a_owned = owned_cache(&a_factory, "a").await;
     common::eventually("a to create and cache every child", SETTLE, || {
         created.lock().unwrap().len() == PARENTS && cached(&a_owned).len() == PARENTS
     })
@@ -835,7 +840,7 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
 
     // b joins: each member's cache holds the children of its own shard.
     let (b_shard, b_member, b_controller, b_factory) = start("b");
-    let b_owned = owned_cache(&b_factory, "b");
+    let b_owned = owned_cache(&b_factory, "b").await;
     for (identity, shard, owned) in [("a", &a_shard, &a_owned), ("b", &b_shard, &b_owned)] {
         common::eventually(
             &format!("{identity}'s owned cache to follow its shard"),

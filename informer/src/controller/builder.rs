@@ -1,9 +1,10 @@
-//! [`Controller`]: the builder. It collects what to watch and how (its
-//! [`Inputs`](super::run::Inputs)) and the replication mode, a type (see
-//! [`ReplicationMode`](super::replication::ReplicationMode));
-//! [`run`](Controller::run) hands both to the run (`run.rs`).
+//! [`Controller`]: the builder. It records what to watch and how (its
+//! [`Inputs`](super::run::Inputs), each type a [`Wire`](super::wiring::Wire)) and
+//! the replication mode, a type (see
+//! [`ReplicationMode`](super::replication::ReplicationMode)), and makes nothing;
+//! [`run`](Controller::run) hands both to the run (`run.rs`), which makes the
+//! informers, indexes and handlers.
 
-use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -12,23 +13,20 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use super::context::Context;
-use super::handlers::{Relation, mapping_handler};
-use super::mapping::{IntoPrimaryKey, controller_key, controller_uid, owner_index_name};
+use super::mapping::IntoPrimaryKey;
 use super::predicate::Predicate;
 use super::primary::Primary;
 use super::reconciler::{ReconcileFn, erase_cleanup, erase_reconcile};
-use super::registry::Registry;
 use super::replication::{LeaderElected, Replicate, ReplicationMode, Sharded, Single};
 use super::run::{Inputs, run};
+use super::wiring;
 use super::{ControllerError, Retry};
 use crate::events::Recorder;
 use crate::factory::{Cacheable, SharedInformerFactory};
 use crate::key::ObjectKey;
 use crate::leader::LeadershipHandle;
 use crate::lister::Lister;
-use crate::reflector::{ControlledBy, KeyFilter};
 use crate::shard::ShardHandle;
-use crate::store::Indexers;
 use crate::workqueue::{Action, RunnerConfig, WorkQueue};
 
 /// A controller for primary type `K`: its objects, and the objects it owns or watches,
@@ -49,9 +47,14 @@ impl<K, R> fmt::Debug for Controller<K, R> {
 }
 
 impl<K: Primary> Controller<K> {
-    /// A controller of `K`, on the factory's shared informer for `K` (made now if no
-    /// one asked for it yet). For an [`Informable`](crate::informable::Informable) `K`,
-    /// ask the factory for `informable::<K>()` first so its indexes exist from the
+    /// A controller of `K`, on the factory's shared informer for `K`.
+    ///
+    /// The builder only records what to watch and how: the informers, indexes and
+    /// handlers are made when the controller [`run`](Self::run)s (from the factory,
+    /// shared with whoever asked for the same type), so a controller built and
+    /// dropped leaves nothing in the factory. For an
+    /// [`Informable`](crate::informable::Informable) `K`, ask the factory for
+    /// `informable::<K>()` before the controller runs so its indexes exist from the
     /// start (they are otherwise added on the first typed query).
     pub fn new(factory: &SharedInformerFactory) -> Self {
         Self::with_mode(factory, Single::new())
@@ -66,7 +69,7 @@ impl<K: Primary> Controller<K> {
     /// at once, across processes); when keys become this member's, every cached `K`
     /// among them is queued. The types it [`owns`](Self::owns) are cached per shard
     /// too: a replica keeps the objects controlled by its own primaries only
-    /// ([`ControlledBy`]), and [`Context::lister`] and [`Context::owned`] read that
+    /// ([`ControlledBy`](crate::reflector::ControlledBy)), and [`Context::lister`] and [`Context::owned`] read that
     /// cache. Watched and read types are cached whole on every replica (a mapper can
     /// point anywhere). `run` returns on its `shutdown` or when the member
     /// stops. Sharding replaces leader election: a sharded controller has no
@@ -102,14 +105,9 @@ impl<K: Primary> Controller<K> {
         self.replicated(LeaderElected::new(leadership))
     }
 
-    /// The controller in `mode` instead, for a mode whose caches are whole (its
-    /// [`cache_filter`](Replicate::cache_filter) is `None`): the types registered so
-    /// far keep their informers.
+    /// The controller in `mode` instead (nothing is made before it runs, so the mode
+    /// decides every cache).
     pub(crate) fn replicated<M: Replicate>(self, mode: M) -> Controller<K, M> {
-        debug_assert!(
-            mode.cache_filter().is_none(),
-            "a mode with a cache filter is chosen when the controller is made"
-        );
         Controller {
             inputs: self.inputs,
             mode,
@@ -118,30 +116,12 @@ impl<K: Primary> Controller<K> {
 }
 
 impl<K: Primary, R: ReplicationMode> Controller<K, R> {
-    /// A controller of `K` in `mode`, on the factory's informer for `K` (its entry
-    /// filtered by the mode's cache filter, if it has one).
+    /// A controller of `K` in `mode`: its informers are made when it runs.
     fn with_mode(factory: &SharedInformerFactory, mode: R) -> Self {
-        let filter = mode.cache_filter();
-        let primary = match &filter {
-            Some(share) => factory.informer_for::<K>(
-                factory
-                    .default_selection()
-                    .filtered(share.id(), Arc::clone(share.filter())),
-            ),
-            None => factory.informer::<K>(),
-        };
-        let mut registry = Registry::default();
-        match &filter {
-            Some(share) => registry.register_filtered(&primary, Arc::clone(share.filter())),
-            None => registry.register(&primary),
-        }
         let inputs = Inputs {
             factory: factory.clone(),
-            primary,
-            primary_filter: filter.map(|share| Arc::clone(share.filter())),
+            wires: Vec::new(),
             queue: None,
-            registry,
-            handlers: Vec::new(),
             finalizer: None,
             cleanup: None,
             name: format!("{}-controller", K::kind(&()).to_lowercase()),
@@ -165,7 +145,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     /// [`Context::owned`].
     ///
     /// A [`sharded`](Self::sharded) controller caches only the `C`s controlled by a
-    /// `K` of its shard, in the factory's entry filtered by [`ControlledBy`] (named
+    /// `K` of its shard, in the factory's entry filtered by [`ControlledBy`](crate::reflector::ControlledBy) (named
     /// `C in ns [controlled by K of shard {group}/{identity}]`), skipping the others
     /// before they are decoded; it relists with the shard.
     #[must_use]
@@ -181,46 +161,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     }
 
     fn owned<C: Cacheable>(mut self, predicate: Option<Predicate<C>>) -> Self {
-        let informer = match self.mode.cache_filter() {
-            Some(share) => {
-                // The children of this replica's primaries only (see `sharded`).
-                let filter: Arc<dyn KeyFilter> =
-                    Arc::new(ControlledBy::<K>::new(Arc::clone(share.filter())));
-                let selection = self.inputs.factory.default_selection().filtered(
-                    format!("controlled by {} of {}", K::kind(&()), share.id()),
-                    Arc::clone(&filter),
-                );
-                let informer = self.inputs.factory.informer_for::<C>(selection);
-                if TypeId::of::<C>() == TypeId::of::<K>() {
-                    // The primary's registration (its share's cache) stays; the
-                    // children's informer is still waited for.
-                    self.inputs.registry.register(&informer);
-                } else {
-                    self.inputs.registry.register_filtered(&informer, filter);
-                }
-                informer
-            }
-            None => {
-                let informer = self.inputs.factory.informer::<C>();
-                self.inputs.registry.register(&informer);
-                informer
-            }
-        };
-        let index = owner_index_name::<K>();
-        let indexer = informer.indexer();
-        if !indexer.index_names().contains(&index) {
-            let by_owner = Indexers::new().with_fn(index.clone(), controller_uid::<K, C>);
-            // Only fails if another controller of `K` added the same index meanwhile.
-            let _ = indexer.add_indexers(by_owner);
-        }
-        self.inputs.registry.set_owned::<C>(indexer, index);
-        self.inputs.handlers.push(mapping_handler(
-            &informer,
-            Relation::Owned,
-            predicate,
-            |child: &C| controller_key::<K>(child.meta()),
-            |_| {},
-        ));
+        self.inputs.wires.push(wiring::owns::<K, C>(predicate));
         self
     }
 
@@ -265,20 +206,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
         I: IntoIterator,
         I::Item: IntoPrimaryKey<K>,
     {
-        let informer = self.inputs.factory.informer::<W>();
-        self.inputs.registry.register(&informer);
-        let primaries = self.inputs.primary.lister();
-        self.inputs.handlers.push(mapping_handler(
-            &informer,
-            Relation::Watched,
-            predicate,
-            move |watched: &W| {
-                mapper(watched, &primaries)
-                    .into_iter()
-                    .map(IntoPrimaryKey::into_primary_key)
-            },
-            |_| {},
-        ));
+        self.inputs.wires.push(wiring::watches(predicate, mapper));
         self
     }
 
@@ -286,16 +214,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     /// reconciling on its changes.
     #[must_use]
     pub fn reads<C: Cacheable>(mut self) -> Self {
-        let informer = self.inputs.factory.informer::<C>();
-        self.inputs.registry.register(&informer);
-        // Maps to no key, but wakes read-your-writes waiters on every change.
-        self.inputs.handlers.push(mapping_handler(
-            &informer,
-            Relation::Read,
-            None,
-            |_: &C| None::<ObjectKey>,
-            |_| {},
-        ));
+        self.inputs.wires.push(wiring::reads::<K, C>());
         self
     }
 

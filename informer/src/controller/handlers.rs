@@ -1,5 +1,5 @@
-//! The controller's event handlers: described by the builder ([`PendingHandler`]),
-//! registered when the controller runs and removed when it stops
+//! The controller's event handlers: described when the controller is wired
+//! ([`PendingHandler`]), registered when it runs and removed when it stops
 //! ([`HandlerRegistrations`]). Each maps an informer's events to keys of the primary
 //! type on the controller's queue ([`HandlerOutputs`]), and tells read-your-writes
 //! waiters that a cache changed.

@@ -186,6 +186,7 @@ mod replication;
 mod run;
 mod tombstones;
 mod tracked_api;
+mod wiring;
 
 use std::time::Duration;
 

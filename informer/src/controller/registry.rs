@@ -1,8 +1,9 @@
 //! The types a controller knows: one shared informer each, looked up by type.
 //!
-//! The builder registers the primary type and every `owns`, `watches` and `reads`
-//! type here; the [`Context`](super::Context) hands out their listers and indexes by
-//! type, and the read-your-writes wait probes their caches.
+//! The run registers the primary type and every `owns`, `watches` and `reads` type
+//! the builder recorded here (see [`wiring`](super::wiring)); the
+//! [`Context`](super::Context) hands out their listers and indexes by type, and the
+//! read-your-writes wait probes their caches.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
 //! The run: what [`Controller::run`](super::Controller::run) does with what the builder
-//! collected (its [`Inputs`]) and its mode: register the handlers, wait until the
-//! mode is ready and the caches synced, assemble the recorder and the
+//! recorded (its [`Inputs`]) and its mode: make the informers and register the
+//! handlers, wait until the mode is ready and the caches synced, assemble the recorder and the
 //! [`Reconciler`], and hand the workers to the mode.
 
 use std::fmt;
@@ -23,9 +23,9 @@ use super::primary_cache::PrimaryCache;
 use super::read_your_writes::ReadYourWrites;
 use super::reasons::Reasons;
 use super::reconciler::{CleanupFn, KeyWork, ReconcileFn, Reconciler};
-use super::registry::Registry;
 use super::replication::{Replicate, Workload};
 use super::tombstones::SharedTombstones;
+use super::wiring::{Wire, Wired, wire};
 use crate::claim::Fence;
 use crate::events::{Recorder, Reporter};
 use crate::factory::SharedInformerFactory;
@@ -39,16 +39,13 @@ use crate::workqueue::{
 /// How long `run` waits at most for its recorder to write pending events on shutdown.
 const RECORDER_FLUSH: Duration = Duration::from_secs(5);
 
-/// Everything the builder collected: what to watch and how to reconcile, the run's
-/// input beside the mode.
+/// Everything the builder recorded: what to watch and how to reconcile, the run's
+/// input beside the mode. Nothing in it is made yet.
 pub(crate) struct Inputs<K> {
     pub(crate) factory: SharedInformerFactory,
-    pub(crate) primary: SharedIndexInformer<K>,
-    /// What the primary cache keeps, when the mode cuts it down to a share.
-    pub(crate) primary_filter: Option<Arc<dyn KeyFilter>>,
+    /// The types owned, watched and read, in the order the builder was told.
+    pub(crate) wires: Vec<Wire<K>>,
     pub(crate) queue: Option<WorkQueue<ObjectKey>>,
-    pub(crate) registry: Registry,
-    pub(crate) handlers: Vec<PendingHandler>,
     pub(crate) finalizer: Option<String>,
     pub(crate) cleanup: Option<CleanupFn<K>>,
     pub(crate) name: String,
@@ -74,7 +71,7 @@ impl<K> fmt::Debug for Inputs<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Controller")
             .field("name", &self.name)
-            .field("registry", &self.registry)
+            .field("wires", &self.wires)
             .field("finalizer", &self.finalizer)
             .field("runner", &self.runner)
             .field("read_your_writes_timeout", &self.read_your_writes_timeout)
@@ -113,12 +110,17 @@ pub(crate) async fn run<K: Primary, R: Replicate>(
         reasons: Arc::clone(&reasons),
     };
     let tombstones: SharedTombstones<K> = Arc::default();
-    let mut handlers = inputs.handlers;
+    let Wired {
+        primary,
+        primary_filter,
+        registry,
+        mut handlers,
+    } = wire(&inputs.factory, mode.cache_filter(), inputs.wires);
     handlers.push(primary_handler(
-        &inputs.primary,
+        &primary,
         inputs.primary_predicate,
         inputs.cleanup.is_some().then(|| Arc::clone(&tombstones)),
-        inputs.primary_filter,
+        primary_filter,
     ));
     let mut registrations = HandlerRegistrations::default();
     for handler in handlers {
@@ -137,7 +139,7 @@ pub(crate) async fn run<K: Primary, R: Replicate>(
         () = &mut shutdown => return Ok(()),
     }
     inputs.factory.start();
-    let synced = inputs.registry.synced();
+    let synced = registry.synced();
     tokio::select! {
         _ = join_all(synced.iter().map(|informer| informer.synced())) => {}
         () = &mut shutdown => return Ok(()),
@@ -151,11 +153,11 @@ pub(crate) async fn run<K: Primary, R: Replicate>(
             Reporter::new(inputs.name.clone()),
         )
     });
-    let primaries = PrimaryCache::new(inputs.primary.indexer(), Arc::clone(&tombstones));
+    let primaries = PrimaryCache::new(primary.indexer(), Arc::clone(&tombstones));
     let reconciler = Arc::new(Reconciler {
         state: Arc::new(ControllerState {
             client: inputs.factory.client().clone(),
-            registry: inputs.registry,
+            registry,
             read_your_writes: Arc::new(ReadYourWrites::new(
                 inputs.read_your_writes_timeout,
                 cache_changed,
@@ -168,7 +170,7 @@ pub(crate) async fn run<K: Primary, R: Replicate>(
             parent_span: inputs.parent_span,
             labels: inputs.labels,
         }),
-        primary: inputs.primary.indexer(),
+        primary: primary.indexer(),
         reconcile,
         finalizer: inputs.finalizer,
         cleanup: inputs.cleanup,
