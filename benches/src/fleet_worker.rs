@@ -43,7 +43,7 @@ use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use informer::controller::Action;
-use informer::controller::{Context, Controller, ReplicationMode, backoff};
+use informer::controller::{Context, Controller, backoff};
 use informer::factory::FactoryOptions;
 use informer::fleet::{
     Cluster, ClusterConfig, ClusterContext, ClusterProvider, ClusterSet, FleetController,
@@ -204,8 +204,8 @@ fn cluster_controller(cluster: &Cluster) -> Controller<ConfigMap> {
 
 /// Runs `controller` (the fleet controller of ConfigMaps on a set, with
 /// [`cluster_controller`]s) until `shutdown`, each reconcile recorded in `coverage`.
-async fn run_controller<S: Send + Sync + 'static, R: ReplicationMode>(
-    controller: FleetController<ConfigMap, R>,
+async fn run_controller<S: Send + Sync + 'static>(
+    controller: FleetController<ConfigMap>,
     coverage: &Arc<Coverage<S>>,
     shutdown: impl Future<Output = ()> + Send,
 ) {

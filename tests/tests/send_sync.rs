@@ -346,7 +346,6 @@ assert_type!(fleet::ClusterConfig: Send + Sync);
 assert_type!(fleet::ClusterSet: Send + Sync);
 assert_type!(fleet::ClusterSet<fleet::ShardedByCluster>: Send + Sync);
 assert_type!(fleet::FleetController<ConfigMap>: Send + Sync);
-assert_type!(fleet::FleetController<ConfigMap, LeaderElected>: Send + Sync);
 assert_type!(fleet::FleetError: Send + Sync);
 assert_type!(fleet::FleetInformer<ConfigMap>: Send + Sync);
 assert_type!(fleet::InCluster<Arc<ConfigMap>>: Send + Sync);

@@ -14,18 +14,41 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::by_cluster::ByCluster;
 use super::cluster::Cluster;
 use super::context::CLUSTER_LABEL;
-use super::set::{AnySpread, ClusterSet, Unsharded, cluster_key};
-use super::sharded_by_cluster::ShardedByCluster;
+use super::set::{AnySpread, ClusterSet, ShardedByCluster, Unsharded, cluster_key};
 use crate::controller::{
-    Context, Controller, Primary, ReconcileFn, ReplicationMode, Retry, Single, erase_reconcile,
+    Context, Controller, ControllerError, Primary, ReconcileFn, ReplicationMode, Retry,
+    erase_reconcile,
 };
 use crate::shard::ShardHandle;
 use crate::workqueue::Action;
 
+/// A cluster's controller, built: runs with the reconcile until the future resolves.
+/// Its mode is erased, so one fleet controller runs controllers of any mode.
+type Built<K> = Box<
+    dyn FnOnce(
+            ReconcileFn<K>,
+            BoxFuture<'static, ()>,
+        ) -> BoxFuture<'static, Result<(), ControllerError>>
+        + Send,
+>;
+
 /// Builds a cluster's controller.
-type Build<K, R> = Arc<dyn Fn(&Cluster) -> Controller<K, R> + Send + Sync>;
+type Build<K> = Arc<dyn Fn(&Cluster) -> Built<K> + Send + Sync>;
+
+/// `controller`, `cluster`'s, named by it (its spans and its context's label), ready
+/// to run.
+fn built<K: Primary, R: ReplicationMode>(
+    controller: Controller<K, R>,
+    cluster: &Cluster,
+) -> Built<K> {
+    let controller = controller
+        .within_span(tracing::info_span!("fleet", cluster = %cluster.name()))
+        .labelled(CLUSTER_LABEL, cluster.shared_name());
+    Box::new(move |reconcile, until| Box::pin(controller.run_erased(reconcile, until)))
+}
 
 /// A controller of `K` over every cluster of a [`ClusterSet`], from
 /// [`ClusterSet::controller`]: each member gets its own controller, built on its
@@ -46,12 +69,12 @@ type Build<K, R> = Arc<dyn Fn(&Cluster) -> Controller<K, R> + Send + Sync>;
 /// (and caches) only its clusters, a cluster's reconciles fenced by the member's claim
 /// on it ([`ShardedByCluster`]). A sharded set's controllers are built to run alone:
 /// a leader-elected or key-sharded one does not compile.
-pub struct FleetController<K, R = Single> {
+pub struct FleetController<K> {
     set: ClusterSet<AnySpread>,
-    build: Build<K, R>,
+    build: Build<K>,
 }
 
-impl<K, R> fmt::Debug for FleetController<K, R> {
+impl<K> fmt::Debug for FleetController<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FleetController")
             .field("type", &std::any::type_name::<K>())
@@ -64,13 +87,13 @@ impl ClusterSet<Unsharded> {
     /// A controller of `K` on every member: `build` makes a member's controller on
     /// its factory, e.g. `|cluster| Controller::new(cluster.factory()).owns::<ConfigMap>()`,
     /// in any [`ReplicationMode`].
-    pub fn controller<K, R>(
+    pub fn controller<K: Primary, R: ReplicationMode>(
         &self,
         build: impl Fn(&Cluster) -> Controller<K, R> + Send + Sync + 'static,
-    ) -> FleetController<K, R> {
+    ) -> FleetController<K> {
         FleetController {
             set: self.with_spread(),
-            build: Arc::new(build),
+            build: Arc::new(move |cluster| built(build(cluster), cluster)),
         }
     }
 }
@@ -84,7 +107,7 @@ impl ClusterSet<ShardedByCluster> {
     pub fn controller<K: Primary>(
         &self,
         build: impl Fn(&Cluster) -> Controller<K> + Send + Sync + 'static,
-    ) -> FleetController<K, ShardedByCluster> {
+    ) -> FleetController<K> {
         let shard: ShardHandle = self
             .shard()
             .cloned()
@@ -92,8 +115,8 @@ impl ClusterSet<ShardedByCluster> {
         FleetController {
             set: self.with_spread(),
             build: Arc::new(move |cluster| {
-                let claim = ShardedByCluster::new(shard.clone(), cluster_key(cluster.name()));
-                build(cluster).replicated(claim)
+                let mode = ByCluster::new(shard.clone(), cluster_key(cluster.name()));
+                built(build(cluster).replicated(mode), cluster)
             }),
         }
     }
@@ -119,7 +142,7 @@ struct Running {
     task: JoinHandle<()>,
 }
 
-impl<K: Primary, R: ReplicationMode> FleetController<K, R> {
+impl<K: Primary> FleetController<K> {
     /// Runs a controller on each member until `shutdown` completes: starting one as a
     /// cluster joins, stopping it as the cluster leaves (and starting a new one on a
     /// restarted cluster, or after a sharded set's claim on it lapsed, once the old
@@ -210,9 +233,7 @@ impl<K: Primary, R: ReplicationMode> FleetController<K, R> {
 
     /// Starts `cluster`'s controller; it stops when told or when the cluster retires.
     fn start(&self, cluster: &Cluster, reconcile: &ReconcileFn<K>) -> Running {
-        let controller = (self.build)(cluster)
-            .within_span(tracing::info_span!("fleet", cluster = %cluster.name()))
-            .labelled(CLUSTER_LABEL, cluster.shared_name());
+        let controller = (self.build)(cluster);
         let (stop, stopped) = oneshot::channel::<()>();
         let reconcile = Arc::clone(reconcile);
         let member = cluster.clone();
@@ -226,7 +247,7 @@ impl<K: Primary, R: ReplicationMode> FleetController<K, R> {
                     () = member.retired() => {}
                 }
             };
-            let ran = controller.run_erased(reconcile, Box::pin(until)).await;
+            let ran = controller(reconcile, Box::pin(until)).await;
             if let Err(error) = ran {
                 tracing::error!(cluster = %name, %error, "the cluster's controller stopped");
             }

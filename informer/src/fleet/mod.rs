@@ -66,6 +66,7 @@
 //! # }
 //! ```
 
+mod by_cluster;
 mod cluster;
 mod context;
 mod controller;
@@ -74,7 +75,6 @@ mod kubeconfigs;
 mod membership;
 mod secrets;
 mod set;
-mod sharded_by_cluster;
 mod view;
 
 pub use cluster::{Cluster, InCluster};
@@ -84,6 +84,5 @@ pub use error::{FleetError, KubeconfigError};
 pub use kubeconfigs::Kubeconfigs;
 pub use membership::{ClusterConfig, ClusterProvider, Membership, Rejected};
 pub use secrets::{CLUSTER_NAME_LABEL, KubeconfigSecrets};
-pub use set::{ClusterSet, MembershipChanges, Unsharded};
-pub use sharded_by_cluster::ShardedByCluster;
+pub use set::{ClusterSet, MembershipChanges, ShardedByCluster, Unsharded};
 pub use view::FleetInformer;

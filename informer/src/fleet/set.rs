@@ -16,7 +16,6 @@ use tokio::task::JoinSet;
 use super::cluster::Cluster;
 use super::error::{FleetError, KubeconfigError};
 use super::membership::{ClusterConfig, ClusterProvider, Membership, Rejected};
-use super::sharded_by_cluster::ShardedByCluster;
 use crate::factory::{FactoryOptions, SharedInformerFactory};
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
@@ -49,6 +48,33 @@ pub struct ClusterSet<S = Unsharded> {
 /// [`ReplicationMode`](crate::controller::ReplicationMode).
 #[derive(Debug)]
 pub enum Unsharded {}
+
+/// How a [`ClusterSet`] from [`ClusterSet::sharded`] spreads: each replica engages
+/// the clusters its shard member is given, and its
+/// [`FleetController`](super::FleetController) works a cluster only while the member
+/// may, every reconcile and write fenced by the member's claim on it (the cluster's
+/// keys go where the cluster goes).
+///
+/// Such a set's [`controller`](ClusterSet::controller) builds controllers that run
+/// alone on their cluster; one built leader-elected (or sharded by key) does not
+/// compile, as sharding by cluster already decides which replica works which key:
+///
+/// ```compile_fail,E0271
+/// # use informer::controller::Controller;
+/// # use informer::factory::FactoryOptions;
+/// # use informer::fleet::{ClusterSet, Kubeconfigs};
+/// # use informer::leader::LeadershipHandle;
+/// # use informer::shard::ShardHandle;
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # fn demo(shard: &ShardHandle, leadership: LeadershipHandle) {
+/// let fleet = ClusterSet::sharded(Kubeconfigs::new(), |_| FactoryOptions::default(), shard);
+/// let controller = fleet.controller(move |cluster| {
+///     Controller::<ConfigMap>::new(cluster.factory()).leader_election(leadership.clone())
+/// });
+/// # }
+/// ```
+#[derive(Debug)]
+pub enum ShardedByCluster {}
 
 /// The spread of a set as [`FleetController`](super::FleetController) sees it: the
 /// same members either way.

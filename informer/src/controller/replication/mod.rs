@@ -4,9 +4,9 @@
 //!
 //! - **mode**: how the replicas of one controller share the work: [`Single`] (every
 //!   replica works every key: run one), [`LeaderElected`] (one replica at a time),
-//!   [`Sharded`] (each replica its own share of the keys), or, for a fleet sharded by
-//!   cluster, [`ShardedByCluster`](crate::fleet::ShardedByCluster) (every key of the
-//!   clusters this replica was given). The mode is the `R` of
+//!   [`Sharded`] (each replica its own share of the keys), or, for the controllers of a
+//!   fleet [sharded by cluster](crate::fleet::ShardedByCluster), a crate-private
+//!   mode of the fleet's (every key of the clusters this replica was given). The mode is the `R` of
 //!   [`Controller<K, R>`](super::Controller), chosen by the builder, so a combination
 //!   that makes no sense does not compile. Each mode is a type in a file of its own
 //!   implementing [`Replicate`]: which caches it cuts down, what it waits for before
@@ -50,10 +50,10 @@ impl Single {
 
 /// A controller's replication mode, the `R` of [`Controller<K, R>`](super::Controller):
 /// alone ([`Single`]), one replica at a time ([`LeaderElected`]), each replica on
-/// its own shard of the keys ([`Sharded`]), or a fleet member's controller working
-/// the clusters a shard gives this replica
-/// ([`ShardedByCluster`](crate::fleet::ShardedByCluster)). Sealed: these are all
-/// there is.
+/// its own shard of the keys ([`Sharded`]), or, made by a fleet
+/// [sharded by cluster](crate::fleet::ShardedByCluster) for its members' controllers
+/// and never named by users, working every key of a cluster the shard gives this
+/// replica. Sealed: these are all there is.
 ///
 /// The builder chooses it: [`Controller::new`](super::Controller::new) is [`Single`],
 /// [`leader_election`](super::Controller::leader_election) turns it into
