@@ -47,7 +47,7 @@ use informer::reflector::source::{
     ApiListerWatcher, Capabilities, ListPage, ListRequest, ListerWatcher, ObjectVersion,
     VersionSource, WatchRequest, WatchStream,
 };
-use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::FaultyWatches;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -233,11 +233,11 @@ fn informer_over<L: ListerWatcher<ConfigMap> + 'static>(
     lister_watcher: L,
     consistency: Option<ConsistencyConfig>,
 ) -> anyhow::Result<SharedIndexInformer<ConfigMap>> {
-    let mut options = InformerOptions::default();
+    let mut options = InformerConfig::default();
     if let Some(config) = consistency {
         options = options.consistency(config);
     }
-    let informer = SharedIndexInformer::with_options(lister_watcher, options)?;
+    let informer = SharedIndexInformer::with_config(lister_watcher, options)?;
     tokio::spawn({
         let informer = informer.clone();
         async move { informer.run(std::future::pending()).await }

@@ -35,7 +35,7 @@ use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, CustomResource, ResourceExt as _};
@@ -262,8 +262,7 @@ async fn ours<O: Observer>(
     observer: Arc<O>,
     priority_queue: bool,
 ) {
-    let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(namespace));
     let reconcile = move |parent: Arc<Parent>, ctx: Context<Parent>| {
         let (tag, observer) = (tag.clone(), observer.clone());
         async move {

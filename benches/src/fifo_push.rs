@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use informer::fifo::{Delta, RealFifo, RealFifoOptions};
+use informer::fifo::{Delta, RealFifo, RealFifoConfig};
 use informer::store::Writer;
 use k8s_openapi::api::core::v1::ConfigMap;
 
@@ -33,7 +33,7 @@ pub(crate) fn run(count: usize, process_micros: u64) -> anyhow::Result<FifoPushS
         .map(|i| Arc::new(objects::config_map(i, 0, Some("bench"))))
         .collect();
     let mut store = Writer::<ConfigMap>::new();
-    let fifo = RealFifo::new(RealFifoOptions::default().known_objects(store.indexer()));
+    let fifo = RealFifo::new(RealFifoConfig::default().known_objects(store.indexer()));
     let spin = Duration::from_micros(process_micros);
     let consumer = {
         let fifo = fifo.clone();

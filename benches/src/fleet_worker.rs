@@ -8,7 +8,7 @@
 //! Each `<namespace>` is one cluster of the fleet, named after it: every cluster is
 //! reached with the same kubeconfig (`KUBECONFIG`, the one bench control plane) and
 //! its factory's options confine it to its namespace
-//! (`FactoryOptions::default().namespace(..)`), so N namespaces stand for N clusters,
+//! (`FactoryConfig::default().namespace(..)`), so N namespaces stand for N clusters,
 //! each with its own client, factory, informer, queue and workers. A
 //! [`FleetController`] of ConfigMaps runs over the
 //! set, [`WORKERS`] workers per cluster, with a trivial reconcile that records the
@@ -44,7 +44,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::FactoryOptions;
+use informer::factory::FactoryConfig;
 use informer::fleet::{
     Cluster, ClusterConfig, ClusterContext, ClusterProvider, ClusterSet, FleetController,
     Kubeconfigs, Membership,
@@ -97,8 +97,8 @@ fn kubeconfigs(config: &kube::Config, names: &[String]) -> Kubeconfigs {
 }
 
 /// Each cluster's factory watches its own namespace, the cluster's name.
-fn options(cluster: &str) -> FactoryOptions {
-    FactoryOptions::default().namespace(cluster)
+fn options(cluster: &str) -> FactoryConfig {
+    FactoryConfig::default().namespace(cluster)
 }
 
 /// The keys reconciled in each cluster since it joined, and when each cluster was
@@ -251,9 +251,9 @@ pub async fn run(objects: usize, join: bool, namespaces: &[String]) -> anyhow::R
     let (send, sent) = mpsc::unbounded_channel();
     let set = if join {
         send.send(membership(&config, first))?;
-        ClusterSet::with_options(Sent(sent), options)
+        ClusterSet::with_config(Sent(sent), options)
     } else {
-        ClusterSet::with_options(kubeconfigs(&config, namespaces), options)
+        ClusterSet::with_config(kubeconfigs(&config, namespaces), options)
     };
     // Every member's informer of ConfigMaps (its factory's, which its controller
     // shares) exists from the moment it joins: the joining one's sync is waited for.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use informer::shared_informer::{
-    InformerOptions, QueueKind, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
+    InformerConfig, QueueKind, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
 use informer::store::{Indexers, Selector};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -57,7 +57,7 @@ pub(crate) async fn queries(count: usize) -> anyhow::Result<QuerySample> {
 
     // Ours: an informer with the namespace index, a label index on `app` and a custom
     // index on `owner`.
-    let options = InformerOptions::default().indexers(
+    let options = InformerConfig::default().indexers(
         Indexers::new()
             .with_namespace_index()
             .with_label_index("app")
@@ -65,7 +65,7 @@ pub(crate) async fn queries(count: usize) -> anyhow::Result<QuerySample> {
                 cm.data.as_ref().and_then(|d| d.get("owner")).cloned()
             }),
     );
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         SyntheticListerWatcher::new(list.clone(), Vec::new(), 1),
         options,
     )?;
@@ -74,9 +74,9 @@ pub(crate) async fn queries(count: usize) -> anyhow::Result<QuerySample> {
         async move { informer.run(std::future::pending()).await }
     });
     // Ours again without the label index, to show what a scan of ours costs.
-    let unindexed = SharedIndexInformer::with_options(
+    let unindexed = SharedIndexInformer::with_config(
         SyntheticListerWatcher::new(list.clone(), Vec::new(), 1),
-        InformerOptions::default(),
+        InformerConfig::default(),
     )?;
     tokio::spawn({
         let informer = unindexed.clone();
@@ -280,7 +280,7 @@ pub(crate) async fn pipeline(
     let synthetic = SyntheticListerWatcher::new(list, updates, YIELD_EVERY);
     let listed_at = synthetic.listed_at();
     let informer =
-        SharedIndexInformer::with_options(synthetic, InformerOptions::default().queue(queue))?;
+        SharedIndexInformer::with_config(synthetic, InformerConfig::default().queue(queue))?;
     let (done, mut finished) = tokio::sync::mpsc::unbounded_channel();
     for _ in 0..handlers {
         informer.add_event_handler(Counter {

@@ -19,7 +19,7 @@
 //! processes**, every side in turn, the first rotating from round to round (three
 //! rounds by default), so that memory is measured per process (peak RSS is the kernel's
 //! `VmHWM`) and a load change on the machine hits every side alike. Both sides use
-//! default settings, as a user would: our informer with `InformerOptions::default()`,
+//! default settings, as a user would: our informer with `InformerConfig::default()`,
 //! kube-runtime with `watcher::Config::default()` driven through `reflector(writer,
 //! watcher(api, config))`, and the same `kube::Client` (from `KUBECONFIG`, the same TLS
 //! stack, the same tokio multi-threaded runtime).

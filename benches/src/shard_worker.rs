@@ -40,7 +40,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use informer::controller::Action;
 use informer::controller::{Context, Controller, Primary, backoff};
-use informer::factory::{FactoryOptions, Selection, SharedInformerFactory};
+use informer::factory::{FactoryConfig, Selection, SharedInformerFactory};
 use informer::key::ObjectKey;
 use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -187,8 +187,7 @@ async fn run_on<K: Primary>(args: &ShardArgs) -> anyhow::Result<ShardSample> {
         covered: Mutex::default(),
         reconciles: AtomicUsize::new(0),
     });
-    let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(namespace));
     // The controller's primary informer, as the controller names its scope.
     // The controller's primary informer: the factory's namespace, filtered by the
     // shard under the name the controller gives the filter.

@@ -60,7 +60,7 @@ use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use informer::reflector::Config as ReflectorConfig;
 use informer::reflector::source::{ApiListerWatcher, ManagedFields};
-use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::core::PartialObjectMeta;
 use kube::{Api, ResourceExt as _};
@@ -309,9 +309,9 @@ async fn start_and_sync<K: Synced>(
                 ManagedFields::Drop
             };
             let streaming = implementation != Implementation::OursList;
-            let informer = SharedIndexInformer::with_options(
+            let informer = SharedIndexInformer::with_config(
                 ApiListerWatcher::new(api).managed_fields(managed_fields),
-                InformerOptions::default()
+                InformerConfig::default()
                     .reflector(ReflectorConfig::default().streaming_list(streaming)),
             )?;
             tokio::spawn({
@@ -463,9 +463,9 @@ async fn relist(implementation: Implementation, namespace: &str) -> anyhow::Resu
     let (lists, cache): (Box<dyn Fn() -> usize + Send>, Cache) = match implementation {
         Implementation::Ours => {
             let watch = Duration::from_secs(WATCH_SECONDS.into());
-            let informer = SharedIndexInformer::with_options(
+            let informer = SharedIndexInformer::with_config(
                 ApiListerWatcher::new(api),
-                InformerOptions::default()
+                InformerConfig::default()
                     .reflector(informer::reflector::Config::default().watch_timeout(watch..=watch)),
             )?;
             tokio::spawn({

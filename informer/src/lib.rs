@@ -37,7 +37,7 @@
 //! }
 //!
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! let factory = SharedInformerFactory::new(client, FactoryOptions::default().namespace("default"));
+//! let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace("default"));
 //! Controller::<Deployment>::new(&factory)
 //!     .owns::<ConfigMap>()
 //!     .run(reconcile, backoff, shutdown_signal())
@@ -135,7 +135,7 @@ pub use shutdown::shutdown_signal;
 pub mod prelude {
     pub use crate::controller::{Action, Context, Controller, Predicate, Retry, backoff};
     pub use crate::events::EventSpec;
-    pub use crate::factory::{FactoryOptions, SharedInformerFactory};
+    pub use crate::factory::{FactoryConfig, SharedInformerFactory};
     pub use crate::informable::Informable;
     pub use crate::key::ObjectKey;
     pub use crate::lister::{Lister, NamespaceLister};

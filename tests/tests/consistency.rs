@@ -22,7 +22,7 @@ use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::reflector::Config;
 use informer::reflector::source::ApiListerWatcher;
-use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::{FaultyWatches, TestEnv};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -182,9 +182,9 @@ fn faulty_informer<K: Subject>(
     Registry,
 ) {
     let faulty = FaultyWatches::new(ApiListerWatcher::new(api.clone()));
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         faulty.clone(),
-        InformerOptions::default().consistency(config),
+        InformerConfig::default().consistency(config),
     )
     .unwrap();
     let mut registry = Registry::default();
@@ -397,9 +397,9 @@ fn churn<K: Subject>(
 /// holds the server's list.
 async fn a_clean_run_finds_nothing<K: Subject>(env: &TestEnv, api: Api<K>) {
     let config = every_two_seconds().interval(Duration::from_secs(1));
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         ApiListerWatcher::new(api.clone()),
-        InformerOptions::default().consistency(config).reflector(
+        InformerConfig::default().consistency(config).reflector(
             Config::default().watch_timeout(Duration::from_secs(20)..=Duration::from_secs(30)),
         ),
     )
@@ -516,9 +516,9 @@ async fn config_maps_staleness_grows_while_the_cache_cannot_hear_the_server() {
     let direct = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
     create(&direct, "a").await;
     let config = every_two_seconds().request_timeout(Duration::from_secs(1));
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         ApiListerWatcher::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)),
-        InformerOptions::default().consistency(config).reflector(
+        InformerConfig::default().consistency(config).reflector(
             Config::default().watch_timeout(Duration::from_secs(3)..=Duration::from_secs(3)),
         ),
     )
@@ -593,9 +593,9 @@ async fn custom_resources_a_quiet_collection_is_checked_at_fresh_points() {
     let env = TestEnv::shared().await.unwrap();
     let (api, _) = gadgets(env, "quiet").await;
     create(&api, "a").await;
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         ApiListerWatcher::new(api.clone()),
-        InformerOptions::default().consistency(every_two_seconds()),
+        InformerConfig::default().consistency(every_two_seconds()),
     )
     .unwrap();
     let running: Running = spawn_run(&informer);
@@ -642,9 +642,9 @@ async fn checks_across_shard_hand_offs_raise_no_false_alarm_and_still_find_a_los
     eventually("a alone", WAIT, || a.members() == ["a"]).await;
 
     let faulty = FaultyWatches::new(ApiListerWatcher::new(api.clone()));
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         faulty.clone(),
-        InformerOptions::default()
+        InformerConfig::default()
             .consistency(every_two_seconds())
             .reflector(Config::default().key_filter(std::sync::Arc::new(a.clone()))),
     )

@@ -12,7 +12,7 @@ use common::{eventually, eventually_async, spawn_until_stopped as spawn};
 use informer::controller::Action;
 use informer::controller::{Context, Controller, Retry, backoff};
 use informer::events::EventSpec;
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::shared_informer::ResourceEventHandlerFns;
@@ -47,7 +47,7 @@ async fn setup(prefix: &str) -> (&'static TestEnv, String, SharedInformerFactory
     let ns = env.create_namespace(prefix).await.unwrap();
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     (env, ns, factory)
 }
@@ -234,7 +234,7 @@ async fn the_finalizer_runs_the_cleanup_even_for_a_deletion_made_while_the_contr
     // ...until the next controller starts, cleans up and lets it go.
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let running = run(&factory);
     eventually_async("offline to be gone", Duration::from_secs(20), || async {

@@ -40,7 +40,7 @@ use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::dynamic::DynamicResource;
 use informer::events::EventSpec;
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::fifo::DeletedObject;
 use informer::informable::Informable;
 use informer::lister::Lister;
@@ -52,7 +52,7 @@ use informer::reflector::source::{
 use informer::reflector::{CachedObjects, Config};
 use informer::shard::{ShardBy, ShardConfig, ShardMember};
 use informer::shared_informer::{
-    InformerOptions, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
+    InformerConfig, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
 use informer::testenv::{TestEnv, TestEnvBuilder};
 use k8s_openapi::api::events::v1::Event;
@@ -300,12 +300,12 @@ async fn the_initial_sync_is_a_streaming_list_and_the_watch_goes_on_with_bookmar
     create_widgets(&api, (0..50).map(|i| format!("w{i}"))).await;
 
     let traffic = Arc::new(Traffic::default());
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         Counting {
             inner: ApiListerWatcher::new(api.clone()),
             traffic: Arc::clone(&traffic),
         },
-        InformerOptions::default().reflector(
+        InformerConfig::default().reflector(
             Config::default().watch_timeout(Duration::from_secs(5)..=Duration::from_secs(5)),
         ),
     )
@@ -405,13 +405,13 @@ async fn a_relist_after_410_goes_through_a_streaming_list_again() {
     create_widgets(&api, ["a", "b", "noise"].map(String::from)).await;
 
     let traffic = Arc::new(Traffic::default());
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         Counting {
             inner: ApiListerWatcher::new(Api::<Widget>::namespaced(proxy.client().unwrap(), &ns))
                 .fields("metadata.name!=noise"),
             traffic: Arc::clone(&traffic),
         },
-        InformerOptions::default(),
+        InformerConfig::default(),
     )
     .unwrap();
     let log = Log::default();
@@ -496,12 +496,12 @@ async fn plain_lists_page_for_full_and_metadata_only_objects() {
     let paged = || Config::default().streaming_list(false).page_size(Some(50));
 
     let full_traffic = Arc::new(Traffic::default());
-    let full = SharedIndexInformer::with_options(
+    let full = SharedIndexInformer::with_config(
         Counting {
             inner: ApiListerWatcher::<Widget>::in_namespace(env.client().unwrap(), Some(&ns)),
             traffic: Arc::clone(&full_traffic),
         },
-        InformerOptions::default().reflector(paged()),
+        InformerConfig::default().reflector(paged()),
     )
     .unwrap();
     let meta_traffic = Arc::new(Traffic::default());
@@ -510,12 +510,12 @@ async fn plain_lists_page_for_full_and_metadata_only_objects() {
         Some(&ns),
     );
     assert!(meta_lister_watcher.is_metadata_only());
-    let meta = SharedIndexInformer::with_options(
+    let meta = SharedIndexInformer::with_config(
         Counting {
             inner: meta_lister_watcher,
             traffic: Arc::clone(&meta_traffic),
         },
-        InformerOptions::default().reflector(paged()),
+        InformerConfig::default().reflector(paged()),
     )
     .unwrap();
     let running = [common::spawn_run(&full), common::spawn_run(&meta)];
@@ -565,7 +565,7 @@ async fn factory_typed_metadata_and_dynamic_informers_of_a_crd_agree() {
     assert!(resource.namespaced);
     assert_eq!(resource.api_resource.plural, "widgets");
 
-    let factory = SharedInformerFactory::new(client, FactoryOptions::default().namespace(&ns));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(&ns));
     let typed = factory.informable::<Widget>();
     assert_eq!(
         typed,
@@ -691,7 +691,7 @@ async fn the_controller_owns_and_watches_custom_resources() {
         .unwrap();
 
     let factory =
-        SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
+        SharedInformerFactory::new(client.clone(), FactoryConfig::default().namespace(&ns));
     factory.informable::<Widget>();
     let controller = Controller::<Widget>::new(&factory).owns::<Gear>().watches(
         |palette: &Palette, widgets: &Lister<Widget>| {
@@ -792,7 +792,7 @@ async fn read_your_writes_and_finalizer_cleanup_on_custom_resources() {
     };
     let cleaned: Arc<Mutex<Vec<String>>> = Arc::default();
     let factory =
-        SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
+        SharedInformerFactory::new(client.clone(), FactoryConfig::default().namespace(&ns));
     let controller = Controller::<Widget>::new(&factory)
         .owns::<Gear>()
         .workers(4)
@@ -887,7 +887,7 @@ async fn two_shard_members_reconcile_each_widget_on_one(by: ShardBy) {
             })),
         ));
         let factory =
-            SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
+            SharedInformerFactory::new(client.clone(), FactoryConfig::default().namespace(&ns));
         let reconcile = {
             let reconciled = Arc::clone(&reconciled);
             move |widget: Arc<Widget>, _ctx: Context<Widget>| {
@@ -1088,7 +1088,7 @@ async fn a_projection_of_an_unserved_resource_says_so_as_the_full_type_does() {
     let (env, ns) = setup("modern-unserved").await;
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let full = factory.informer::<Sprocket>();
     let view = factory.informer::<SprocketView>();

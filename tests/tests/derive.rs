@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::eventually;
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::informable::Informable;
 use informer::lister::Lister;
 use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
@@ -408,7 +408,7 @@ async fn the_factory_shares_one_informer_with_the_derived_indexes() {
 
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let widgets = factory.informable::<Widget>();
     assert_eq!(
@@ -421,7 +421,7 @@ async fn the_factory_shares_one_informer_with_the_derived_indexes() {
     // Asked first through `informer()`, the derived indexes are added on `informable()`.
     let other_factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let plain = other_factory.informer::<Widget>();
     assert_eq!(
@@ -601,7 +601,7 @@ async fn foreign_indexes_of_config_maps_agree_with_the_server_on_factory_informe
     let factory = |ns: &str| {
         SharedInformerFactory::new(
             env.client().unwrap(),
-            FactoryOptions::default().namespace(ns.to_owned()),
+            FactoryConfig::default().namespace(ns.to_owned()),
         )
     };
     let sorted = |mut names: Vec<String>| {
@@ -896,7 +896,7 @@ async fn owner_indexes_tell_our_deployment_from_the_built_in_one() {
 
     let factory = SharedInformerFactory::new(
         client.clone(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let informer = factory.informer::<ConfigMap>();
     OwnedConfigMapIndexes::add_to(&informer.indexer());

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{config_map, eventually};
 use futures::StreamExt;
 use informer::dynamic::{DiscoveryError, DynamicResource, JsonPathIndex};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::shared_informer::SharedIndexInformer;
 use informer::store::Indexers;
 use informer::testenv::TestEnv;
@@ -95,7 +95,7 @@ async fn a_crd_installed_at_run_time_is_discovered_and_informed_dynamically() {
     common::wait_for_watch_cache(&api, 2).await;
 
     let factory =
-        SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
+        SharedInformerFactory::new(client.clone(), FactoryConfig::default().namespace(&ns));
     let informer = factory.dynamic_informer(&resource);
     assert_eq!(informer, factory.dynamic_informer(&resource));
     informer
@@ -177,7 +177,7 @@ async fn typed_metadata_and_dynamic_informers_of_config_maps_agree_under_churn()
     let api = Api::<ConfigMap>::namespaced(client.clone(), &ns);
     common::create_config_maps(&api, "seed", 20, &[]).await;
 
-    let factory = SharedInformerFactory::new(client, FactoryOptions::default().namespace(&ns));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(&ns));
     let typed = factory.informer::<ConfigMap>();
     let metadata = factory.metadata_informer::<ConfigMap>();
     let dynamic = factory.dynamic_informer(&DynamicResource::of::<ConfigMap>());

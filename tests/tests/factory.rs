@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{config_map, eventually};
 use informer::factory::{
-    ByObject, CacheSyncError, FactoryOptions, Selection, SharedInformerFactory,
+    ByObject, CacheSyncError, FactoryConfig, Selection, SharedInformerFactory,
 };
 use informer::reflector::FnKeyFilter;
 use informer::reflector::source::ManagedFields;
@@ -45,7 +45,7 @@ async fn one_informer_per_type_and_selection_shared_by_all_who_ask() {
     let ns = env.create_namespace("factory-share").await.unwrap();
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let a = factory.informer::<ConfigMap>();
     let b = factory.informer::<ConfigMap>();
@@ -91,7 +91,7 @@ async fn start_is_idempotent_sync_reports_per_type_and_shutdown_stops_everything
     common::wait_for_watch_cache(&Api::<Widget>::namespaced(env.client().unwrap(), &ns), 1).await;
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default()
+        FactoryConfig::default()
             .namespace(ns.clone())
             .transform_metadata(|meta| {
                 let annotations = meta.annotations.get_or_insert_default();
@@ -257,7 +257,7 @@ async fn a_filtered_selection_caches_exactly_the_kept_objects_through_churn_and_
     let odd: fn(usize) -> bool = |n| n % 2 == 1;
     let low: fn(usize) -> bool = |n| n < 12;
     let filter = Arc::new(FnKeyFilter::new(by_number(even)));
-    let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryOptions::default());
+    let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryConfig::default());
     let selection = Selection::default()
         .namespace(ns.clone())
         .filtered("parity", filter.clone());

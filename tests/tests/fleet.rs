@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{eventually, eventually_async};
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::FactoryOptions;
+use informer::factory::FactoryConfig;
 use informer::fleet::{
     CLUSTER_NAME_LABEL, Cluster, ClusterContext, ClusterSet, KubeconfigSecrets, Kubeconfigs,
 };
@@ -410,8 +410,8 @@ async fn a_controller_in_every_cluster_with_its_context_and_a_noisy_cluster_dela
         .config("beta", beta.config().clone())
         .config("gamma", gamma.config().clone());
     let ns = namespace.clone();
-    let set = ClusterSet::with_options(provider, move |_| {
-        FactoryOptions::default().namespace(ns.clone())
+    let set = ClusterSet::with_config(provider, move |_| {
+        FactoryConfig::default().namespace(ns.clone())
     });
     let (stop_set, set_running) = run_set(&set);
     let log = Log::default();
@@ -478,8 +478,8 @@ async fn a_cluster_whose_api_server_stops_stalls_no_other_and_resumes_by_itself(
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     let ns = namespace.clone();
-    let set = ClusterSet::with_options(provider, move |_| {
-        FactoryOptions::default()
+    let set = ClusterSet::with_config(provider, move |_| {
+        FactoryConfig::default()
             .namespace(ns.clone())
             .metrics(&metrics)
     });
@@ -761,11 +761,11 @@ async fn with_leader_election_the_leader_works_the_whole_fleet() {
             elector_stopped.await.ok();
         }));
         let ns = namespace.clone();
-        let set = ClusterSet::with_options(
+        let set = ClusterSet::with_config(
             Kubeconfigs::new()
                 .config("alpha", alpha.config().clone())
                 .config("gamma", gamma.config().clone()),
-            move |_| FactoryOptions::default().namespace(ns.clone()),
+            move |_| FactoryConfig::default().namespace(ns.clone()),
         );
         let (stop_set, set_running) = run_set(&set);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -882,9 +882,9 @@ async fn a_restarted_cluster_s_new_controller_waits_for_the_old_one_s_reconciles
         .unwrap();
     create_widget(alpha, &widget_ns, "slow", "1").await;
     let ns = widget_ns.clone();
-    let set = ClusterSet::with_options(
+    let set = ClusterSet::with_config(
         KubeconfigSecrets::new(alpha.client().unwrap(), &secrets_ns),
-        move |_| FactoryOptions::default().namespace(ns.clone()),
+        move |_| FactoryConfig::default().namespace(ns.clone()),
     );
     let (stop_set, set_running) = run_set(&set);
     // Each reconcile of the one Widget takes 1.5 s and asks to run again at once: it

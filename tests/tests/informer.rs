@@ -16,7 +16,7 @@ use informer::fifo::DeletedObject;
 use informer::reflector::source::{ApiListerWatcher, ManagedFields};
 use informer::reflector::{Config, FnKeyFilter};
 use informer::shared_informer::{
-    InformerError, InformerOptions, Notification, ResourceEventHandler, SharedIndexInformer,
+    InformerConfig, InformerError, Notification, ResourceEventHandler, SharedIndexInformer,
     wait_for_cache_sync,
 };
 use informer::store::{Indexers, Selector};
@@ -99,9 +99,9 @@ fn informer_of<F: Flavour>(
     client: kube::Client,
     namespace: Option<&str>,
     tweak: impl FnOnce(ApiListerWatcher<F::K>) -> ApiListerWatcher<F::K>,
-    options: InformerOptions<F::K>,
+    options: InformerConfig<F::K>,
 ) -> SharedIndexInformer<F::K> {
-    SharedIndexInformer::with_options(tweak(F::config_maps(client, namespace)), options).unwrap()
+    SharedIndexInformer::with_config(tweak(F::config_maps(client, namespace)), options).unwrap()
 }
 
 async fn set_value(api: &Api<ConfigMap>, name: &str, value: &str) {
@@ -137,7 +137,7 @@ async fn key_filter<F: Flavour>() {
         env.client().unwrap(),
         Some(&ns),
         |lw| lw,
-        InformerOptions::default().reflector(Config::default().key_filter(filter.clone())),
+        InformerConfig::default().reflector(Config::default().key_filter(filter.clone())),
     );
     let log = Log::default();
     informer.add_event_handler(log.clone()).unwrap();
@@ -201,7 +201,7 @@ async fn sequence_and_replay<F: Flavour>() {
         env.client().unwrap(),
         Some(&ns),
         |lw| lw,
-        InformerOptions::default(),
+        InformerConfig::default(),
     );
     let (first, second) = (Log::default(), Log::default());
     let first_reg = informer.add_event_handler(first.clone()).unwrap();
@@ -416,7 +416,7 @@ async fn missed_deletion_tombstone<F: Flavour>() {
         proxy.client().unwrap(),
         Some(&ns),
         |lw| lw,
-        InformerOptions::default(),
+        InformerConfig::default(),
     );
     let log = Log::default();
     informer.add_event_handler(log.clone()).unwrap();
@@ -472,9 +472,9 @@ async fn managed_fields_are_left_out_by_default_and_an_update_keeps_them_on_the_
         Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)
     };
     let dropping = SharedIndexInformer::new(through(&to_dropping));
-    let keeping = SharedIndexInformer::with_options(
+    let keeping = SharedIndexInformer::with_config(
         ApiListerWatcher::new(through(&to_keeping)).managed_fields(ManagedFields::Keep),
-        InformerOptions::default(),
+        InformerConfig::default(),
     )
     .unwrap();
     let (stop_dropping, dropping_task) = start(&dropping);
@@ -544,7 +544,7 @@ async fn relist_after_410<F: Flavour>() {
         env.client().unwrap(),
         Some(&ns),
         |lw| lw.labels("app=watched"),
-        InformerOptions::default().reflector(
+        InformerConfig::default().reflector(
             // Short watches, so the informer soon watches again from its last version.
             informer::reflector::Config::default()
                 .watch_timeout(Duration::from_secs(2)..=Duration::from_secs(2)),
@@ -729,7 +729,7 @@ async fn lister_queries<F: Flavour>() {
         env.client().unwrap(),
         None,
         |lw| lw.labels(run.clone()),
-        InformerOptions::default().indexers(Indexers::new().with_label_index("app")),
+        InformerConfig::default().indexers(Indexers::new().with_label_index("app")),
     );
     let (stop, task) = start(&informer);
     wait_for_cache_sync(&[&informer]).await;

@@ -347,7 +347,7 @@ async fn a_standby_keeps_no_backlog_and_a_new_leader_cleans_up_the_handover_dele
 
     use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
-    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::factory::{FactoryConfig, SharedInformerFactory};
     use informer::metrics::Metrics;
     use informer::metrics::prometheus_client::registry::Registry;
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -382,7 +382,7 @@ async fn a_standby_keeps_no_backlog_and_a_new_leader_cleans_up_the_handover_dele
         let metrics = Metrics::new(&mut registry);
         let factory = SharedInformerFactory::new(
             env.client().unwrap(),
-            FactoryOptions::default()
+            FactoryConfig::default()
                 .namespace(namespace.clone())
                 .metrics(&metrics),
         );

@@ -12,7 +12,7 @@ use common::scrape::{scrape, value};
 use common::{config_map, eventually, eventually_async, spawn_until_stopped as spawn};
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::testenv::TestEnv;
@@ -29,7 +29,7 @@ async fn metered(prefix: &str) -> (Registry, SharedInformerFactory, Api<ConfigMa
     let metrics = Metrics::new(&mut registry);
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default()
+        FactoryConfig::default()
             .namespace(ns.clone())
             .metrics(&metrics),
     );
@@ -306,7 +306,7 @@ async fn a_scrape_shows_leader_election_and_shard_membership() {
     });
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default()
+        FactoryConfig::default()
             .namespace(ns.clone())
             .metrics(&metrics),
     );

@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{eventually_async, spawn_until_stopped as spawn};
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use informer::testenv::{Kubernetes, TestEnv};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -187,7 +187,7 @@ async fn the_garbage_collector_removes_a_deleted_owner_s_child_and_the_controlle
         .await
         .unwrap();
     let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(ns.clone()));
+        SharedInformerFactory::new(client, FactoryConfig::default().namespace(ns.clone()));
     let controller = Controller::<ConfigMap>::new(&factory).owns::<Secret>();
     let running = spawn(|stop| controller.run(copy_source, backoff, stop));
     let uid_of_copy = || async {
@@ -285,7 +285,7 @@ async fn shard_members_by_uid_keep_their_share_of_pods_the_server_does_not_filte
     let mut factories = Vec::new();
     for member in &members {
         let factory =
-            SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
+            SharedInformerFactory::new(client.clone(), FactoryConfig::default().namespace(&ns));
         let scope = Selection::default().filtered(
             format!("shard {}", member.handle.identity()),
             Arc::new(member.handle.clone()),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use informer::factory::{FactoryOptions, Selection, SharedInformerFactory};
+use informer::factory::{FactoryConfig, Selection, SharedInformerFactory};
 use informer::key::ObjectKey;
 use informer::shard::{ShardBy, ShardConfig, ShardHandle};
 use informer::shared_informer::SharedIndexInformer;
@@ -103,7 +103,7 @@ impl Member {
         let selector = format!("run={prefix}");
         let factory = SharedInformerFactory::new(
             self.proxy.client().unwrap(),
-            FactoryOptions::default().tweak_list_options(move |options| {
+            FactoryConfig::default().tweak_list_options(move |options| {
                 options.label_selector = Some(selector.clone());
             }),
         );

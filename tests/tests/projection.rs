@@ -18,7 +18,7 @@ use common::scrape::{scrape, value};
 use common::{eventually, spawn_run, spawn_until_stopped as spawn};
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::projection::{Projection, Shared, shared_size};
@@ -278,7 +278,7 @@ async fn metered_factory(
     let metrics = Metrics::new(&mut registry);
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default()
+        FactoryConfig::default()
             .namespace(ns.clone())
             .metrics(&metrics),
     );
@@ -530,7 +530,7 @@ async fn a_controller_of_projections_converges() {
     let ns = env.create_namespace("projection-ctl").await.unwrap();
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let config_maps = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
     let secrets = Api::<Secret>::namespaced(env.client().unwrap(), &ns);

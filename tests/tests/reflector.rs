@@ -720,7 +720,7 @@ async fn compaction_relist<F: Flavour>() {
 #[tokio::test]
 async fn an_informer_comes_back_after_every_cut_and_compaction() {
     use informer::reflector::BackoffConfig;
-    use informer::shared_informer::{InformerOptions, SharedIndexInformer};
+    use informer::shared_informer::{InformerConfig, SharedIndexInformer};
     let env = TestEnv::start().await.unwrap();
     let proxy = env.fault_proxy().await.unwrap();
     let ns = env.create_namespace("reflector-probe").await.unwrap();
@@ -728,13 +728,15 @@ async fn an_informer_comes_back_after_every_cut_and_compaction() {
     api.create(&PostParams::default(), &config_map("a", "0", &[]))
         .await
         .unwrap();
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         ApiListerWatcher::new(Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns)),
-        InformerOptions::default().reflector(Config::default().backoff(BackoffConfig {
-            initial: Duration::from_millis(100),
-            max: Duration::from_secs(2),
-            ..BackoffConfig::default()
-        })),
+        InformerConfig::default().reflector(
+            Config::default().backoff(
+                BackoffConfig::default()
+                    .initial(Duration::from_millis(100))
+                    .max(Duration::from_secs(2)),
+            ),
+        ),
     )
     .unwrap();
     let running = common::spawn_run(&informer);
@@ -896,7 +898,7 @@ impl informer::reflector::KeyFilter for LowerHalfOfNamespaces {
 /// `custom_resources/server_shards.rs` shows the server dropping them instead.)
 #[tokio::test]
 async fn a_server_without_sharded_lists_sends_everything_and_the_filter_keeps_the_share() {
-    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+    use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
     let env = without_modern_lists().await;
     let mut namespaces = Vec::new();
     for _ in 0..12 {
@@ -911,10 +913,10 @@ async fn a_server_without_sharded_lists_sends_everything_and_the_filter_keeps_th
         namespaces.push(ns);
     }
     let filter = Arc::new(LowerHalfOfNamespaces(tokio::sync::watch::Sender::new(0)));
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         ApiListerWatcher::new(Api::<ConfigMap>::all(env.client().unwrap()))
             .labels("app=sharded-fallback"),
-        InformerOptions::default().reflector(Config::default().key_filter(filter)),
+        InformerConfig::default().reflector(Config::default().key_filter(filter)),
     )
     .unwrap();
     let running = common::spawn_run(&informer);
@@ -992,7 +994,7 @@ async fn a_server_without_sharded_lists_sends_everything_and_the_filter_keeps_th
 /// ConfigMaps and Pods, full and metadata-only (`PartialObjectMeta`).
 #[tokio::test]
 async fn the_initial_sync_of_built_in_types_is_one_streaming_list() {
-    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+    use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
     use k8s_openapi::api::core::v1::Pod;
     use kube::core::PartialObjectMeta;
 
@@ -1002,7 +1004,7 @@ async fn the_initial_sync_of_built_in_types_is_one_streaming_list() {
         K: Send + Sync + 'static,
     {
         let informer =
-            SharedIndexInformer::with_options(lister_watcher, InformerOptions::default()).unwrap();
+            SharedIndexInformer::with_config(lister_watcher, InformerConfig::default()).unwrap();
         let running = common::spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         let stats = informer.reflector_stats().unwrap();

@@ -303,7 +303,7 @@ const _: fn(&events::Recorder) = |recorder| {
 // factory
 
 assert_type!(factory::CacheSyncError: Send + Sync);
-assert_type!(factory::FactoryOptions: Send + Sync);
+assert_type!(factory::FactoryConfig: Send + Sync);
 assert_type!(factory::Selection: Send + Sync);
 assert_type!(factory::ByObject<k8s_openapi::api::core::v1::ConfigMap>: Send + Sync);
 
@@ -323,13 +323,13 @@ assert_type!(fifo::DeletedFinalStateUnknown<ConfigMap>: Send + Sync);
 assert_type!(fifo::DeletedObject<ConfigMap>: Send + Sync);
 assert_type!(fifo::Delta<ConfigMap>: Send + Sync);
 assert_type!(fifo::DeltaFifo<ConfigMap>: Send + Sync);
-assert_type!(fifo::DeltaFifoOptions<ConfigMap>: Send + Sync);
+assert_type!(fifo::DeltaFifoConfig<ConfigMap>: Send + Sync);
 assert_type!(fifo::DeltaType: Send + Sync);
 assert_type!(fifo::Deltas<ConfigMap>: Send + Sync);
 assert_type!(fifo::PopError<std::io::Error>: Send + Sync);
 assert_type!(fifo::ProcessError<std::io::Error>: Send + Sync);
 assert_type!(fifo::RealFifo<ConfigMap>: Send + Sync);
-assert_type!(fifo::RealFifoOptions<ConfigMap>: Send + Sync);
+assert_type!(fifo::RealFifoConfig<ConfigMap>: Send + Sync);
 assert_type!(dyn fifo::KnownObjects<ConfigMap>: Send + Sync);
 
 const _: fn(&fifo::DeltaFifo<ConfigMap>, &fifo::RealFifo<ConfigMap>) = |delta, real| {
@@ -507,7 +507,7 @@ const _: fn(shard::ShardMember, &mut shard::ShardHandle) = |member, handle| {
 
 assert_type!(shared_informer::CacheSize: Send + Sync);
 assert_type!(shared_informer::InformerError: Send + Sync);
-assert_type!(shared_informer::InformerOptions<ConfigMap>: Send + Sync);
+assert_type!(shared_informer::InformerConfig<ConfigMap>: Send + Sync);
 assert_type!(shared_informer::ListenerStats: Send + Sync);
 assert_type!(shared_informer::Notification<ConfigMap>: Send + Sync);
 assert_type!(shared_informer::QueueKind: Send + Sync);

@@ -434,7 +434,7 @@ async fn members_publish_their_view_split_the_keys_and_leave_cleanly() {
 async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owner_starts() {
     use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
-    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::factory::{FactoryConfig, SharedInformerFactory};
     use kube::ResourceExt;
     use tokio::sync::mpsc;
     use tokio::time::Instant;
@@ -471,7 +471,7 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
         let shard = member.handle();
         let factory = SharedInformerFactory::new(
             env.client().unwrap(),
-            FactoryOptions::default().namespace(namespace.clone()),
+            FactoryConfig::default().namespace(namespace.clone()),
         );
         let events = events.clone();
         let reconcile = move |cm: Arc<ConfigMap>, _: Context<ConfigMap>| {
@@ -611,7 +611,7 @@ async fn a_stuck_reconcile_is_dropped_at_the_handoff_timeout_before_the_new_owne
 async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is_back() {
     use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
-    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::factory::{FactoryConfig, SharedInformerFactory};
     use kube::ResourceExt;
     use kube::api::DeleteParams;
 
@@ -634,7 +634,7 @@ async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is
     let membership = tokio::spawn(member.run(std::future::pending()));
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(namespace.clone()),
+        FactoryConfig::default().namespace(namespace.clone()),
     );
     let reconciled: Arc<Mutex<BTreeSet<String>>> = Arc::default();
     let cleaned: Arc<Mutex<BTreeSet<String>>> = Arc::default();
@@ -711,7 +711,7 @@ async fn a_deletion_seen_while_the_lease_lapsed_is_cleaned_up_once_the_member_is
 async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
     use informer::controller::Action;
     use informer::controller::{Context, Controller, backoff};
-    use informer::factory::{FactoryOptions, SharedInformerFactory};
+    use informer::factory::{FactoryConfig, SharedInformerFactory};
     use k8s_openapi::api::core::v1::Secret;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
     use kube::ResourceExt;
@@ -751,7 +751,7 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
         let shard = member.handle();
         let factory = SharedInformerFactory::new(
             env.client().unwrap(),
-            FactoryOptions::default().namespace(namespace.clone()),
+            FactoryConfig::default().namespace(namespace.clone()),
         );
         let created = Arc::clone(&created);
         let reconcile = move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {

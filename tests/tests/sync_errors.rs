@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::config_map;
-use informer::factory::{CacheSyncError, FactoryOptions, SharedInformerFactory};
+use informer::factory::{CacheSyncError, FactoryConfig, SharedInformerFactory};
 use informer::lister::LookupError;
 use informer::reflector::SyncError;
 use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
@@ -35,7 +35,7 @@ async fn waiting_before_start_is_an_error_naming_the_informers() {
     let ns = env.create_namespace("sync-errors-start").await.unwrap();
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let error = factory.wait_for_cache_sync().await.unwrap_err();
     assert!(
@@ -92,7 +92,7 @@ async fn a_crd_that_is_not_installed_is_named_not_served_by_the_api_server() {
     let ns = env.create_namespace("sync-errors-crd").await.unwrap();
     let factory = SharedInformerFactory::new(
         env.client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let backups = factory.informer::<Backup>();
     let config_maps = factory.informer::<ConfigMap>();
@@ -155,7 +155,7 @@ async fn an_unreachable_server_is_named_by_its_address() {
     // From a client alone: the address the connection was refused at.
     let factory = SharedInformerFactory::new(
         Client::try_from(config.clone()).unwrap(),
-        FactoryOptions::default().namespace("default"),
+        FactoryConfig::default().namespace("default"),
     );
     let config_maps = factory.informer::<ConfigMap>();
     factory.start();
@@ -185,7 +185,7 @@ async fn an_unreachable_server_is_named_by_its_address() {
 
     // Made from the configuration: the configured URL.
     let factory =
-        SharedInformerFactory::from_config(config, FactoryOptions::default().namespace("default"))
+        SharedInformerFactory::from_config(config, FactoryConfig::default().namespace("default"))
             .unwrap();
     factory.informer::<ConfigMap>();
     factory.start();
@@ -208,7 +208,7 @@ async fn access_denied_says_what_the_server_answered() {
     let ns = env.create_namespace("sync-errors-denied").await.unwrap();
     let factory = SharedInformerFactory::new(
         env.restricted_client().unwrap(),
-        FactoryOptions::default().namespace(ns.clone()),
+        FactoryConfig::default().namespace(ns.clone()),
     );
     let config_maps = factory.informer::<ConfigMap>();
     factory.start();

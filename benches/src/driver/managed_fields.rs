@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use futures::FutureExt as _;
 use informer::reflector::source::{ApiListerWatcher, ManagedFields};
-use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 
@@ -50,9 +50,9 @@ pub(super) async fn run(
             let (managed_fields, what) = SIDES[side];
             let proxy = env.fault_proxy().await?;
             let api = Api::<ConfigMap>::namespaced(proxy.client()?, SMALL_NAMESPACE);
-            let informer = SharedIndexInformer::with_options(
+            let informer = SharedIndexInformer::with_config(
                 ApiListerWatcher::new(api).managed_fields(managed_fields),
-                InformerOptions::default(),
+                InformerConfig::default(),
             )?;
             let started = Instant::now();
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

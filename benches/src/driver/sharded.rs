@@ -201,10 +201,7 @@ fn shard_rows(label: &str, runs: &[ShardRun]) -> Vec<Row> {
         ));
     }
     let config = ShardConfig::new(LARGE_NAMESPACE, "bench");
-    let (lease, retry) = (
-        config.timings().lease_duration,
-        config.timings().retry_period,
-    );
+    let (lease, retry) = (config.timings.lease_duration, config.timings.retry_period);
     rows.push(row(
         format!(
             "takeover after SIGKILL, 3 replicas to 2 (s; bound {} s: lease {} s + a retry \

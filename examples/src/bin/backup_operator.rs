@@ -71,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
     let (demo, namespace) = Demo::prepare(&cluster, Backup::crd()).await?;
     let factory = SharedInformerFactory::new(
         cluster.client.clone(),
-        FactoryOptions::default().namespace(namespace.clone()),
+        FactoryConfig::default().namespace(namespace.clone()),
     );
     factory.informable::<Backup>();
     Controller::<Backup>::new(&factory)

@@ -46,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
     let metrics = Metrics::new(&mut registry);
     let factory = SharedInformerFactory::new(
         cluster.client.clone(),
-        FactoryOptions::default()
+        FactoryConfig::default()
             .namespace(namespace.clone())
             .metrics(&metrics),
     );

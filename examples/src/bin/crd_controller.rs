@@ -72,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
     // The factory's informer maintains the derived indexes from the first object on.
     let factory = SharedInformerFactory::new(
         cluster.client.clone(),
-        FactoryOptions::default().namespace(namespace.clone()),
+        FactoryConfig::default().namespace(namespace.clone()),
     );
     let widgets = factory.informable::<Widget>();
     let seen = Seen::default();

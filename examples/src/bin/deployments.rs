@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::shared_informer::{ResourceEventHandlerFns, wait_for_cache_sync};
 use informer_examples::Cluster;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -33,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
 
     let factory = SharedInformerFactory::new(
         cluster.client.clone(),
-        FactoryOptions::default()
+        FactoryConfig::default()
             .namespace(namespace.clone())
             // Cache less: nobody here reads annotations (managedFields are left out
             // by default).

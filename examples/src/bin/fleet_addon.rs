@@ -364,15 +364,15 @@ async fn demo(script: &Script) -> anyhow::Result<()> {
     // The management cluster: the template's informer.
     let management = SharedInformerFactory::new(
         script.client.clone(),
-        FactoryOptions::default().namespace(&script.fleet),
+        FactoryConfig::default().namespace(&script.fleet),
     );
     let templates = management.informer::<ConfigMap>();
 
     // The fleet: every member's factory watches its add-on's namespace only.
     let fleet_ns = script.fleet.clone();
-    let fleet = ClusterSet::with_options(
+    let fleet = ClusterSet::with_config(
         KubeconfigSecrets::new(script.client.clone(), &script.fleet),
-        move |cluster| FactoryOptions::default().namespace(home(&fleet_ns, cluster)),
+        move |cluster| FactoryConfig::default().namespace(home(&fleet_ns, cluster)),
     );
     let view = fleet.informer::<ConfigMap>();
     let queues = Queues::default();

@@ -47,8 +47,7 @@ fn start_replica(
             .retry_period(Duration::from_millis(500)),
     )?;
     let leadership = elector.handle();
-    let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(namespace));
     let controller = Controller::<ConfigMap>::new(&factory).leader_election(elector.handle());
     let (stop, stopped) = oneshot::channel::<()>();
     let done = tokio::spawn(async move {

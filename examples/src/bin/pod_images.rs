@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::informable::Informable;
 use informer::projection::Projection;
 use informer::shared_informer::CacheSize;
@@ -70,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
 
     let factory = SharedInformerFactory::new(
         cluster.client.clone(),
-        FactoryOptions::default().namespace(namespace.clone()),
+        FactoryConfig::default().namespace(namespace.clone()),
     );
     // One informer per type: the projection and (for the comparison at the end) the
     // full Pod are two informers, each listing and watching Pods.

@@ -152,7 +152,7 @@ async fn main() -> anyhow::Result<()> {
     let (demo, namespace) = Demo::prepare(&cluster, Foo::crd()).await?;
     let factory = SharedInformerFactory::new(
         cluster.client.clone(),
-        FactoryOptions::default().namespace(namespace.clone()),
+        FactoryConfig::default().namespace(namespace.clone()),
     );
     Controller::<Foo>::new(&factory)
         .name("sample-controller")

@@ -53,8 +53,7 @@ fn start_replica(name: &'static str, client: Client, namespace: &str) -> anyhow:
             .retry_period(Duration::from_millis(500)),
     )?;
     let shard = member.handle();
-    let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(namespace));
     let controller = Controller::<ConfigMap>::sharded(&factory, &shard).workers(4);
     let (stop, stopped) = oneshot::channel::<()>();
     let done = tokio::spawn(async move {

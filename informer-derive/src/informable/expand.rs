@@ -162,7 +162,7 @@ fn index_set_impls(model: &Model, set: &Ident) -> TokenStream {
     let names_doc = format!(" The names of the indexes of {kind_link} declared here, in order.");
     let indexers_doc = format!(
         " The indexes of {kind_link} declared here, for `Indexer::add_indexers` or \
-         `InformerOptions::indexers`."
+         `InformerConfig::indexers`."
     );
     let krate_path = quote::ToTokens::to_token_stream(krate)
         .to_string()

@@ -463,7 +463,7 @@ fn foreign_misuses_are_reported_at_once() {
         "`foreign` takes no value: write `foreign` alone, beside `kind = ...`",
         "unknown key `fromat` in `index(...)`; did you mean `format`?",
         "`foreign` declares indexes of a resource type of another crate: name the type with `kind = ...`, e.g. `kind = ConfigMap`",
-        "`key` cannot go with `foreign`: a key function belongs to `impl Informable`, which only the crate of the resource type can write; give it to the informer (`InformerOptions::key_fn`) instead",
+        "`key` cannot go with `foreign`: a key function belongs to `impl Informable`, which only the crate of the resource type can write; give it to the informer (`InformerConfig::key_fn`) instead",
         "`lister_trait` names the generated query trait, and `ConfigMapIndexes` is already this struct's name: pick another",
     ];
     assert_eq!(messages, expected);

@@ -300,7 +300,7 @@ fn check_foreign(cx: &Ctxt, container: &Container<'_>) {
             key,
             "`key` cannot go with `foreign`: a key function belongs to `impl Informable`, \
              which only the crate of the resource type can write; give it to the informer \
-             (`InformerOptions::key_fn`) instead",
+             (`InformerConfig::key_fn`) instead",
         );
     }
     if attrs.indexes.is_empty()

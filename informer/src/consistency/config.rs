@@ -6,9 +6,9 @@ use std::time::Duration;
 
 /// How an informer checks its cache while it runs (see the [module docs](super)).
 ///
-/// Opt in per informer ([`InformerOptions::consistency`](crate::shared_informer::InformerOptions::consistency))
+/// Opt in per informer ([`InformerConfig::consistency`](crate::shared_informer::InformerConfig::consistency))
 /// or for every informer of a factory
-/// ([`FactoryOptions::consistency`](crate::factory::FactoryOptions::consistency)).
+/// ([`FactoryConfig::consistency`](crate::factory::FactoryConfig::consistency)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -20,6 +20,7 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[must_use]
+#[non_exhaustive]
 pub struct ConsistencyConfig {
     /// The time between two checks (default 10 minutes). Each check lists the
     /// collection's metadata once (in pages), and a second time only when the cache

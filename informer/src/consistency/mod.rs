@@ -36,7 +36,7 @@
 //!
 //! let factory = SharedInformerFactory::new(
 //!     client,
-//!     FactoryOptions::default().consistency(ConsistencyConfig::default().heal(true)),
+//!     FactoryConfig::default().consistency(ConsistencyConfig::default().heal(true)),
 //! );
 //! let config_maps = factory.informer::<ConfigMap>();
 //! factory.start();

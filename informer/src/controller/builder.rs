@@ -362,7 +362,7 @@ impl<K: Primary, R: ReplicationMode> Controller<K, R> {
     /// [`name`](Self::name), and its leader election or shard member (see
     /// [`Metrics::observe_leader_election`](crate::metrics::Metrics::observe_leader_election)).
     /// By default a controller reports to the metrics of its factory
-    /// ([`FactoryOptions::metrics`](crate::factory::FactoryOptions::metrics)).
+    /// ([`FactoryConfig::metrics`](crate::factory::FactoryConfig::metrics)).
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     #[must_use]

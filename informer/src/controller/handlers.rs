@@ -184,7 +184,7 @@ mod tests {
 
     use super::*;
     use crate::reflector::source::FakeSource;
-    use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
+    use crate::shared_informer::{InformerConfig, wait_for_cache_sync};
     use crate::test_support::{config_map, spawn_run, until};
     use crate::workqueue::Priority;
 
@@ -228,7 +228,7 @@ mod tests {
             source,
             relation,
             Some(Predicate::labels_changed()),
-            InformerOptions::default(),
+            InformerConfig::default(),
         )
         .await
     }
@@ -239,14 +239,14 @@ mod tests {
         source: &FakeSource<ConfigMap>,
         relation: Relation,
         predicate: Option<Predicate<ConfigMap>>,
-        options: InformerOptions<ConfigMap>,
+        options: InformerConfig<ConfigMap>,
     ) -> (
         HandlerOutputs,
         HandlerRegistrations,
         SharedIndexInformer<ConfigMap>,
     ) {
         let informer =
-            SharedIndexInformer::with_options(source.clone(), options).expect("no indexes");
+            SharedIndexInformer::with_config(source.clone(), options).expect("no indexes");
         let outputs = HandlerOutputs {
             queue: WorkQueue::new(),
             cache_changed: Arc::new(Notify::new()),
@@ -353,7 +353,7 @@ mod tests {
             source.add(config_map(&format!("default/{name}"), &[], 1));
         }
         let (outputs, registrations, informer) =
-            wired_with(&source, Relation::Primary, None, InformerOptions::default()).await;
+            wired_with(&source, Relation::Primary, None, InformerConfig::default()).await;
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
         queued(&outputs, 3).await;
@@ -390,7 +390,7 @@ mod tests {
             &source,
             Relation::Primary,
             None,
-            InformerOptions::default().resync(Duration::from_secs(1)),
+            InformerConfig::default().resync(Duration::from_secs(1)),
         )
         .await;
         let (stop, running) = spawn_run(&informer);

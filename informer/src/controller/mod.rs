@@ -39,7 +39,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use informer::controller::{backoff, Context, Controller};
-//! use informer::factory::{FactoryOptions, SharedInformerFactory};
+//! use informer::factory::{FactoryConfig, SharedInformerFactory};
 //! use informer::controller::Action;
 //! use k8s_openapi::api::apps::v1::Deployment;
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -66,7 +66,7 @@
 //! }
 //!
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! let factory = SharedInformerFactory::new(client, FactoryOptions::default().namespace("default"));
+//! let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace("default"));
 //! Controller::<Deployment>::new(&factory)
 //!     .owns::<ConfigMap>()
 //!     .run(reconcile, backoff, informer::shutdown_signal())

@@ -208,13 +208,13 @@ mod tests {
     use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 
     use crate::controller::Controller;
-    use crate::factory::{FactoryOptions, SharedInformerFactory};
+    use crate::factory::{FactoryConfig, SharedInformerFactory};
 
     /// A factory on a server nobody runs: nothing here sends a request.
     fn factory() -> SharedInformerFactory {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
-        SharedInformerFactory::new(client, FactoryOptions::default())
+        SharedInformerFactory::new(client, FactoryConfig::default())
     }
 
     #[tokio::test]

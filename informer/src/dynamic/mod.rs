@@ -19,13 +19,13 @@
 //! ```no_run
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use informer::dynamic::{DynamicResource, JsonPathIndex};
-//! use informer::factory::{FactoryOptions, SharedInformerFactory};
+//! use informer::factory::{FactoryConfig, SharedInformerFactory};
 //! use informer::store::Indexers;
 //! use kube::core::GroupVersionKind;
 //!
 //! let gvk = GroupVersionKind::gvk("example.com", "v1", "Backup");
 //! let backups = DynamicResource::discover(&client, &gvk).await?;
-//! let factory = SharedInformerFactory::new(client, FactoryOptions::default());
+//! let factory = SharedInformerFactory::new(client, FactoryConfig::default());
 //! let informer = factory.dynamic_informer(&backups);
 //! informer.indexer().add_indexers(
 //!     Indexers::new().with("by_schedule", JsonPathIndex::new("spec.schedule")?),

@@ -19,6 +19,7 @@ use std::time::Duration;
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
+#[must_use]
 pub struct RecorderConfig {
     /// How many writes may wait for the background writer (1000).
     pub queue_capacity: usize,
@@ -63,7 +64,6 @@ impl RecorderConfig {
     /// How many writes may wait for the background writer (client-go's
     /// `maxQueuedEvents`, 1000). A publish that finds the queue full is dropped and
     /// counted; repeats folded into a series take no place in it.
-    #[must_use]
     pub fn queue_capacity(mut self, capacity: usize) -> Self {
         self.queue_capacity = capacity;
         self
@@ -71,7 +71,6 @@ impl RecorderConfig {
 
     /// How many writes run at once (client-go's `recordWorkers`, 8). Writes for one
     /// Event never overlap.
-    #[must_use]
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
         self
@@ -80,7 +79,6 @@ impl RecorderConfig {
     /// How long after its last occurrence an event still folds into the same series
     /// (client-go's `finishTime`, 6 minutes). Later, an identical event starts a new
     /// Event.
-    #[must_use]
     pub fn series_window(mut self, window: Duration) -> Self {
         self.series_window = window;
         self
@@ -89,14 +87,12 @@ impl RecorderConfig {
     /// How often changed series counts are written (30 s): each Event gets at most one
     /// patch per interval however often it repeats, besides the one that starts its
     /// series. Retired Events are forgotten on the same beat.
-    #[must_use]
     pub fn flush_interval(mut self, interval: Duration) -> Self {
         self.flush_interval = interval;
         self
     }
 
     /// The spam filter's burst per object (client-go's `defaultSpamBurst`, 25).
-    #[must_use]
     pub fn spam_burst(mut self, burst: u32) -> Self {
         self.spam_burst = burst;
         self
@@ -104,7 +100,6 @@ impl RecorderConfig {
 
     /// How often the spam filter gives an object a token back (client-go's
     /// `defaultSpamQPS`, one per 5 minutes). `Duration::ZERO` turns the filter off.
-    #[must_use]
     pub fn spam_refill(mut self, every: Duration) -> Self {
         self.spam_refill = every;
         self
@@ -113,7 +108,6 @@ impl RecorderConfig {
     /// How many distinct events the series cache, and objects the spam filter,
     /// remember (client-go's `maxLruCacheEntries`, 4096). Beyond it events are
     /// still written, without folding.
-    #[must_use]
     pub fn cache_capacity(mut self, capacity: usize) -> Self {
         self.cache_capacity = capacity;
         self
@@ -121,7 +115,6 @@ impl RecorderConfig {
 
     /// How long a write waits before it is retried after a connection error or a
     /// server error (client-go's `defaultSleepDuration`, 10 s, with ±25 % jitter).
-    #[must_use]
     pub fn retry_backoff(mut self, backoff: Duration) -> Self {
         self.retry_backoff = backoff;
         self
@@ -129,7 +122,6 @@ impl RecorderConfig {
 
     /// How many times a write is tried before it is given up (client-go's
     /// `maxTriesPerEvent`, 12).
-    #[must_use]
     pub fn max_tries(mut self, tries: u32) -> Self {
         self.max_tries = tries;
         self
@@ -139,7 +131,6 @@ impl RecorderConfig {
     /// cluster-scoped custom resources), which have none of their own: `default`, as
     /// client-go and `kubectl describe` expect. API servers before 1.21 accept only
     /// `kube-system` there.
-    #[must_use]
     pub fn cluster_scoped_namespace(mut self, namespace: impl Into<String>) -> Self {
         self.cluster_scoped_namespace = namespace.into();
         self

@@ -5,7 +5,7 @@
 //! metadata with the rest as JSON. Entries are keyed by the resource (group, version,
 //! plural), the namespace (for namespaced resources) and the selectors, beside the
 //! typed ones: `informer::<ConfigMap>()` and the dynamic informer of `configmaps` are
-//! two informers. Per-type options address them all as `DynamicObject`
+//! two informers. Per-type settings address them all as `DynamicObject`
 //! (`by_object(ByObject::<DynamicObject>::default()...)`).
 
 use kube::Resource;
@@ -14,7 +14,7 @@ use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use super::selection::{Selection, Target};
 use super::shared_informer_factory::SharedInformerFactory;
 use crate::dynamic::DynamicResource;
-use crate::shared_informer::{InformerOptions, SharedIndexInformer};
+use crate::shared_informer::{InformerConfig, SharedIndexInformer};
 
 impl SharedInformerFactory {
     /// The informer of `resource` in the factory's namespace (all namespaces, for a
@@ -51,7 +51,7 @@ impl SharedInformerFactory {
         resource: &DynamicResource,
         selection: Selection,
     ) -> SharedIndexInformer<DynamicObject> {
-        self.informer_with(target(resource), selection, InformerOptions::default)
+        self.informer_with(target(resource), selection, InformerConfig::default)
             .0
     }
 
@@ -71,7 +71,7 @@ impl SharedInformerFactory {
         resource: &DynamicResource,
         selection: Selection,
     ) -> SharedIndexInformer<PartialObjectMeta<DynamicObject>> {
-        self.informer_with(target(resource), selection, InformerOptions::default)
+        self.informer_with(target(resource), selection, InformerConfig::default)
             .0
     }
 }

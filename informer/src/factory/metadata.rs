@@ -10,7 +10,7 @@
 //! tombstones, relists.
 //!
 //! It is its own entry in the factory, beside a full informer of `K` in the same selection:
-//! the two share nothing but the factory. Per-type options address it as
+//! the two share nothing but the factory. Per-type settings address it as
 //! `PartialObjectMeta<K>` (`by_object(ByObject::<PartialObjectMeta<Pod>>::default()...)`).
 
 use kube::Resource;
@@ -21,7 +21,7 @@ use super::selection::{Selection, Target};
 use super::shared_informer_factory::SharedInformerFactory;
 use crate::informable::Informable;
 use crate::scope::FactoryScope;
-use crate::shared_informer::{InformerOptions, SharedIndexInformer};
+use crate::shared_informer::{InformerConfig, SharedIndexInformer};
 
 impl SharedInformerFactory {
     /// The metadata-only informer for `K` in the factory's namespace, made on first
@@ -67,7 +67,7 @@ impl SharedInformerFactory {
         self.informer_with(
             Target::<PartialObjectMeta<K>>::of(),
             selection,
-            InformerOptions::default,
+            InformerConfig::default,
         )
         .0
     }
@@ -97,7 +97,7 @@ impl SharedInformerFactory {
     {
         let (informer, made) =
             self.informer_with(Target::<PartialObjectMeta<K>>::of(), selection, || {
-                InformerOptions::default().indexers(K::metadata_indexers())
+                InformerConfig::default().indexers(K::metadata_indexers())
             });
         if !made {
             super::shared_informer_factory::add_missing(&informer, K::metadata_indexers());

@@ -16,7 +16,7 @@
 //! ([`dynamic_informer(&resource)`](SharedInformerFactory::dynamic_informer), for a
 //! resource known only at run time; see [`crate::dynamic`]), each shared the same way
 //! and each its own entry: a full, a metadata-only and a dynamic informer of ConfigMaps
-//! are three informers. Per-type options address them by their object type
+//! are three informers. Per-type settings address them by their object type
 //! ([`ByObject`]`<PartialObjectMeta<Pod>>`, [`ByObject`]`<DynamicObject>`).
 //!
 //! [`start`](SharedInformerFactory::start) runs every informer not yet running (call
@@ -36,13 +36,13 @@
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use informer::factory::{FactoryOptions, SharedInformerFactory};
+//! use informer::factory::{FactoryConfig, SharedInformerFactory};
 //! use k8s_openapi::api::apps::v1::Deployment;
 //! use std::time::Duration;
 //!
 //! let factory = SharedInformerFactory::new(
 //!     client,
-//!     FactoryOptions::default()
+//!     FactoryConfig::default()
 //!         .namespace("default")
 //!         .default_resync(Duration::from_secs(600))
 //!         // Every type: drop kubectl's copy of the last applied object before
@@ -64,19 +64,19 @@
 //! ```
 
 mod cacheable;
+mod config;
 mod dynamic;
 mod managed;
 mod metadata;
 #[cfg(feature = "metrics")]
 mod metrics_view;
-mod options;
 mod selection;
 mod shared_informer_factory;
 mod state;
 mod sync_error;
 
 pub use cacheable::Cacheable;
-pub use options::{ByObject, FactoryOptions};
+pub use config::{ByObject, FactoryConfig};
 pub(crate) use selection::NamedKeyFilter;
 pub use selection::Selection;
 pub use shared_informer_factory::SharedInformerFactory;

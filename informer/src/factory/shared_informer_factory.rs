@@ -14,10 +14,10 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::cacheable::Cacheable;
+use super::config::FactoryConfig;
 use super::managed::ManagedInformer;
 #[cfg(feature = "metrics")]
 use super::metrics_view::FactoryInformers;
-use super::options::FactoryOptions;
 use super::selection::{Selection, Target};
 use super::state::{Entry, InformerKey, State};
 use super::sync_error::{CacheSyncError, Unsynced};
@@ -26,7 +26,7 @@ use crate::key::short_type_name;
 use crate::lock::MutexExt;
 use crate::reflector::source::ApiListerWatcher;
 use crate::scope::FactoryScope;
-use crate::shared_informer::{HasSynced, InformerOptions, SharedIndexInformer};
+use crate::shared_informer::{HasSynced, InformerConfig, SharedIndexInformer};
 use crate::store::Indexers;
 
 /// Shares informers by type and selection; see the [module docs](super). Cloning gives
@@ -36,7 +36,7 @@ pub struct SharedInformerFactory {
     client: Client,
     /// The API server's URL, when the factory made the client (errors name it).
     server_url: Option<String>,
-    options: Arc<FactoryOptions>,
+    config: Arc<FactoryConfig>,
     /// Shared with the metrics' view of the informers (and read by the unit tests).
     pub(super) state: Arc<Mutex<State>>,
     shutdown: watch::Sender<bool>,
@@ -46,7 +46,7 @@ impl std::fmt::Debug for SharedInformerFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = self.state.locked();
         f.debug_struct("SharedInformerFactory")
-            .field("options", &self.options)
+            .field("config", &self.config)
             .field(
                 "informers",
                 &state
@@ -67,7 +67,7 @@ impl SharedInformerFactory {
     /// its server's address, so errors about a server that cannot be reached name
     /// only the socket address the connection failed at, when known;
     /// [`from_config`](Self::from_config) names the configured URL.
-    pub fn new(client: Client, options: FactoryOptions) -> Self {
+    pub fn new(client: Client, config: FactoryConfig) -> Self {
         let state = Arc::new(Mutex::new(State {
             informers: HashMap::new(),
             tasks: Vec::new(),
@@ -75,24 +75,24 @@ impl SharedInformerFactory {
             shut_down: false,
         }));
         #[cfg(feature = "metrics")]
-        if let Some(metrics) = options.metrics_of() {
+        if let Some(metrics) = config.metrics.as_ref() {
             metrics.observe(Box::new(FactoryInformers(Arc::downgrade(&state))));
         }
         Self {
             client,
             server_url: None,
-            options: Arc::new(options),
+            config: Arc::new(config),
             state,
             shutdown: watch::Sender::new(false),
         }
     }
 
-    /// The metrics given in [`FactoryOptions::metrics`], which the controllers built on
+    /// The metrics given in [`FactoryConfig::metrics`], which the controllers built on
     /// the factory report to.
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
-        self.options.metrics_of()
+        self.config.metrics.as_ref()
     }
 
     /// The client the factory's informers use.
@@ -100,12 +100,15 @@ impl SharedInformerFactory {
         &self.client
     }
 
-    /// A factory making informers with a client made from `config` (for example
+    /// A factory making informers with a client made from `kube_config` (for example
     /// `kube::Config::infer().await?`). Errors about a server that cannot be reached
-    /// name `config.cluster_url`.
-    pub fn from_config(config: kube::Config, options: FactoryOptions) -> Result<Self, kube::Error> {
-        let server_url = config.cluster_url.to_string();
-        let mut factory = Self::new(Client::try_from(config)?, options);
+    /// name `kube_config.cluster_url`.
+    pub fn from_config(
+        kube_config: kube::Config,
+        config: FactoryConfig,
+    ) -> Result<Self, kube::Error> {
+        let server_url = kube_config.cluster_url.to_string();
+        let mut factory = Self::new(Client::try_from(kube_config)?, config);
         factory.server_url = Some(server_url);
         Ok(factory)
     }
@@ -119,7 +122,7 @@ impl SharedInformerFactory {
     /// The selection [`informer`](Self::informer) uses: the factory's namespace.
     pub(crate) fn default_selection(&self) -> Selection {
         Selection {
-            namespace: self.options.namespace_of().cloned(),
+            namespace: self.config.namespace.clone(),
             ..Selection::default()
         }
     }
@@ -127,7 +130,7 @@ impl SharedInformerFactory {
     /// The informer for `K` in `selection` (namespace and selectors), shared like
     /// [`informer`](Self::informer). The factory's tweak applies on top of `selection`.
     pub fn informer_for<K: Cacheable>(&self, selection: Selection) -> SharedIndexInformer<K> {
-        self.informer_with(Target::<K>::of(), selection, InformerOptions::default)
+        self.informer_with(Target::<K>::of(), selection, InformerConfig::default)
             .0
     }
 
@@ -151,7 +154,7 @@ impl SharedInformerFactory {
         K: Informable<DynamicType = (), Scope: FactoryScope> + DeserializeOwned,
     {
         let (informer, made) =
-            self.informer_with(Target::<K>::of(), selection, InformerOptions::informable);
+            self.informer_with(Target::<K>::of(), selection, InformerConfig::informable);
         if !made {
             add_missing(&informer, K::indexers());
         }
@@ -165,7 +168,7 @@ impl SharedInformerFactory {
         &self,
         target: Target<'_, K>,
         selection: Selection,
-        base: impl FnOnce() -> InformerOptions<K>,
+        base: impl FnOnce() -> InformerConfig<K>,
     ) -> (SharedIndexInformer<K>, bool)
     where
         K: Resource + DeserializeOwned + Send + Sync + 'static,
@@ -204,7 +207,7 @@ impl SharedInformerFactory {
         }
         let name = key.selection.name_for(&kind);
         let projection = projection_of::<K>(&target, &kind);
-        if let Some(budget) = self.options.cache_budget_of() {
+        if let Some(budget) = self.config.cache_budget {
             let named = match projection {
                 Some(projection) => format!("{name} (projected as {projection})"),
                 None => name.clone(),
@@ -227,12 +230,12 @@ impl SharedInformerFactory {
         &self,
         dynamic_type: &K::DynamicType,
         selection: &Selection,
-        base: InformerOptions<K>,
+        base: InformerConfig<K>,
     ) -> SharedIndexInformer<K>
     where
         K: Resource + DeserializeOwned + Send + Sync + 'static,
     {
-        let options = &self.options;
+        let config = &self.config;
         let mut lister_watcher = ApiListerWatcher::<K>::in_namespace_with(
             self.client.clone(),
             dynamic_type,
@@ -241,28 +244,28 @@ impl SharedInformerFactory {
         .tweak(|list| {
             list.label_selector = selection.label_selector.clone();
             list.field_selector = selection.field_selector.clone();
-            if let Some(tweak) = options.tweak_of() {
+            if let Some(tweak) = config.tweak.as_ref() {
                 tweak(list);
             }
         })
-        .managed_fields(options.managed_fields_of::<K>());
+        .managed_fields(config.managed_fields_of::<K>());
         if let Some(url) = &self.server_url {
             lister_watcher = lister_watcher.server_url(url.clone());
         }
-        let queue = options.queue_of::<K>();
-        let mut informer_options = base
-            .reflector(selection.reflector_config(options.reflector_of()))
+        let queue = config.queue_of::<K>();
+        let mut informer_config = base
+            .reflector(selection.reflector_config(&config.reflector))
             .queue(queue);
-        if let Some(resync) = options.resync_of::<K>() {
-            informer_options = informer_options.resync(resync);
+        if let Some(resync) = config.resync_of::<K>() {
+            informer_config = informer_config.resync(resync);
         }
-        if let Some(consistency) = options.consistency_of() {
-            informer_options = informer_options.consistency(consistency.clone());
+        if let Some(consistency) = config.consistency.as_ref() {
+            informer_config = informer_config.consistency(consistency.clone());
         }
-        let metadata = options.metadata_transform();
-        let typed = options.transform_of::<K>();
+        let metadata = config.transform_metadata.clone();
+        let typed = config.transform_of::<K>();
         if metadata.is_some() || typed.is_some() {
-            informer_options = informer_options.transform(move |mut object: K| {
+            informer_config = informer_config.transform(move |mut object: K| {
                 if let Some(metadata) = &metadata {
                     metadata(object.meta_mut());
                 }
@@ -272,7 +275,7 @@ impl SharedInformerFactory {
                 }
             });
         }
-        SharedIndexInformer::with_options(lister_watcher, informer_options)
+        SharedIndexInformer::with_config(lister_watcher, informer_config)
             .expect("the factory defines no indexes that could conflict")
     }
 

@@ -91,14 +91,14 @@ fn timed_out_gives_each_informer_not_synced_with_its_last_error() {
 
 #[tokio::test]
 async fn waiting_before_start_fails_at_once_naming_the_informers() {
-    let factory = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let factory = SharedInformerFactory::new(client(), FactoryConfig::default());
     let error = factory.wait_for_cache_sync().await.unwrap_err();
     assert!(
         matches!(&error, CacheSyncError::NotStarted { informers } if informers.is_empty()),
         "{error:?}"
     );
 
-    let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
+    let factory = SharedInformerFactory::new(client(), FactoryConfig::default().namespace("ns"));
     factory.informer::<Secret>();
     factory.informer::<ConfigMap>();
     let waited = factory.wait_for_cache_sync_within(Duration::from_secs(3600));
@@ -124,7 +124,7 @@ async fn metadata_and_dynamic_informers_are_entries_of_their_own() {
     use k8s_openapi::api::core::v1::Namespace;
     use kube::core::PartialObjectMeta;
 
-    let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
+    let factory = SharedInformerFactory::new(client(), FactoryConfig::default().namespace("ns"));
     let full = factory.informer::<ConfigMap>();
     let metadata = factory.metadata_informer::<ConfigMap>();
     assert_eq!(metadata, factory.metadata_informer::<ConfigMap>());
@@ -203,7 +203,7 @@ async fn metadata_informable_maintains_the_metadata_indexes() {
         names.sort();
         names
     };
-    let factory = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let factory = SharedInformerFactory::new(client(), FactoryConfig::default());
     let informable = factory.metadata_informable::<Gadget>();
     assert_eq!(
         with_namespace(informable.indexer().index_names()),
@@ -215,7 +215,7 @@ async fn metadata_informable_maintains_the_metadata_indexes() {
         informable.indexer().index_names()
     );
 
-    let other = SharedInformerFactory::new(client(), FactoryOptions::default());
+    let other = SharedInformerFactory::new(client(), FactoryConfig::default());
     let plain = other.metadata_informer::<Gadget>();
     assert_eq!(plain.indexer().index_names(), ["namespace"]);
     assert_eq!(other.metadata_informable::<Gadget>(), plain);
@@ -233,7 +233,7 @@ async fn a_filtered_selection_is_its_own_entry_shared_by_filter_id() {
     use crate::dynamic::DynamicResource;
     use crate::reflector::{FnKeyFilter, KeyFilter};
 
-    let factory = SharedInformerFactory::new(client(), FactoryOptions::default().namespace("ns"));
+    let factory = SharedInformerFactory::new(client(), FactoryConfig::default().namespace("ns"));
     let shard: Arc<dyn KeyFilter> = Arc::new(FnKeyFilter::new(|_, name| name < "m"));
     let selection = |id: &str, filter: &Arc<dyn KeyFilter>| {
         Selection::default()
@@ -294,7 +294,7 @@ fn by_object_settings_override_one_type_and_fall_back_to_every_types() {
     use crate::shared_informer::QueueKind;
 
     let every = Duration::from_secs(600);
-    let options = FactoryOptions::default()
+    let options = FactoryConfig::default()
         .default_resync(every)
         .queue(QueueKind::DeltaFifo)
         .by_object(ByObject::<Secret>::default().resync(Duration::from_secs(1)))

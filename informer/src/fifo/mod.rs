@@ -16,7 +16,7 @@
 //!   per key**: the changes to an object accumulate behind its first pending change and
 //!   are popped together, so a busy object is handled once for many changes but keys
 //!   overtake each other. Select it with
-//!   [`InformerOptions::queue`](crate::shared_informer::InformerOptions::queue).
+//!   [`InformerConfig::queue`](crate::shared_informer::InformerConfig::queue).
 //!
 //! Both hand out the same typed [`Delta`]s: client-go's
 //! `Delta{Type, Object interface{}}` becomes an enum whose every variant carries the
@@ -32,8 +32,8 @@ mod queue_state;
 mod real_fifo;
 
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType, Deltas};
-pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
+pub use delta_fifo::{DeltaFifo, DeltaFifoConfig};
 pub use known::KnownObjects;
 pub(crate) use pop::DeltaBatch;
 pub use pop::{PopError, ProcessError};
-pub use real_fifo::{RealFifo, RealFifoOptions};
+pub use real_fifo::{RealFifo, RealFifoConfig};

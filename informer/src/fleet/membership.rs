@@ -10,10 +10,14 @@ use futures::stream::BoxStream;
 use super::error::KubeconfigError;
 
 /// How to reach one cluster: a [`kube::Config`], and a fingerprint of where it came
-/// from (a changed fingerprint restarts the member).
+/// from (a changed fingerprint restarts the member). Made by [`new`](Self::new); the
+/// connection settings are the `kube::Config`'s.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ClusterConfig {
-    pub(super) config: kube::Config,
+    /// The cluster's connection settings.
+    pub config: kube::Config,
+    /// A hash of what the config was read from (private: only its changes matter).
     pub(super) fingerprint: u64,
 }
 
@@ -27,11 +31,6 @@ impl ClusterConfig {
             config,
             fingerprint: hasher.finish(),
         }
-    }
-
-    /// The API server's address.
-    pub fn url(&self) -> String {
-        self.config.cluster_url.to_string()
     }
 }
 

@@ -18,7 +18,7 @@ use super::error::KubeconfigError;
 use super::kubeconfigs::config_from;
 use super::membership::{ClusterProvider, Membership, Rejected};
 use crate::reflector::source::ApiListerWatcher;
-use crate::shared_informer::{InformerOptions, SharedIndexInformer, Subscription};
+use crate::shared_informer::{InformerConfig, SharedIndexInformer, Subscription};
 
 /// The label Cluster API puts on a cluster's kubeconfig Secret, naming the cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -150,9 +150,8 @@ impl ClusterProvider for KubeconfigSecrets {
         if let Some(selector) = &self.selector {
             lister_watcher = lister_watcher.labels(selector.clone());
         }
-        let informer =
-            SharedIndexInformer::with_options(lister_watcher, InformerOptions::default())
-                .expect("no indexes to clash");
+        let informer = SharedIndexInformer::with_config(lister_watcher, InformerConfig::default())
+            .expect("no indexes to clash");
         let changes = informer.subscribe().expect("not started");
         // Driven by the stream itself, not a task of its own: when the set drops the
         // stream, the informer goes with it and nothing is left running.

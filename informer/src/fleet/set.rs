@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use super::cluster::Cluster;
 use super::error::{FleetError, KubeconfigError};
 use super::membership::{ClusterConfig, ClusterProvider, Membership, Rejected};
-use crate::factory::{FactoryOptions, SharedInformerFactory};
+use crate::factory::{FactoryConfig, SharedInformerFactory};
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
 use crate::shard::ShardHandle;
@@ -61,13 +61,13 @@ pub enum Unsharded {}
 ///
 /// ```compile_fail,E0271
 /// # use informer::controller::Controller;
-/// # use informer::factory::FactoryOptions;
+/// # use informer::factory::FactoryConfig;
 /// # use informer::fleet::{ClusterSet, Kubeconfigs};
 /// # use informer::leader::LeadershipHandle;
 /// # use informer::shard::ShardHandle;
 /// # use k8s_openapi::api::core::v1::ConfigMap;
 /// # fn demo(shard: &ShardHandle, leadership: LeadershipHandle) {
-/// let fleet = ClusterSet::sharded(Kubeconfigs::new(), |_| FactoryOptions::default(), shard);
+/// let fleet = ClusterSet::sharded(Kubeconfigs::new(), |_| FactoryConfig::default(), shard);
 /// let controller = fleet.controller(move |cluster| {
 ///     Controller::<ConfigMap>::new(cluster.factory()).leader_election(leadership.clone())
 /// });
@@ -90,7 +90,7 @@ struct Inner {
     provider: Mutex<Option<Box<dyn ClusterProvider>>>,
     /// Engage only the clusters this shard member owns.
     shard: Option<ShardHandle>,
-    options: Box<dyn Fn(&str) -> FactoryOptions + Send + Sync>,
+    factory_config: Box<dyn Fn(&str) -> FactoryConfig + Send + Sync>,
     state: Mutex<State>,
     /// Bumped on every change of the members.
     generation: watch::Sender<u64>,
@@ -118,20 +118,20 @@ impl<S> fmt::Debug for ClusterSet<S> {
 }
 
 impl ClusterSet<Unsharded> {
-    /// A set whose members `provider` names, each with a factory of default options.
+    /// A set whose members `provider` names, each with a factory of default factory_config.
     pub fn new(provider: impl ClusterProvider) -> Self {
-        Self::with_options(provider, |_| FactoryOptions::default())
+        Self::with_config(provider, |_| FactoryConfig::default())
     }
 
     /// A set whose members `provider` names, each with a factory made with the
-    /// options `options` gives for the cluster's name (a namespace, metrics, ...).
+    /// factory_config `factory_config` gives for the cluster's name (a namespace, metrics, ...).
     /// Metrics given there label each member's series `cluster="{name}"`
     /// ([`Metrics::for_cluster`](crate::metrics::Metrics::for_cluster)).
-    pub fn with_options(
+    pub fn with_config(
         provider: impl ClusterProvider,
-        options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
+        factory_config: impl Fn(&str) -> FactoryConfig + Send + Sync + 'static,
     ) -> Self {
-        Self::make(provider, options, None)
+        Self::make(provider, factory_config, None)
     }
 }
 
@@ -146,24 +146,24 @@ impl ClusterSet<ShardedByCluster> {
     /// [`ClusterSet::controller`]).
     pub fn sharded(
         provider: impl ClusterProvider,
-        options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
+        factory_config: impl Fn(&str) -> FactoryConfig + Send + Sync + 'static,
         shard: &ShardHandle,
     ) -> Self {
-        Self::make(provider, options, Some(shard.clone()))
+        Self::make(provider, factory_config, Some(shard.clone()))
     }
 }
 
 impl<S> ClusterSet<S> {
     fn make(
         provider: impl ClusterProvider,
-        options: impl Fn(&str) -> FactoryOptions + Send + Sync + 'static,
+        factory_config: impl Fn(&str) -> FactoryConfig + Send + Sync + 'static,
         shard: Option<ShardHandle>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 shard,
                 provider: Mutex::new(Some(Box::new(provider))),
-                options: Box::new(options),
+                factory_config: Box::new(factory_config),
                 state: Mutex::default(),
                 generation: watch::Sender::new(0),
             }),
@@ -300,18 +300,19 @@ impl<S> ClusterSet<S> {
         config: ClusterConfig,
         on_join: &[OnJoin],
     ) -> Result<(Cluster, u64), KubeconfigError> {
-        let url = config.url();
-        let options = (self.inner.options)(name);
+        let url = config.config.cluster_url.to_string();
+        let factory_config = (self.inner.factory_config)(name);
         // Each member's series labelled with its name, so that they stay apart.
         #[cfg(feature = "metrics")]
-        let options = match options
-            .metrics_of()
+        let factory_config = match factory_config
+            .metrics
+            .as_ref()
             .map(|metrics| metrics.for_cluster(name))
         {
-            Some(metrics) => options.metrics(&metrics),
-            None => options,
+            Some(metrics) => factory_config.metrics(&metrics),
+            None => factory_config,
         };
-        let factory = SharedInformerFactory::from_config(config.config, options)
+        let factory = SharedInformerFactory::from_config(config.config, factory_config)
             .map_err(|error| KubeconfigError::Client(Arc::new(error)))?;
         let cluster = Cluster::new(name, url, factory);
         for join in on_join {

@@ -21,7 +21,7 @@
 //!   `Vec<Arc<Pod>>`. Asking a `Lister<Widget>` for an index of `Pod` does not
 //!   compile, nor does passing an `i32` where the index holds node names.
 //! - [`Informable`] is a resource type with a key function and a set of such indexes.
-//!   [`SharedIndexInformer::informable`], [`InformerOptions::informable`] and
+//!   [`SharedIndexInformer::informable`], [`InformerConfig::informable`] and
 //!   [`SharedInformerFactory::informable`] build informers that maintain them from the
 //!   first object on.
 //! - [`derive@Informable`] writes both for you from attributes, and adds a query trait
@@ -237,7 +237,7 @@
 //! type lacks is a compile error at the path, and keys are `String` unless `value =
 //! Type` says otherwise (`path = "spec.containers.ports.containerPort", value = i32`).
 //! `key` cannot go with `foreign` (the key function is part of `Informable`): give one
-//! to the informer with [`InformerOptions::key_fn`].
+//! to the informer with [`InformerConfig::key_fn`].
 //!
 //! An informer from [`SharedInformerFactory::informer`] has no such indexes at first
 //! (a query would add the one it asks for, but only then, building it over the whole
@@ -259,8 +259,8 @@
 //! # }
 //! ```
 //!
-//! An [`InformerOptions`] can take them from the start:
-//! `InformerOptions::default().indexers(ConfigMapIndexes::indexers())`.
+//! An [`InformerConfig`] can take them from the start:
+//! `InformerConfig::default().indexers(ConfigMapIndexes::indexers())`.
 //!
 //! ## By hand
 //! For each index the derive implements [`Index`] for a marker type. Without the
@@ -338,11 +338,11 @@
 //! [`SharedInformerFactory::informable`]: crate::factory::SharedInformerFactory::informable
 //! [`SharedInformerFactory::informer`]: crate::factory::SharedInformerFactory::informer
 //! [`SharedInformerFactory::metadata_informable`]: crate::factory::SharedInformerFactory::metadata_informable
-//! [`InformerOptions`]: crate::shared_informer::InformerOptions
-//! [`InformerOptions::key_fn`]: crate::shared_informer::InformerOptions::key_fn
+//! [`InformerConfig`]: crate::shared_informer::InformerConfig
+//! [`InformerConfig::key_fn`]: crate::shared_informer::InformerConfig::key_fn
 //! [`SharedIndexInformer::informable`]: crate::shared_informer::SharedIndexInformer::informable
 //! [`SharedIndexInformer::new`]: crate::shared_informer::SharedIndexInformer::new
-//! [`InformerOptions::informable`]: crate::shared_informer::InformerOptions::informable
+//! [`InformerConfig::informable`]: crate::shared_informer::InformerConfig::informable
 
 use std::collections::HashSet;
 

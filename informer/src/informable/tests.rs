@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{__private, IndexSet, Informable};
 use crate::key::{KeyFn, ObjectKey};
 use crate::lister::Lister;
-use crate::shared_informer::InformerOptions;
+use crate::shared_informer::InformerConfig;
 use crate::store::{Index, IndexFunc, IndexQuery, IndexedField, Indexers, TypedIndex, Writer};
 use crate::test_support::{config_map, names};
 
@@ -205,7 +205,7 @@ fn derive_declares_names_types_and_label_fields() {
     assert_eq!(ByReplicas::encode(&replicas), "3");
     assert_eq!(ByPhase::encode(&phase), "Ready");
     assert_eq!(ByPhaseText::encode(&phase), "ready");
-    let options = InformerOptions::<Widget>::informable();
+    let options = InformerConfig::<Widget>::informable();
     assert_eq!(
         options.indexers.names().collect::<Vec<_>>(),
         Widget::INDEX_NAMES
@@ -538,7 +538,7 @@ fn a_foreign_set_declares_its_indexes_on_the_struct_and_as_an_index_set() {
         PodIndexes::INDEX_NAMES.len()
     );
     // An informer can maintain them from the start.
-    let options = InformerOptions::<ConfigMap>::default().indexers(ConfigMapIndexes::indexers());
+    let options = InformerConfig::<ConfigMap>::default().indexers(ConfigMapIndexes::indexers());
     assert_eq!(
         options.indexers.names().collect::<Vec<_>>(),
         ConfigMapIndexes::INDEX_NAMES

@@ -24,10 +24,11 @@ use super::timings::{JITTER_FACTOR, LeaseTimings};
 ///     .lease_duration(Duration::from_secs(30))
 ///     .renew_deadline(Duration::from_secs(20));
 /// assert!(config.identity.contains('_')); // hostname_suffix
-/// assert_eq!(config.timings().retry_period, Duration::from_secs(2));
+/// assert_eq!(config.timings.retry_period, Duration::from_secs(2));
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+#[must_use]
 pub struct LeaderElectionConfig {
     /// The Lease's namespace.
     pub namespace: String,
@@ -38,9 +39,8 @@ pub struct LeaderElectionConfig {
     /// Pod) and a random suffix, so a restarted replica is a new candidate.
     pub identity: String,
     /// The lease's timings (client-go's `LeaseDuration`, `RenewDeadline` and
-    /// `RetryPeriod`: 15 s, 10 s, 2 s), set with the setters below and read with
-    /// [`timings`](Self::timings).
-    pub(crate) timings: LeaseTimings,
+    /// `RetryPeriod`: 15 s, 10 s, 2 s), set with the setters below.
+    pub timings: LeaseTimings,
     /// Release the lease when [`LeaderElector::run`](super::LeaderElector::run)
     /// is shut down while leading (client-go's `ReleaseOnCancel`, on by default): the
     /// holder is cleared, so a standby takes over at its next try instead of waiting
@@ -62,7 +62,6 @@ impl Default for LeaderElectionConfig {
 
 impl LeaderElectionConfig {
     /// The Lease to compete for (it is created on first use).
-    #[must_use]
     pub fn lease(mut self, namespace: impl Into<String>, name: impl Into<String>) -> Self {
         self.namespace = namespace.into();
         self.name = name.into();
@@ -70,40 +69,30 @@ impl LeaderElectionConfig {
     }
 
     /// This replica's identity (default: host name and a random suffix).
-    #[must_use]
     pub fn identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = identity.into();
         self
     }
 
     /// How long the lease lasts after its last observed renewal (default 15 s).
-    #[must_use]
     pub fn lease_duration(mut self, duration: Duration) -> Self {
         self.timings.lease_duration = duration;
         self
     }
 
     /// How long the leader tries to renew before it stops leading (default 10 s).
-    #[must_use]
     pub fn renew_deadline(mut self, deadline: Duration) -> Self {
         self.timings.renew_deadline = deadline;
         self
     }
 
     /// The wait between tries (default 2 s, plus jitter for candidates).
-    #[must_use]
     pub fn retry_period(mut self, period: Duration) -> Self {
         self.timings.retry_period = period;
         self
     }
 
-    /// The lease's timings.
-    pub fn timings(&self) -> LeaseTimings {
-        self.timings
-    }
-
     /// Whether a clean shutdown releases the lease (default `true`).
-    #[must_use]
     pub fn release_on_shutdown(mut self, release: bool) -> Self {
         self.release_on_shutdown = release;
         self

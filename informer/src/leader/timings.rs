@@ -28,7 +28,7 @@ pub const JITTER_FACTOR: f64 = 1.2;
 /// use informer::leader::LeaderElectionConfig;
 ///
 /// let config = LeaderElectionConfig::default().retry_period(Duration::from_secs(1));
-/// let timings = config.timings();
+/// let timings = config.timings;
 /// assert_eq!(timings.lease_duration, Duration::from_secs(15));
 /// assert_eq!(timings.renew_deadline, Duration::from_secs(10));
 /// assert_eq!(timings.retry_period, Duration::from_secs(1));

@@ -4,7 +4,7 @@
 //!
 //! [`Metrics::new`] registers every family below into your
 //! [`Registry`]. Hand the [`Metrics`] to a
-//! factory with [`FactoryOptions::metrics`](crate::factory::FactoryOptions::metrics)
+//! factory with [`FactoryConfig::metrics`](crate::factory::FactoryConfig::metrics)
 //! and its informers are observed, and every [`Controller`](crate::controller::Controller)
 //! built on that factory reports its queue and its reconciles. Then encode the registry
 //! on each scrape (`prometheus_client::encoding::text::encode`), from whichever HTTP
@@ -93,14 +93,14 @@
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use informer::factory::{FactoryOptions, SharedInformerFactory};
+//! use informer::factory::{FactoryConfig, SharedInformerFactory};
 //! use informer::metrics::Metrics;
 //! use informer::metrics::prometheus_client::{encoding::text::encode, registry::Registry};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
 //! let mut registry = Registry::default();
 //! let metrics = Metrics::new(&mut registry);
-//! let factory = SharedInformerFactory::new(client, FactoryOptions::default().metrics(&metrics));
+//! let factory = SharedInformerFactory::new(client, FactoryConfig::default().metrics(&metrics));
 //! let _configmaps = factory.informer::<ConfigMap>();
 //! factory.start();
 //!

@@ -9,7 +9,7 @@ use prometheus_client::registry::Registry;
 
 use super::*;
 use crate::reflector::source::FakeSource;
-use crate::shared_informer::{InformerOptions, ResourceEventHandlerFns, wait_for_cache_sync};
+use crate::shared_informer::{InformerConfig, ResourceEventHandlerFns, wait_for_cache_sync};
 use crate::test_support::{config_map, spawn_run};
 use crate::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
 
@@ -174,7 +174,7 @@ async fn an_observed_informer_reports_its_cache_handlers_and_reflector_until_dro
     let source = FakeSource::new();
     source.add(config_map("default/web", &[], 1));
     source.add(config_map("default/db", &[], 1));
-    let informer = SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
+    let informer = SharedIndexInformer::with_config(source.clone(), InformerConfig::default())
         .expect("no indexes");
     metrics.observe_informer("configmaps", &informer);
     let registration = informer
@@ -343,7 +343,7 @@ async fn a_clusters_handle_labels_its_series_with_the_cluster() {
     let source = FakeSource::new();
     source.add(config_map("default/web", &[], 1));
     let informer =
-        SharedIndexInformer::with_options(source, InformerOptions::default()).expect("no indexes");
+        SharedIndexInformer::with_config(source, InformerConfig::default()).expect("no indexes");
     alpha.observe_informer("ConfigMap", &informer);
     let (stop, running) = spawn_run(&informer);
     wait_for_cache_sync(&[&informer]).await;
@@ -392,12 +392,12 @@ async fn consistency_series_count_the_checks() {
     let config = ConsistencyConfig::default()
         .interval(Duration::from_secs(60))
         .staleness_interval(Some(Duration::from_secs(10)));
-    let checked = SharedIndexInformer::with_options(
+    let checked = SharedIndexInformer::with_config(
         source.clone(),
-        InformerOptions::default().consistency(config),
+        InformerConfig::default().consistency(config),
     )
     .expect("no indexes");
-    let unchecked = SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
+    let unchecked = SharedIndexInformer::with_config(source.clone(), InformerConfig::default())
         .expect("no indexes");
     metrics.observe_informer("checked", &checked);
     metrics.observe_informer("unchecked", &unchecked);
@@ -448,11 +448,9 @@ async fn consistency_series_count_the_checks() {
 fn shared_values_are_reported_once_for_the_process() {
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
-    let informer = SharedIndexInformer::with_options(
-        FakeSource::<ConfigMap>::new(),
-        InformerOptions::default(),
-    )
-    .expect("no indexes");
+    let informer =
+        SharedIndexInformer::with_config(FakeSource::<ConfigMap>::new(), InformerConfig::default())
+            .expect("no indexes");
     metrics.observe_informer("configmaps", &informer);
     let held = crate::projection::Shared::new("a value of this test".to_owned());
     let text = scrape(&registry);

@@ -11,9 +11,11 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::time::Instant;
 
-/// Backoff settings; the default is client-go's reflector backoff.
+/// Backoff settings; the default is client-go's reflector backoff. Each setting is a
+/// public field to read, set with the builder methods.
 #[derive(Debug, Clone, PartialEq)]
 #[must_use]
+#[non_exhaustive]
 pub struct BackoffConfig {
     /// The first delay.
     pub initial: Duration,
@@ -36,6 +38,38 @@ impl Default for BackoffConfig {
             jitter: 1.0,
             reset_after: Duration::from_secs(120),
         }
+    }
+}
+
+impl BackoffConfig {
+    /// The first delay (default 800 ms).
+    pub fn initial(mut self, delay: Duration) -> Self {
+        self.initial = delay;
+        self
+    }
+
+    /// The largest delay before jitter (default 30 s).
+    pub fn max(mut self, delay: Duration) -> Self {
+        self.max = delay;
+        self
+    }
+
+    /// How much each delay grows over the previous one (default 2).
+    pub fn factor(mut self, factor: f64) -> Self {
+        self.factor = factor;
+        self
+    }
+
+    /// The largest random stretch of a delay, as a fraction of it (default 1.0).
+    pub fn jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The quiet time after which the delays start again at `initial` (default 120 s).
+    pub fn reset_after(mut self, quiet: Duration) -> Self {
+        self.reset_after = quiet;
+        self
     }
 }
 

@@ -23,6 +23,7 @@ pub(crate) const DEFAULT_PAGE_SIZE: u32 = 500;
 /// How a [`super::Reflector`] lists and watches. The defaults are client-go's.
 #[derive(Clone)]
 #[must_use]
+#[non_exhaustive]
 pub struct Config {
     /// Objects per list page (client-go's `WatchListPageSize`). `None`, the default,
     /// is client-go's default: lists at resourceVersion "" or "0" ask for pages of

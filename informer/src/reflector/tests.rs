@@ -367,10 +367,7 @@ async fn connection_refused_retries_the_watch_with_backoff_without_relisting() {
         .extend([Err(refused()), Err(refused()), Err(refused())]);
     let run = run(
         script,
-        Config::default().backoff(BackoffConfig {
-            jitter: 0.0,
-            ..BackoffConfig::default()
-        }),
+        Config::default().backoff(BackoffConfig::default().jitter(0.0)),
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(run.calls().len(), 2, "one list, one watch so far");
@@ -521,10 +518,7 @@ async fn resync_ticks_only_after_the_first_list() {
         script,
         Config::default()
             .resync_period(Duration::from_millis(300))
-            .backoff(BackoffConfig {
-                jitter: 0.0,
-                ..BackoffConfig::default()
-            }),
+            .backoff(BackoffConfig::default().jitter(0.0)),
     );
     // The first list fails; the second comes after an 800 ms backoff.
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -600,10 +594,7 @@ async fn a_429_inside_a_watch_backs_off_and_watches_again_without_relisting() {
     ]);
     let run = run(
         script,
-        Config::default().backoff(BackoffConfig {
-            jitter: 0.0,
-            ..BackoffConfig::default()
-        }),
+        Config::default().backoff(BackoffConfig::default().jitter(0.0)),
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(run.calls().len(), 2, "no second watch before the backoff");

@@ -34,6 +34,7 @@ pub const VIEW_ANNOTATION: &str = "informer.rs/shard-view";
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+#[must_use]
 pub struct ShardConfig {
     /// The namespace of the member Leases.
     pub namespace: String,
@@ -48,8 +49,8 @@ pub struct ShardConfig {
     /// renewing loses its keys `lease_duration` after its last renewal was seen, plus
     /// up to one retry period; it stops working `renew_deadline` after it sent its
     /// last successful renewal; it renews and reads the others' every `retry_period`.
-    /// Set with the setters below and read with [`timings`](Self::timings).
-    pub(crate) timings: LeaseTimings,
+    /// Set with the setters below.
+    pub timings: LeaseTimings,
     /// How long reconciles of keys that moved to another member may still run before
     /// they are dropped (default 10 s). The new holder starts those keys only after
     /// they ended here.
@@ -161,50 +162,39 @@ impl ShardConfig {
     }
 
     /// This replica's identity (default: host name and a random suffix).
-    #[must_use]
     pub fn identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = identity.into();
         self
     }
 
     /// How long a lease lasts after its last observed renewal (default 15 s).
-    #[must_use]
     pub fn lease_duration(mut self, duration: Duration) -> Self {
         self.timings.lease_duration = duration;
         self
     }
 
     /// How long a member tries to renew before it stops working (default 10 s).
-    #[must_use]
     pub fn renew_deadline(mut self, deadline: Duration) -> Self {
         self.timings.renew_deadline = deadline;
         self
     }
 
     /// How often a member renews and reads the group (default 2 s).
-    #[must_use]
     pub fn retry_period(mut self, period: Duration) -> Self {
         self.timings.retry_period = period;
         self
     }
 
     /// How long reconciles of keys that moved away may still run (default 10 s).
-    #[must_use]
     pub fn handoff_timeout(mut self, timeout: Duration) -> Self {
         self.handoff_timeout = timeout;
         self
     }
 
     /// What decides which member a key belongs to (default [`ShardBy::Key`]).
-    #[must_use]
     pub fn shard_by(mut self, shard_by: ShardBy) -> Self {
         self.shard_by = shard_by;
         self
-    }
-
-    /// The member leases' timings.
-    pub fn timings(&self) -> LeaseTimings {
-        self.timings
     }
 
     /// This member's Lease name: `{group}-{identity}`.

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use kube::Resource;
 
+use super::config::Transform;
 use super::handler::Notification;
 #[cfg(feature = "metrics")]
 use super::latency::ProcessingLatency;
 use super::listener::Listener;
-use super::options::Transform;
 use super::processor::Processor;
 use super::queue::Queue;
 use super::sync::SyncSignal;

@@ -55,13 +55,13 @@
 //! ```
 
 mod cache_size;
+mod config;
 mod error;
 mod handler;
 mod inner;
 #[cfg(feature = "metrics")]
 mod latency;
 pub(crate) mod listener;
-mod options;
 mod process;
 mod processor;
 mod queue;
@@ -73,12 +73,12 @@ mod verify;
 
 pub use crate::synced::{HasSynced, wait_for_cache_sync};
 pub use cache_size::CacheSize;
+pub use config::{InformerConfig, Transform};
 pub use error::InformerError;
 pub use handler::{Notification, ResourceEventHandler, ResourceEventHandlerFns};
 #[cfg(feature = "metrics")]
 pub(crate) use latency::LatencySnapshot;
 pub use listener::ListenerStats;
-pub use options::{InformerOptions, Transform};
 pub use queue::QueueKind;
 pub use registration::{Registration, Subscription};
 pub use shared_index_informer::SharedIndexInformer;

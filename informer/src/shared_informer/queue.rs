@@ -1,19 +1,19 @@
 //! The queue between an informer's reflector and its process loop: in order (the
-//! default) or one entry per key, as [`InformerOptions::queue`] chose.
+//! default) or one entry per key, as [`InformerConfig::queue`] chose.
 //!
-//! [`InformerOptions::queue`]: super::InformerOptions::queue
+//! [`InformerConfig::queue`]: super::InformerConfig::queue
 
 use std::sync::Arc;
 
 use educe::Educe;
 
-use crate::fifo::{DeltaBatch, DeltaFifo, DeltaFifoOptions, RealFifo, RealFifoOptions};
+use crate::fifo::{DeltaBatch, DeltaFifo, DeltaFifoConfig, RealFifo, RealFifoConfig};
 use crate::key::{KeyFn, ObjectKey};
 use crate::store::Indexer;
 use crate::synced::HasSynced;
 
 /// Which queue carries an informer's changes from its reflector to its cache and
-/// handlers (set with [`InformerOptions::queue`](super::InformerOptions::queue)).
+/// handlers (set with [`InformerConfig::queue`](super::InformerConfig::queue)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum QueueKind {
@@ -56,10 +56,10 @@ impl<K: 'static> Queue<K> {
     {
         match kind {
             QueueKind::InOrder => Queue::InOrder(RealFifo::new(
-                RealFifoOptions::new(key_fn).known_objects(cache.clone()),
+                RealFifoConfig::new(key_fn).known_objects(cache.clone()),
             )),
             QueueKind::DeltaFifo => Queue::PerKey(DeltaFifo::new(
-                DeltaFifoOptions::new(key_fn).known_objects(cache.clone()),
+                DeltaFifoConfig::new(key_fn).known_objects(cache.clone()),
             )),
         }
     }

@@ -10,13 +10,13 @@ use educe::Educe;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
+use super::config::InformerConfig;
 use super::error::InformerError;
 use super::handler::ResourceEventHandler;
 use super::inner::{ConsistencyParts, Inner, Startup};
 #[cfg(feature = "metrics")]
 use super::latency::{LatencySnapshot, ProcessingLatency};
 use super::listener::ListenerStats;
-use super::options::InformerOptions;
 use super::processor::{Processor, RunsOn, Stopped};
 use super::queue::Queue;
 use super::registration::{Registration, Subscription};
@@ -83,24 +83,24 @@ where
     K::DynamicType: Default,
 {
     /// An informer over what `api` addresses (`Api::all`, `Api::namespaced`...), with
-    /// default options. Its objects leave out `metadata.managedFields`; to keep them:
+    /// default settings. Its objects leave out `metadata.managedFields`; to keep them:
     ///
     /// ```no_run
     /// # fn demo(api: kube::Api<k8s_openapi::api::core::v1::ConfigMap>) {
-    /// use informer::shared_informer::{InformerOptions, SharedIndexInformer};
+    /// use informer::shared_informer::{InformerConfig, SharedIndexInformer};
     /// use informer::reflector::source::{ApiListerWatcher, ManagedFields};
     ///
-    /// let informer = SharedIndexInformer::with_options(
+    /// let informer = SharedIndexInformer::with_config(
     ///     ApiListerWatcher::new(api).managed_fields(ManagedFields::Keep),
-    ///     InformerOptions::default(),
+    ///     InformerConfig::default(),
     /// )
-    /// .expect("default options define no conflicting index");
+    /// .expect("the default settings define no conflicting index");
     /// # let _ = informer;
     /// # }
     /// ```
     pub fn new(api: kube::Api<K>) -> Self {
-        Self::with_options(ApiListerWatcher::new(api), InformerOptions::default())
-            .expect("default options define no conflicting index")
+        Self::with_config(ApiListerWatcher::new(api), InformerConfig::default())
+            .expect("the default settings define no conflicting index")
     }
 }
 
@@ -110,9 +110,9 @@ where
     K::DynamicType: Default,
 {
     /// An informer over what `api` addresses, maintaining `K`'s key function and
-    /// indexes ([`InformerOptions::informable`]).
+    /// indexes ([`InformerConfig::informable`]).
     pub fn informable(api: kube::Api<K>) -> Self {
-        Self::with_options(ApiListerWatcher::new(api), InformerOptions::informable())
+        Self::with_config(ApiListerWatcher::new(api), InformerConfig::informable())
             .expect("derived indexes have distinct names")
     }
 }
@@ -121,13 +121,13 @@ impl<K> SharedIndexInformer<K>
 where
     K: Resource + Send + Sync + 'static,
 {
-    /// An informer fed by any [`ListerWatcher`]. Fails only when `options.indexers`
+    /// An informer fed by any [`ListerWatcher`]. Fails only when `config.indexers`
     /// names an index twice.
-    pub fn with_options(
+    pub fn with_config(
         lister_watcher: impl ListerWatcher<K> + 'static,
-        options: InformerOptions<K>,
+        config: InformerConfig<K>,
     ) -> Result<Self, InformerError> {
-        let InformerOptions {
+        let InformerConfig {
             resync,
             indexers,
             key_fn,
@@ -135,7 +135,7 @@ where
             transform,
             queue,
             consistency,
-        } = options;
+        } = config;
         // Namespaced listing is answered from the namespace index, so it is always there.
         let indexers = if indexers.names().any(|name| name == NAMESPACE_INDEX) {
             indexers
@@ -399,7 +399,7 @@ where
     }
 
     /// Sets the transform applied to each object before it is stored (client-go's
-    /// `SetTransform`). Only before start: [`InformerOptions::transform`] sets it at
+    /// `SetTransform`). Only before start: [`InformerConfig::transform`] sets it at
     /// construction; this is for informers built by someone else, such as a
     /// [`SharedInformerFactory`](crate::factory::SharedInformerFactory).
     pub fn set_transform(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use super::options::Transform;
+use super::config::Transform;
 use super::queue::Queue;
 use super::sync::SyncSignal;
 use crate::consistency::Tracker;

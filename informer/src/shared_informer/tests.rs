@@ -39,7 +39,7 @@ impl ListerWatcher<ConfigMap> for FixedList {
     }
 }
 
-/// An informer over `count` ConfigMaps (`default/cm-0`...), with default options.
+/// An informer over `count` ConfigMaps (`default/cm-0`...), with default settings.
 fn informer_over(count: u32) -> SharedIndexInformer<ConfigMap> {
     let items = (0..count)
         .map(|i| config_map(&format!("default/cm-{i}"), &[], i + 1))
@@ -48,7 +48,7 @@ fn informer_over(count: u32) -> SharedIndexInformer<ConfigMap> {
         items,
         ..FixedList::default()
     };
-    SharedIndexInformer::with_options(source, InformerOptions::default()).expect("no indexes")
+    SharedIndexInformer::with_config(source, InformerConfig::default()).expect("no indexes")
 }
 
 /// Starts an informer over `count` objects and waits until it (and a handler, if
@@ -166,7 +166,7 @@ async fn shutdown_signalled_before_run_sends_no_list_or_watch() {
             requests: Arc::clone(&requests),
             ..FixedList::default()
         };
-        let informer = SharedIndexInformer::with_options(source, InformerOptions::default())
+        let informer = SharedIndexInformer::with_config(source, InformerConfig::default())
             .expect("no indexes");
         informer.run(std::future::ready(())).await.expect("ran");
     }
@@ -274,9 +274,9 @@ async fn handlers_on_the_runtime_start_no_thread_and_end_with_the_run() {
 /// client-go's `IsStopped` and the resync period a registration ended up with.
 #[tokio::test(start_paused = true)]
 async fn is_stopped_after_run_and_registrations_report_their_settled_resync_period() {
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         FixedList::default(),
-        InformerOptions::default().resync(Duration::from_secs(30)),
+        InformerConfig::default().resync(Duration::from_secs(30)),
     )
     .expect("no indexes");
     let defaulted = informer
@@ -364,7 +364,7 @@ fn informer_with_burst(
             }
         },
     );
-    SharedIndexInformer::with_options(source, InformerOptions::default().queue(queue))
+    SharedIndexInformer::with_config(source, InformerConfig::default().queue(queue))
         .expect("no indexes")
 }
 
@@ -490,7 +490,7 @@ async fn a_reader_sees_a_ten_thousand_object_relist_before_or_after_never_half_a
     )
     .streaming_list(false);
     let informer =
-        SharedIndexInformer::with_options(source, InformerOptions::default()).expect("no indexes");
+        SharedIndexInformer::with_config(source, InformerConfig::default()).expect("no indexes");
     let updates = Arc::new(AtomicUsize::new(0));
     informer
         .add_event_handler(ResourceEventHandlerFns::new().on_update({
@@ -556,9 +556,9 @@ async fn a_reader_sees_a_ten_thousand_object_relist_before_or_after_never_half_a
 #[test]
 fn queued_items_counts_changes_in_order_and_keys_per_key() {
     for (kind, expected) in [(QueueKind::InOrder, 3), (QueueKind::DeltaFifo, 2)] {
-        let informer = SharedIndexInformer::with_options(
+        let informer = SharedIndexInformer::with_config(
             crate::reflector::source::FakeSource::<ConfigMap>::new(),
-            InformerOptions::default().queue(kind),
+            InformerConfig::default().queue(kind),
         )
         .expect("no indexes");
         assert_eq!(informer.queued_items(), 0);

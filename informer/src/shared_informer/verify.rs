@@ -1,6 +1,6 @@
 //! The informer's side of [`consistency`](crate::consistency): checking its cache on
 //! demand ([`SharedIndexInformer::verify`]) and periodically (started by `run` when
-//! the options ask for it), its health, and its figures.
+//! its settings ask for it), its health, and its figures.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -66,7 +66,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         }
     }
 
-    /// The periodic checks and probes, when the options asked for them (never
+    /// The periodic checks and probes, when its settings asked for them (never
     /// completes); `relist` heals.
     pub(super) fn periodic_checks(
         &self,
@@ -104,7 +104,7 @@ mod tests {
     use crate::consistency::{CheckResult, DifferenceKind};
     use crate::key::ObjectKey;
     use crate::reflector::source::{FakeSource, ListWatch, ListerWatcher, WatchEvent};
-    use crate::shared_informer::{InformerOptions, wait_for_cache_sync};
+    use crate::shared_informer::{InformerConfig, wait_for_cache_sync};
     use crate::test_support::{config_map, spawn_run, until};
 
     /// A lister-watcher over `source` whose watches lose the first MODIFIED event of
@@ -151,9 +151,8 @@ mod tests {
     #[tokio::test]
     async fn a_cache_that_followed_every_change_is_consistent() {
         let source = source_with(&["ns/a", "ns/b", "ns/c"]);
-        let informer =
-            SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
-                .expect("no indexes");
+        let informer = SharedIndexInformer::with_config(source.clone(), InformerConfig::default())
+            .expect("no indexes");
         let not_synced = informer.verify().await.unwrap_err();
         assert_eq!(not_synced.result(), CheckResult::Skipped);
         let (stop, running) = spawn_run(&informer);
@@ -173,9 +172,9 @@ mod tests {
     #[tokio::test]
     async fn a_lost_update_is_named_by_key() {
         let source = source_with(&["ns/a", "ns/b"]);
-        let informer = SharedIndexInformer::with_options(
+        let informer = SharedIndexInformer::with_config(
             losing_one_update(&source, "ns/b"),
-            InformerOptions::default(),
+            InformerConfig::default(),
         )
         .expect("no indexes");
         let (stop, running) = spawn_run(&informer);
@@ -204,9 +203,9 @@ mod tests {
             .interval(Duration::from_secs(60))
             .staleness_interval(None)
             .heal(true);
-        let informer = SharedIndexInformer::with_options(
+        let informer = SharedIndexInformer::with_config(
             losing_one_update(&source, "ns/b"),
-            InformerOptions::default().consistency(config),
+            InformerConfig::default().consistency(config),
         )
         .expect("no indexes");
         let (stop, running) = spawn_run(&informer);

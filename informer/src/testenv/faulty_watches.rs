@@ -33,13 +33,13 @@ use crate::reflector::source::{
 /// # async fn demo(env: &informer::testenv::TestEnv) -> Result<(), Box<dyn std::error::Error>> {
 /// use informer::key::ObjectKey;
 /// use informer::reflector::source::ApiListerWatcher;
-/// use informer::shared_informer::{InformerOptions, SharedIndexInformer};
+/// use informer::shared_informer::{InformerConfig, SharedIndexInformer};
 /// use informer::testenv::FaultyWatches;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 ///
 /// let api = kube::Api::<ConfigMap>::namespaced(env.client()?, "default");
 /// let faulty = FaultyWatches::new(ApiListerWatcher::new(api));
-/// let informer = SharedIndexInformer::with_options(faulty.clone(), InformerOptions::default())?;
+/// let informer = SharedIndexInformer::with_config(faulty.clone(), InformerConfig::default())?;
 /// // ... once synced: the next event about default/web never reaches the informer.
 /// faulty.lose_next(ObjectKey::namespaced("default", "web"));
 /// # Ok(())

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use informer_tests::replica::{
     Args, EndLine, Extras, init_logging, linger, on_sigterm, recorder, say,
@@ -81,8 +81,7 @@ async fn main() -> anyhow::Result<()> {
     let handle = elector.handle();
     let stats = elector.handle();
     let election = tokio::spawn(elector.run(shutdown()));
-    let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(namespace));
     let writes = Arc::new(AtomicU64::new(0));
     let reconcile = {
         let identity = Arc::clone(&identity);

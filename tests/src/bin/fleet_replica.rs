@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::FactoryOptions;
+use informer::factory::FactoryConfig;
 use informer::fleet::{ClusterContext, ClusterSet, Kubeconfigs};
 use informer_tests::replica::{
     Args, EndLine, init_logging, on_sigterm, say, say_members, shard_member,
@@ -57,7 +57,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let set = ClusterSet::sharded(
         provider,
-        move |cluster| FactoryOptions::default().namespace(cluster_namespace(cluster)),
+        move |cluster| FactoryConfig::default().namespace(cluster_namespace(cluster)),
         &shard,
     );
     let shutdown = on_sigterm();

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer_tests::replica::{
     Args, EndLine, Extras, init_logging, linger, on_sigterm, recorder, say, say_members,
     shard_member,
@@ -56,8 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = on_sigterm();
     say(&identity, "started");
     let membership = tokio::spawn(member.run(shutdown()));
-    let factory =
-        SharedInformerFactory::new(client, FactoryOptions::default().namespace(namespace));
+    let factory = SharedInformerFactory::new(client, FactoryConfig::default().namespace(namespace));
     let writes = Arc::new(AtomicU64::new(0));
     let reconcile = {
         let identity = Arc::clone(&identity);

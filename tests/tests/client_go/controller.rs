@@ -6,7 +6,7 @@ use std::time::Duration;
 use informer::fifo::{DeletedFinalStateUnknown, DeletedObject};
 use informer::key::ObjectKey;
 use informer::reflector::source::FakeSource;
-use informer::shared_informer::{InformerOptions, ResourceEventHandlerFns, SharedIndexInformer};
+use informer::shared_informer::{InformerConfig, ResourceEventHandlerFns, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::common::eventually;
@@ -35,7 +35,7 @@ async fn update() {
     const THREADS: usize = 3;
     let source = FakeSource::new();
     let informer =
-        SharedIndexInformer::with_options(source.clone(), InformerOptions::default()).unwrap();
+        SharedIndexInformer::with_config(source.clone(), InformerConfig::default()).unwrap();
     let check = |obj: &ConfigMap, key: &str| {
         obj.metadata
             .labels
@@ -117,7 +117,7 @@ async fn update() {
 async fn transforming_informer() {
     let source = FakeSource::new();
     source.add(object(None, "pod1", &[("generation", "1")]));
-    let options = InformerOptions::default().transform(|mut obj: ConfigMap| {
+    let options = InformerConfig::default().transform(|mut obj: ConfigMap| {
         // Drop a label nobody reads, and mark the object transformed.
         if let Some(labels) = obj.metadata.labels.as_mut() {
             labels.remove("generation");
@@ -125,7 +125,7 @@ async fn transforming_informer() {
         }
         obj
     });
-    let informer = SharedIndexInformer::with_options(source.clone(), options).unwrap();
+    let informer = SharedIndexInformer::with_config(source.clone(), options).unwrap();
     let recorder = Recorder::default();
     informer.add_event_handler(recorder.clone()).unwrap();
     let running = spawn_run(&informer);
@@ -156,7 +156,7 @@ async fn replace_events(
 ) -> (Vec<String>, Vec<String>) {
     let script = Scripted::new();
     let informer =
-        SharedIndexInformer::with_options(script.source(), InformerOptions::default()).unwrap();
+        SharedIndexInformer::with_config(script.source(), InformerConfig::default()).unwrap();
     let recorder = Recorder::default();
     informer.add_event_handler(recorder.clone()).unwrap();
     let running = spawn_run(&informer);
@@ -238,7 +238,7 @@ async fn reset_watch() {
     let source = FakeSource::new();
     source.add(object(Some("default"), "pod-1", &[]));
     let informer =
-        SharedIndexInformer::with_options(source.clone(), InformerOptions::default()).unwrap();
+        SharedIndexInformer::with_config(source.clone(), InformerConfig::default()).unwrap();
     let recorder = Recorder::default();
     informer.add_event_handler(recorder.clone()).unwrap();
     let running = spawn_run(&informer);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use informer::reflector::source::FakeSource;
 use informer::shared_informer::{
-    InformerError, InformerOptions, Notification, ResourceEventHandler, ResourceEventHandlerFns,
+    InformerConfig, InformerError, Notification, ResourceEventHandler, ResourceEventHandlerFns,
     SharedIndexInformer,
 };
 use informer::store::Indexers;
@@ -26,7 +26,7 @@ fn informer_on(
     source: impl informer::reflector::source::ListerWatcher<ConfigMap> + 'static,
     resync: Duration,
 ) -> SharedIndexInformer<ConfigMap> {
-    SharedIndexInformer::with_options(source, InformerOptions::default().resync(resync)).unwrap()
+    SharedIndexInformer::with_config(source, InformerConfig::default().resync(resync)).unwrap()
 }
 
 /// Index values: the label keys of an object.

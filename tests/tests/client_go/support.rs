@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use informer::fifo::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoOptions, Deltas,
+    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaFifoConfig, Deltas,
     KnownObjects, ProcessError,
 };
 use informer::key::{ObjectKey, ObjectKeyRef};
@@ -112,7 +112,7 @@ impl KnownObjects<ConfigMap> for Known {
 /// A DeltaFIFO with the default key function, the `known` objects when given, and
 /// Replaced deltas when `emit_replaced`.
 pub fn fifo(known: Option<Vec<ConfigMap>>, emit_replaced: bool) -> DeltaFifo<ConfigMap> {
-    let mut options = DeltaFifoOptions::default().emit_replaced(emit_replaced);
+    let mut options = DeltaFifoConfig::default().emit_replaced(emit_replaced);
     if let Some(known) = known {
         options = options.known_objects(Known::new(known));
     }

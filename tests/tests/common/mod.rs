@@ -171,7 +171,7 @@ where
 /// 1.37 test with the `WatchList` gate off and the 1.33 one, where it is off by default.
 pub async fn refused_streaming_lists_are_listed_and_watched(env: &TestEnv) {
     use informer::reflector::source::ApiListerWatcher;
-    use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+    use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
     use kube::ResourceExt;
     const WAIT: Duration = Duration::from_secs(30);
 
@@ -181,9 +181,9 @@ pub async fn refused_streaming_lists_are_listed_and_watched(env: &TestEnv) {
     create_watched_pair_and_noise(&api).await;
 
     let through_proxy = Api::<ConfigMap>::namespaced(proxy.client().unwrap(), &ns);
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         ApiListerWatcher::new(through_proxy).labels("app=watched"),
-        InformerOptions::default(),
+        InformerConfig::default(),
     )
     .unwrap();
     let running = spawn_run(&informer);

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::shard::{ShardBy, ShardConfig, ShardHandle};
 use informer::store::Selector;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -107,7 +107,7 @@ async fn owned_children_follow_their_controller(by: ShardBy) {
     .await;
     for (identity, handle) in ["a", "b"].into_iter().zip(&handles) {
         let factory =
-            SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(&ns));
+            SharedInformerFactory::new(client.clone(), FactoryConfig::default().namespace(&ns));
         let reconcile = {
             let seen = Arc::clone(&seen);
             move |_widget: Arc<Widget>, ctx: Context<Widget>| {

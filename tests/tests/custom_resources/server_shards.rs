@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::factory::{FactoryOptions, Selection, SharedInformerFactory};
+use informer::factory::{FactoryConfig, Selection, SharedInformerFactory};
 use informer::key::ObjectKey;
 use informer::reflector::KeyFilter;
 use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
@@ -180,7 +180,7 @@ impl Replica {
 
     /// Starts the informer, filtered by the member's shard.
     fn start_informer(&mut self, env: &TestEnv) {
-        let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryOptions::default());
+        let factory = SharedInformerFactory::new(env.client().unwrap(), FactoryConfig::default());
         let selection = Selection::default().filtered(
             format!("shard {}", self.handle.identity()),
             Arc::new(self.handle.clone()),
@@ -605,7 +605,7 @@ async fn behind_a_proxy_refusing_long_request_lines_members_fall_back_and_sync()
     let labels = long_label_selector(7_700);
     let proxy = LineLimitProxy::start(env.client().unwrap(), 8_192).await;
 
-    let factory = SharedInformerFactory::new(proxy.client(), FactoryOptions::default());
+    let factory = SharedInformerFactory::new(proxy.client(), FactoryConfig::default());
     let selection = Selection::default()
         .label_selector(labels)
         .filtered("shard a", Arc::new(a.handle.clone()));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
-use informer::factory::{FactoryOptions, SharedInformerFactory};
+use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::shard::{ShardBy, ShardConfig, ShardHandle, ShardMember};
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
@@ -69,7 +69,7 @@ impl Member {
             stopped.await.ok();
         }));
         let factory =
-            SharedInformerFactory::new(client.clone(), FactoryOptions::default().namespace(ns));
+            SharedInformerFactory::new(client.clone(), FactoryConfig::default().namespace(ns));
         let reconcile = {
             let spans = Arc::clone(spans);
             move |widget: Arc<Widget>, _ctx: Context<Widget>| {

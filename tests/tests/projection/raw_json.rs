@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use informer::projection::Projection;
 use informer::reflector::source::ApiListerWatcher;
 use informer::reflector::{Config, ReflectorError};
-use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::TestEnv;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -531,14 +531,14 @@ impl Pair {
                 .streaming_list(streaming)
                 .page_size(Some(5))
         };
-        let full = SharedIndexInformer::with_options(
+        let full = SharedIndexInformer::with_config(
             ApiListerWatcher::new(Api::<Swatch>::namespaced(client.clone(), ns)),
-            InformerOptions::default().reflector(config(&reported.0)),
+            InformerConfig::default().reflector(config(&reported.0)),
         )
         .unwrap();
-        let view = SharedIndexInformer::with_options(
+        let view = SharedIndexInformer::with_config(
             ApiListerWatcher::new(Api::<SwatchView>::namespaced(client.clone(), ns)),
-            InformerOptions::default().reflector(config(&reported.1)),
+            InformerConfig::default().reflector(config(&reported.1)),
         )
         .unwrap();
         Pair {

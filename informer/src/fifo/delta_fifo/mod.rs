@@ -26,22 +26,28 @@ use crate::store::FastState;
 pub(crate) use batch::PopBatch;
 use state::{Shared, State};
 
-/// Options of a [`DeltaFifo`] (client-go's `DeltaFIFOOptions`), as a builder.
-pub struct DeltaFifoOptions<K> {
-    key_fn: KeyFn<K>,
-    known_objects: Option<Arc<dyn KnownObjects<K>>>,
-    emit_replaced: bool,
+/// Settings of a [`DeltaFifo`] (client-go's `DeltaFIFOOptions`): each a public field
+/// to read, set with the builder methods.
+#[non_exhaustive]
+#[must_use]
+pub struct DeltaFifoConfig<K> {
+    /// The key function ([`key_fn`](Self::key_fn)).
+    pub key_fn: KeyFn<K>,
+    /// The objects the consumer knows ([`known_objects`](Self::known_objects)).
+    pub known_objects: Option<Arc<dyn KnownObjects<K>>>,
+    /// Whether `replace` queues `Replaced` ([`emit_replaced`](Self::emit_replaced)).
+    pub emit_replaced: bool,
 }
 
-impl<K: Resource> Default for DeltaFifoOptions<K> {
+impl<K: Resource> Default for DeltaFifoConfig<K> {
     /// [`KeyFn::meta_namespace`], no known objects, `Replaced` deltas on replace.
     fn default() -> Self {
         Self::new(KeyFn::meta_namespace())
     }
 }
 
-impl<K> DeltaFifoOptions<K> {
-    /// Options with the key function `key_fn`, no known objects, `Replaced` on replace.
+impl<K> DeltaFifoConfig<K> {
+    /// Settings with the key function `key_fn`, no known objects, `Replaced` on replace.
     pub fn new(key_fn: KeyFn<K>) -> Self {
         Self {
             key_fn,
@@ -51,7 +57,6 @@ impl<K> DeltaFifoOptions<K> {
     }
 
     /// Sets the key function; it must agree with the known objects' key function.
-    #[must_use]
     pub fn key_fn(mut self, key_fn: KeyFn<K>) -> Self {
         self.key_fn = key_fn;
         self
@@ -59,7 +64,6 @@ impl<K> DeltaFifoOptions<K> {
 
     /// The objects the consumer knows (normally the informer's
     /// [`Indexer`](crate::store::Indexer)); see [`KnownObjects`].
-    #[must_use]
     pub fn known_objects(mut self, known: impl KnownObjects<K> + 'static) -> Self {
         self.known_objects = Some(Arc::new(known));
         self
@@ -67,16 +71,15 @@ impl<K> DeltaFifoOptions<K> {
 
     /// Whether `replace` queues [`Delta::Replaced`] (the default) or, as client-go does
     /// unless `EmitDeltaTypeReplaced` is set, [`Delta::Sync`].
-    #[must_use]
     pub fn emit_replaced(mut self, emit_replaced: bool) -> Self {
         self.emit_replaced = emit_replaced;
         self
     }
 }
 
-impl<K> fmt::Debug for DeltaFifoOptions<K> {
+impl<K> fmt::Debug for DeltaFifoConfig<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeltaFifoOptions")
+        f.debug_struct("DeltaFifoConfig")
             .field("key_fn", &self.key_fn)
             .field("known_objects", &self.known_objects.is_some())
             .field("emit_replaced", &self.emit_replaced)
@@ -102,7 +105,7 @@ impl<K> fmt::Debug for DeltaFifoOptions<K> {
 ///   in the [known objects](KnownObjects) is ignored (a relist already reported it).
 /// - **Replace.** [`replace`] (a relist) queues [`Delta::Replaced`] for every listed
 ///   object ([`Delta::Sync`] instead with
-///   [`emit_replaced(false)`](DeltaFifoOptions::emit_replaced)), then a deletion
+///   [`emit_replaced(false)`](DeltaFifoConfig::emit_replaced)), then a deletion
 ///   carrying a typed tombstone, [`DeletedFinalStateUnknown`], for every key that is
 ///   known (queued, or in the known objects) but absent from the list. The tombstone
 ///   holds the newest queued state, else the known one.
@@ -130,14 +133,14 @@ impl<K> fmt::Debug for DeltaFifoOptions<K> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use informer::fifo::{Delta, DeltaFifo, DeltaFifoOptions, ProcessError};
+/// use informer::fifo::{Delta, DeltaFifo, DeltaFifoConfig, ProcessError};
 /// use informer::store::Writer;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let mut store = Writer::<ConfigMap>::new();
-/// let fifo = DeltaFifo::new(DeltaFifoOptions::default().known_objects(store.indexer()));
+/// let fifo = DeltaFifo::new(DeltaFifoConfig::default().known_objects(store.indexer()));
 /// let cm = |name: &str| ConfigMap {
 ///     metadata: ObjectMeta { name: Some(name.into()), namespace: Some("default".into()), ..Default::default() },
 ///     ..Default::default()
@@ -190,7 +193,7 @@ impl<K> fmt::Debug for DeltaFifo<K> {
 
 impl<K: Resource + 'static> Default for DeltaFifo<K> {
     fn default() -> Self {
-        Self::new(DeltaFifoOptions::default())
+        Self::new(DeltaFifoConfig::default())
     }
 }
 
@@ -203,8 +206,8 @@ impl<K> DeltaFifo<K> {
 }
 
 impl<K: 'static> DeltaFifo<K> {
-    /// An empty queue with `options`.
-    pub fn new(options: DeltaFifoOptions<K>) -> Self {
+    /// An empty queue with `config`.
+    pub fn new(config: DeltaFifoConfig<K>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
@@ -218,9 +221,9 @@ impl<K: 'static> DeltaFifo<K> {
                     replaces: 0,
                 }),
                 notify: Notify::new(),
-                key_fn: options.key_fn,
-                known: options.known_objects,
-                emit_replaced: options.emit_replaced,
+                key_fn: config.key_fn,
+                known: config.known_objects,
+                emit_replaced: config.emit_replaced,
             }),
         }
     }

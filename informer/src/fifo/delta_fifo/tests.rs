@@ -74,7 +74,7 @@ fn fifo_with_known(known: &[(&str, u32)]) -> (DeltaFifo<ConfigMap>, Writer<Confi
     for (key, v) in known {
         writer.upsert(cm(key, *v));
     }
-    let fifo = DeltaFifo::new(DeltaFifoOptions::default().known_objects(writer.indexer()));
+    let fifo = DeltaFifo::new(DeltaFifoConfig::default().known_objects(writer.indexer()));
     (fifo, writer)
 }
 
@@ -211,7 +211,7 @@ fn replace_emits_replaced_for_every_listed_object() {
 
 #[test]
 fn replace_emits_sync_when_replaced_is_turned_off() {
-    let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default().emit_replaced(false));
+    let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoConfig::default().emit_replaced(false));
     fifo.replace([cm("ns/a", 1)], "10");
     assert_eq!(queued(&fifo, "ns/a"), [(Sync, 1, false)]);
 }
@@ -630,7 +630,7 @@ async fn add_update_delete_and_pop_never_walk_the_known_objects() {
         inner: writer.indexer(),
         walks: Arc::clone(&walks),
     };
-    let fifo = DeltaFifo::new(DeltaFifoOptions::default().known_objects(known));
+    let fifo = DeltaFifo::new(DeltaFifoConfig::default().known_objects(known));
     for i in 0..1000 {
         fifo.add(cm(&format!("ns/n{i}"), 2));
         fifo.update(cm(&format!("ns/k{i}"), 2));
@@ -688,7 +688,7 @@ fn a_borrowed_key_finds_the_deltas_queued_under_a_known_key() {
 
 #[test]
 fn a_borrowed_key_finds_the_deltas_queued_under_an_owned_key() {
-    let fifo = DeltaFifo::new(DeltaFifoOptions::new(KeyFn::owned(ObjectKey::of)));
+    let fifo = DeltaFifo::new(DeltaFifoConfig::new(KeyFn::owned(ObjectKey::of)));
     fifo.add(cm("ns/a", 1));
     fifo.update(cm("ns/a", 2));
     fifo.add(cm("ns/b", 3));

@@ -21,21 +21,26 @@ use crate::key::{KeyFn, ObjectKey, ObjectKeyRef};
 use crate::lock::MutexExt;
 use crate::store::{FastMap, FastSet};
 
-/// Options of a [`RealFifo`] (client-go's `RealFIFOOptions`), as a builder.
-pub struct RealFifoOptions<K> {
-    key_fn: KeyFn<K>,
-    known_objects: Option<Arc<dyn KnownObjects<K>>>,
+/// Settings of a [`RealFifo`] (client-go's `RealFIFOOptions`): each a public field to
+/// read, set with the builder methods.
+#[non_exhaustive]
+#[must_use]
+pub struct RealFifoConfig<K> {
+    /// The key function ([`key_fn`](Self::key_fn)).
+    pub key_fn: KeyFn<K>,
+    /// The objects the consumer knows ([`known_objects`](Self::known_objects)).
+    pub known_objects: Option<Arc<dyn KnownObjects<K>>>,
 }
 
-impl<K: Resource> Default for RealFifoOptions<K> {
+impl<K: Resource> Default for RealFifoConfig<K> {
     /// [`KeyFn::meta_namespace`], no known objects.
     fn default() -> Self {
         Self::new(KeyFn::meta_namespace())
     }
 }
 
-impl<K> RealFifoOptions<K> {
-    /// Options with the key function `key_fn` and no known objects.
+impl<K> RealFifoConfig<K> {
+    /// Settings with the key function `key_fn` and no known objects.
     pub fn new(key_fn: KeyFn<K>) -> Self {
         Self {
             key_fn,
@@ -44,7 +49,6 @@ impl<K> RealFifoOptions<K> {
     }
 
     /// Sets the key function; it must agree with the known objects' key function.
-    #[must_use]
     pub fn key_fn(mut self, key_fn: KeyFn<K>) -> Self {
         self.key_fn = key_fn;
         self
@@ -53,16 +57,15 @@ impl<K> RealFifoOptions<K> {
     /// The objects the consumer knows (normally the informer's
     /// [`Indexer`](crate::store::Indexer)): `replace` tombstones those a relist lacks,
     /// and `resync` re-delivers them.
-    #[must_use]
     pub fn known_objects(mut self, known: impl KnownObjects<K> + 'static) -> Self {
         self.known_objects = Some(Arc::new(known));
         self
     }
 }
 
-impl<K> fmt::Debug for RealFifoOptions<K> {
+impl<K> fmt::Debug for RealFifoConfig<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RealFifoOptions")
+        f.debug_struct("RealFifoConfig")
             .field("key_fn", &self.key_fn)
             .field("known_objects", &self.known_objects.is_some())
             .finish()
@@ -354,14 +357,14 @@ impl<K> DeltaBatch<K> for RealPopBatch<K> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use informer::fifo::{Delta, RealFifo, RealFifoOptions};
+/// use informer::fifo::{Delta, RealFifo, RealFifoConfig};
 /// use informer::store::Writer;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let mut store = Writer::<ConfigMap>::new();
-/// let fifo = RealFifo::new(RealFifoOptions::default().known_objects(store.indexer()));
+/// let fifo = RealFifo::new(RealFifoConfig::default().known_objects(store.indexer()));
 /// let cm = |name: &str| ConfigMap {
 ///     metadata: ObjectMeta { name: Some(name.into()), namespace: Some("default".into()), ..Default::default() },
 ///     ..Default::default()
@@ -416,7 +419,7 @@ impl<K> fmt::Debug for RealFifo<K> {
 
 impl<K: Resource + 'static> Default for RealFifo<K> {
     fn default() -> Self {
-        Self::new(RealFifoOptions::default())
+        Self::new(RealFifoConfig::default())
     }
 }
 
@@ -449,8 +452,8 @@ impl<K> RealFifo<K> {
 }
 
 impl<K: 'static> RealFifo<K> {
-    /// An empty queue with `options`.
-    pub fn new(options: RealFifoOptions<K>) -> Self {
+    /// An empty queue with `config`.
+    pub fn new(config: RealFifoConfig<K>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
@@ -465,8 +468,8 @@ impl<K: 'static> RealFifo<K> {
                 idle: Condvar::new(),
                 #[cfg(test)]
                 idle_waits: std::sync::atomic::AtomicUsize::new(0),
-                key_fn: options.key_fn,
-                known: options.known_objects,
+                key_fn: config.key_fn,
+                known: config.known_objects,
             }),
         }
     }

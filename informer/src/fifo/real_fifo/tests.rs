@@ -46,7 +46,7 @@ fn fifo_with_known(known: &[(&str, u32)]) -> (RealFifo<ConfigMap>, Writer<Config
     for (key, v) in known {
         writer.upsert(cm(key, *v));
     }
-    let fifo = RealFifo::new(RealFifoOptions::default().known_objects(writer.indexer()));
+    let fifo = RealFifo::new(RealFifoConfig::default().known_objects(writer.indexer()));
     (fifo, writer)
 }
 

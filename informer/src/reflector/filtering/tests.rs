@@ -19,7 +19,7 @@ use crate::reflector::tests::{Call, Script, cm, list, page, run};
 use crate::reflector::{Config, DecodeError, ReflectorError};
 use crate::reflector::{ControlledBy, FnKeyFilter, KeyFilter, ObjectHead};
 use crate::shared_informer::{
-    InformerOptions, Notification, SharedIndexInformer, wait_for_cache_sync,
+    InformerConfig, Notification, SharedIndexInformer, wait_for_cache_sync,
 };
 use crate::test_support::{config_map, names, spawn_run, until};
 
@@ -53,7 +53,7 @@ fn filtered_informer(
     let config = Config::default()
         .key_filter(filter)
         .streaming_list(streaming_list);
-    SharedIndexInformer::with_options(source.clone(), InformerOptions::default().reflector(config))
+    SharedIndexInformer::with_config(source.clone(), InformerConfig::default().reflector(config))
         .expect("no indexes")
 }
 
@@ -506,9 +506,9 @@ async fn a_controlled_by_filter_follows_the_owners_filter() {
     let owners = keeping(&["web"]);
     let filter = Arc::new(ControlledBy::<Deployment>::new(owners.clone()));
     let config = Config::default().key_filter(filter);
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         source.clone(),
-        InformerOptions::default().reflector(config),
+        InformerConfig::default().reflector(config),
     )
     .expect("no indexes");
     let (stop, running) = spawn_run(&informer);
@@ -577,9 +577,9 @@ async fn an_object_whose_new_state_the_filter_does_not_keep_leaves_the_cache() {
         source.add(controlled(&format!("ns/{name}"), Some("mine"), "1"));
     }
     let filter = Arc::new(ControlledByMine(tokio::sync::watch::Sender::new(0)));
-    let informer = SharedIndexInformer::with_options(
+    let informer = SharedIndexInformer::with_config(
         source.clone(),
-        InformerOptions::default().reflector(Config::default().key_filter(filter)),
+        InformerConfig::default().reflector(Config::default().key_filter(filter)),
     )
     .expect("no indexes");
     let mut notifications = informer.subscribe().expect("subscribed");

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 /// # Where it applies
 ///
 /// Set it in [`Config::key_filter`](super::Config#structfield.key_filter) (an
-/// informer's [`InformerOptions::reflector`](crate::shared_informer::InformerOptions::reflector),
+/// informer's [`InformerConfig::reflector`](crate::shared_informer::InformerConfig::reflector),
 /// or a factory scope's
 /// [`Selection::filtered`](crate::factory::Selection::filtered)). Every object
 /// that enters the reflector passes it: list items (paged or whole, first lists and

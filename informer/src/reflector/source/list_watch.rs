@@ -35,7 +35,7 @@ type WatchFn<K> =
 /// ```
 /// use futures::StreamExt;
 /// use informer::reflector::source::{ListPage, ListWatch, WatchEvent};
-/// use informer::shared_informer::{InformerOptions, SharedIndexInformer, wait_for_cache_sync};
+/// use informer::shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 ///
@@ -65,7 +65,7 @@ type WatchFn<K> =
 ///     },
 /// );
 ///
-/// let informer = SharedIndexInformer::with_options(source, InformerOptions::default())?;
+/// let informer = SharedIndexInformer::with_config(source, InformerConfig::default())?;
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 /// let running = tokio::spawn({
 ///     let informer = informer.clone();
@@ -178,7 +178,7 @@ mod tests {
     use super::*;
     use crate::reflector::source::FakeSource;
     use crate::shared_informer::{
-        InformerOptions, Notification, SharedIndexInformer, wait_for_cache_sync,
+        InformerConfig, Notification, SharedIndexInformer, wait_for_cache_sync,
     };
     use crate::test_support::{config_map, spawn_run, version};
 
@@ -219,7 +219,7 @@ mod tests {
                 }
             },
         );
-        let informer = SharedIndexInformer::with_options(source, InformerOptions::default())
+        let informer = SharedIndexInformer::with_config(source, InformerConfig::default())
             .expect("no indexes");
         let mut notifications = informer.subscribe().expect("subscribed");
         let (stop, running) = spawn_run(&informer);
@@ -285,7 +285,7 @@ mod tests {
                 }
             },
         );
-        let informer = SharedIndexInformer::with_options(filtered, InformerOptions::default())
+        let informer = SharedIndexInformer::with_config(filtered, InformerConfig::default())
             .expect("no indexes");
         let (stop, running) = spawn_run(&informer);
         wait_for_cache_sync(&[&informer]).await;
@@ -342,10 +342,9 @@ mod tests {
             .filters_keys(honoured);
             assert_eq!(passing_all.capabilities().filters_keys, honoured);
             let filter = Arc::new(FnKeyFilter::new(|_, name| name == "kept"));
-            let options =
-                InformerOptions::default().reflector(Config::default().key_filter(filter));
+            let options = InformerConfig::default().reflector(Config::default().key_filter(filter));
             let informer =
-                SharedIndexInformer::with_options(passing_all, options).expect("no indexes");
+                SharedIndexInformer::with_config(passing_all, options).expect("no indexes");
             let (stop, running) = spawn_run(&informer);
             wait_for_cache_sync(&[&informer]).await;
             let mut cached: Vec<String> = informer

@@ -12,6 +12,8 @@ use crate::workqueue::metrics::{NoopMetrics, QueueMetrics};
 /// [`WorkQueue::with_config`](super::WorkQueue::with_config), as in client-go: a limiter keeps per-item failure
 /// history for one queue, and a config is cloned freely.
 #[derive(Clone)]
+#[non_exhaustive]
+#[must_use]
 pub struct QueueConfig {
     /// The queue's name, used in logs and `Debug` output (client-go's
     /// `QueueConfig.Name`, the metrics label). Empty by default.
@@ -31,14 +33,12 @@ impl Default for QueueConfig {
 
 impl QueueConfig {
     /// Sets the queue's name.
-    #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
 
     /// Sends the queue's metrics to `metrics`.
-    #[must_use]
     pub fn metrics(mut self, metrics: impl QueueMetrics) -> Self {
         self.metrics = Arc::new(metrics);
         self

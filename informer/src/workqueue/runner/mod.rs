@@ -34,6 +34,8 @@ pub enum Action {
 ///
 /// Start from `default()` and chain the builder methods.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
+#[must_use]
 pub struct RunnerConfig {
     /// Number of worker tasks (client-go's "threadiness"). Default 1; 0 counts as 1.
     pub workers: usize,
@@ -58,21 +60,18 @@ impl Default for RunnerConfig {
 
 impl RunnerConfig {
     /// Sets the number of worker tasks (0 counts as 1).
-    #[must_use]
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
         self
     }
 
     /// Gives up on an item after `retries` retries in a row.
-    #[must_use]
     pub fn max_retries(mut self, retries: u32) -> Self {
         self.max_retries = Some(retries);
         self
     }
 
     /// Whether workers work through the queued items on shutdown.
-    #[must_use]
     pub fn drain_queue(mut self, drain: bool) -> Self {
         self.drain_queue = drain;
         self

@@ -60,7 +60,7 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>>;
 ///
 /// ```
 /// use informer::reflector::source::FakeSource;
-/// use informer::shared_informer::{InformerOptions, Notification, SharedIndexInformer};
+/// use informer::shared_informer::{InformerConfig, Notification, SharedIndexInformer};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// use futures::StreamExt;
@@ -82,7 +82,7 @@ type Sender<K> = mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>>;
 /// let source = FakeSource::new();
 /// source.add(config_map("web", "v1"));
 ///
-/// let informer = SharedIndexInformer::with_options(source.clone(), InformerOptions::default())?;
+/// let informer = SharedIndexInformer::with_config(source.clone(), InformerConfig::default())?;
 /// let mut notifications = informer.subscribe()?;
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 /// let running = tokio::spawn({

@@ -12,8 +12,7 @@ use super::*;
 use crate::fifo::DeletedObject;
 use crate::reflector::ReflectorError;
 use crate::shared_informer::{
-    InformerOptions, Notification, ResourceEventHandlerFns, SharedIndexInformer,
-    wait_for_cache_sync,
+    InformerConfig, Notification, ResourceEventHandlerFns, SharedIndexInformer, wait_for_cache_sync,
 };
 use crate::test_support::{config_map, spawn_run, version};
 
@@ -265,8 +264,7 @@ async fn a_watch_ends_at_its_timeout_as_the_server_ends_it() {
 // ---- Driving an informer, as a user's unit test would. ----
 
 fn informer_over(source: &FakeSource<ConfigMap>) -> SharedIndexInformer<ConfigMap> {
-    SharedIndexInformer::with_options(source.clone(), InformerOptions::default())
-        .expect("no indexes")
+    SharedIndexInformer::with_config(source.clone(), InformerConfig::default()).expect("no indexes")
 }
 
 /// A handler that reports each call as a line (`add web@1 v1 initial`, `update

@@ -1,4 +1,4 @@
-//! How an informer is built: [`InformerOptions`], client-go's `NewSharedIndexInformer`
+//! How an informer is built: [`InformerConfig`], client-go's `NewSharedIndexInformer`
 //! arguments plus the reflector's settings, as a `Default` struct with builder methods.
 
 use std::sync::Arc;
@@ -21,10 +21,11 @@ use crate::store::Indexers;
 /// informer goes on.
 pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
-/// How an informer is built: the options client-go passes to
-/// `NewSharedIndexInformer`, plus reflector settings.
+/// How an informer is built: what client-go passes to `NewSharedIndexInformer`, plus
+/// reflector settings; each a public field to read, set with the builder methods.
+#[non_exhaustive]
 #[must_use]
-pub struct InformerOptions<K> {
+pub struct InformerConfig<K> {
     /// The default resync period of handlers added without one (`None`: never).
     pub resync: Option<Duration>,
     /// Indexes besides the built-in namespace index.
@@ -45,7 +46,7 @@ pub struct InformerOptions<K> {
     pub consistency: Option<ConsistencyConfig>,
 }
 
-impl<K: Resource + 'static> Default for InformerOptions<K> {
+impl<K: Resource + 'static> Default for InformerConfig<K> {
     fn default() -> Self {
         Self {
             resync: None,
@@ -59,9 +60,9 @@ impl<K: Resource + 'static> Default for InformerOptions<K> {
     }
 }
 
-impl<K> std::fmt::Debug for InformerOptions<K> {
+impl<K> std::fmt::Debug for InformerConfig<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InformerOptions")
+        f.debug_struct("InformerConfig")
             .field("resync", &self.resync)
             .field("indexers", &self.indexers.names().collect::<Vec<_>>())
             .field("key_fn", &self.key_fn)
@@ -73,15 +74,15 @@ impl<K> std::fmt::Debug for InformerOptions<K> {
     }
 }
 
-impl<K: Informable> InformerOptions<K> {
-    /// Default options with `K`'s key function and indexes (see
+impl<K: Informable> InformerConfig<K> {
+    /// The default settings with `K`'s key function and indexes (see
     /// [`informable`](crate::informable)).
     pub fn informable() -> Self {
         Self::default().key_fn(K::key_fn()).indexers(K::indexers())
     }
 }
 
-impl<K> InformerOptions<K> {
+impl<K> InformerConfig<K> {
     /// The default resync period for handlers.
     pub fn resync(mut self, period: Duration) -> Self {
         self.resync = Some(period).filter(|p| !p.is_zero());

@@ -1,4 +1,4 @@
-//! [`FactoryOptions`]: the factory's settings for every informer, and [`ByObject`]:
+//! [`FactoryConfig`]: the factory's settings for every informer, and [`ByObject`]:
 //! one type's, over them.
 
 use std::any::{Any, TypeId};
@@ -12,41 +12,64 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::consistency::ConsistencyConfig;
 use crate::reflector::source::{ListOptions, ManagedFields};
 use crate::reflector::{self};
-use crate::shared_informer::QueueKind;
+use crate::shared_informer::{QueueKind, Transform};
 
+/// A change to every informer's list options.
 type Tweak = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+/// A change to every object's metadata.
 type MetadataTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
 
-/// Factory settings: a `Default` struct with `#[must_use]` builder methods, after
-/// client-go's `SharedInformerOption`s.
+/// Factory settings, after client-go's `SharedInformerOption`s: each setting a public
+/// field to read, set with the `#[must_use]` builder methods on `Default`.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 #[must_use]
-pub struct FactoryOptions {
-    namespace: Option<String>,
-    tweak: Option<Tweak>,
-    default_resync: Option<Duration>,
-    transform_metadata: Option<MetadataTransform>,
-    managed_fields: ManagedFields,
-    reflector: reflector::Config,
-    queue: QueueKind,
-    /// Bytes past which an informer's cache warns ([`FactoryOptions::cache_budget`]).
-    cache_budget: Option<u64>,
-    /// The [`ByObject<K>`] each [`by_object`](Self::by_object) gave, by `K`'s type:
-    /// one type's settings over every type's.
-    per_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-    consistency: Option<ConsistencyConfig>,
+pub struct FactoryConfig {
+    /// The namespace every informer watches ([`namespace`](Self::namespace)).
+    pub namespace: Option<String>,
+    /// The change to every informer's list options
+    /// ([`tweak_list_options`](Self::tweak_list_options)).
+    pub tweak: Option<Tweak>,
+    /// The resync period of every informer ([`default_resync`](Self::default_resync));
+    /// zero is none.
+    pub default_resync: Option<Duration>,
+    /// The change to every object's metadata
+    /// ([`transform_metadata`](Self::transform_metadata)).
+    pub transform_metadata: Option<MetadataTransform>,
+    /// Whether objects keep `metadata.managedFields`
+    /// ([`managed_fields`](Self::managed_fields)).
+    pub managed_fields: ManagedFields,
+    /// Every informer's reflector settings ([`reflector`](Self::reflector)).
+    pub reflector: reflector::Config,
+    /// Every informer's queue ([`queue`](Self::queue)).
+    pub queue: QueueKind,
+    /// Bytes past which an informer's cache warns ([`cache_budget`](Self::cache_budget)).
+    pub cache_budget: Option<u64>,
+    /// Every informer's consistency checks ([`consistency`](Self::consistency)).
+    pub consistency: Option<ConsistencyConfig>,
+    /// The metrics every informer reports to ([`metrics`](Self::metrics)).
     #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub metrics: Option<crate::metrics::Metrics>,
+    /// The [`ByObject<K>`] each [`by_object`](Self::by_object) gave, by `K`'s type
+    /// (private: a type's settings are kept erased, read back by the factory for `K`).
+    per_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
 }
 
 /// One type's informer settings, over the factory's for every type; each one left
-/// unset is the factory's. Given to [`FactoryOptions::by_object`].
+/// unset (`None`) is the factory's. Given to [`FactoryConfig::by_object`].
+#[non_exhaustive]
 #[must_use]
 pub struct ByObject<K> {
-    resync: Option<Duration>,
-    transform: Option<Arc<dyn Fn(K) -> K + Send + Sync>>,
-    managed_fields: Option<ManagedFields>,
-    queue: Option<QueueKind>,
+    /// `K`'s resync period ([`resync`](Self::resync)).
+    pub resync: Option<Duration>,
+    /// The change to `K`'s objects before they are cached ([`transform`](Self::transform)).
+    pub transform: Option<Transform<K>>,
+    /// Whether `K`'s objects keep `metadata.managedFields`
+    /// ([`managed_fields`](Self::managed_fields)).
+    pub managed_fields: Option<ManagedFields>,
+    /// `K`'s queue ([`queue`](Self::queue)).
+    pub queue: Option<QueueKind>,
 }
 
 impl<K> Default for ByObject<K> {
@@ -84,36 +107,36 @@ impl<K> fmt::Debug for ByObject<K> {
 
 impl<K> ByObject<K> {
     /// The resync period of `K`'s informers (over
-    /// [`default_resync`](FactoryOptions::default_resync)).
+    /// [`default_resync`](FactoryConfig::default_resync)).
     pub fn resync(mut self, period: Duration) -> Self {
         self.resync = Some(period);
         self
     }
 
     /// Changes `K`'s objects before they are cached (after
-    /// [`transform_metadata`](FactoryOptions::transform_metadata)).
+    /// [`transform_metadata`](FactoryConfig::transform_metadata)).
     pub fn transform(mut self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
         self.transform = Some(Arc::new(transform));
         self
     }
 
     /// Whether `K`'s objects keep `metadata.managedFields` (over
-    /// [`managed_fields`](FactoryOptions::managed_fields)).
+    /// [`managed_fields`](FactoryConfig::managed_fields)).
     pub fn managed_fields(mut self, managed_fields: ManagedFields) -> Self {
         self.managed_fields = Some(managed_fields);
         self
     }
 
-    /// The queue of `K`'s informers (over [`queue`](FactoryOptions::queue)).
+    /// The queue of `K`'s informers (over [`queue`](FactoryConfig::queue)).
     pub fn queue(mut self, kind: QueueKind) -> Self {
         self.queue = Some(kind);
         self
     }
 }
 
-impl fmt::Debug for FactoryOptions {
+impl fmt::Debug for FactoryConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FactoryOptions")
+        f.debug_struct("FactoryConfig")
             .field("namespace", &self.namespace)
             .field("tweak", &self.tweak.is_some())
             .field("default_resync", &self.default_resync)
@@ -127,7 +150,7 @@ impl fmt::Debug for FactoryOptions {
     }
 }
 
-impl FactoryOptions {
+impl FactoryConfig {
     /// Watch only this namespace (client-go's `WithNamespace`); cluster-scoped types
     /// are watched cluster-wide regardless.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
@@ -147,7 +170,7 @@ impl FactoryOptions {
 
     /// The resync period of every informer (`defaultResync`).
     pub fn default_resync(mut self, period: Duration) -> Self {
-        self.default_resync = Some(period).filter(|p| !p.is_zero());
+        self.default_resync = Some(period);
         self
     }
 
@@ -213,11 +236,11 @@ impl FactoryOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use informer::factory::{ByObject, FactoryOptions};
+    /// use informer::factory::{ByObject, FactoryConfig};
     /// use informer::reflector::source::ManagedFields;
     /// use k8s_openapi::api::core::v1::Secret;
     ///
-    /// let options = FactoryOptions::default()
+    /// let config = FactoryConfig::default()
     ///     .default_resync(Duration::from_secs(600))
     ///     .by_object(
     ///         ByObject::<Secret>::default()
@@ -228,7 +251,7 @@ impl FactoryOptions {
     ///                 secret
     ///             }),
     ///     );
-    /// # let _ = options;
+    /// # let _ = config;
     /// ```
     pub fn by_object<K: 'static>(mut self, settings: ByObject<K>) -> Self {
         self.per_type.insert(TypeId::of::<K>(), Arc::new(settings));
@@ -239,31 +262,12 @@ impl FactoryOptions {
         self.per_type.get(&TypeId::of::<K>())?.downcast_ref()
     }
 
-    /// The namespace every informer watches, if one.
-    pub(super) fn namespace_of(&self) -> Option<&String> {
-        self.namespace.as_ref()
-    }
-
-    /// The tweak of every informer's list options, if one.
-    pub(super) fn tweak_of(&self) -> Option<&Tweak> {
-        self.tweak.as_ref()
-    }
-
-    /// The reflector settings of every informer.
-    pub(super) fn reflector_of(&self) -> &reflector::Config {
-        &self.reflector
-    }
-
     /// `K`'s resync period: its own, else every type's.
     pub(super) fn resync_of<K: 'static>(&self) -> Option<Duration> {
         self.overrides::<K>()
             .and_then(|o| o.resync)
             .or(self.default_resync)
-    }
-
-    /// The budget of each informer's cache.
-    pub(super) fn cache_budget_of(&self) -> Option<u64> {
-        self.cache_budget
+            .filter(|period| !period.is_zero())
     }
 
     /// Whether `K`'s objects keep `metadata.managedFields`.
@@ -280,24 +284,8 @@ impl FactoryOptions {
             .unwrap_or(self.queue)
     }
 
-    /// Every type's metadata transform, if one.
-    pub(super) fn metadata_transform(&self) -> Option<MetadataTransform> {
-        self.transform_metadata.clone()
-    }
-
     /// `K`'s own transform, if one.
-    pub(super) fn transform_of<K: 'static>(&self) -> Option<Arc<dyn Fn(K) -> K + Send + Sync>> {
+    pub(super) fn transform_of<K: 'static>(&self) -> Option<Transform<K>> {
         self.overrides::<K>()?.transform.clone()
-    }
-
-    /// Every informer's consistency checks, if asked for.
-    pub(super) fn consistency_of(&self) -> Option<&ConsistencyConfig> {
-        self.consistency.as_ref()
-    }
-
-    /// The metrics every informer reports to, if any.
-    #[cfg(feature = "metrics")]
-    pub(crate) fn metrics_of(&self) -> Option<&crate::metrics::Metrics> {
-        self.metrics.as_ref()
     }
 }
