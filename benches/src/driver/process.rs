@@ -165,6 +165,16 @@ pub(super) fn spawn_side(
     namespace: &str,
 ) -> anyhow::Result<TalkingWorker> {
     let (program, args) = side_command(bench, implementation, mode, namespace)?;
+    spawn_worker(bench, &program, &args)
+}
+
+/// Starts `program` with `args` against the shared control plane, its stdin and
+/// stdout piped; it is killed when dropped.
+pub(super) fn spawn_worker(
+    bench: &Bench<'_>,
+    program: &Path,
+    args: &[String],
+) -> anyhow::Result<TalkingWorker> {
     let mut command = tokio::process::Command::new(program);
     command
         .args(args)

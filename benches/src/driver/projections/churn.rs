@@ -10,7 +10,10 @@
 //! and against the RSS. Before each round the namespace is put back ([`restore`]).
 //!
 //! The workers allocate with glibc's malloc, which may keep freed chunks resident:
-//! that is part of what a user's process would hold, so it is measured as it is.
+//! that is part of what a user's process would hold, so it is measured as it is; and
+//! the two projections again with mimalloc as the worker's global allocator
+//! (`bench-worker-mimalloc`), which returns freed pages to the system, to show what a
+//! user gets back by choosing it.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -25,7 +28,9 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use tokio::io::AsyncWriteExt as _;
 
 use super::{METADATA_ONLY, PROJECTION, SHARED_PROJECTION, VARIANTS};
-use crate::driver::process::{TalkingWorker, final_report, run_side, spawn_side, wait_for_sync};
+use crate::driver::process::{
+    MIMALLOC_WORKER, TalkingWorker, final_report, run_worker, spawn_worker, wait_for_sync,
+};
 use crate::driver::setup::{CREATE_CONCURRENCY, create_namespace, create_pod};
 use crate::driver::{Bench, MIB, Samples, rotated, thousands};
 use crate::objects;
@@ -40,28 +45,69 @@ const LABEL: &str = "pod-template-hash";
 /// Its value after the churn (before: [`objects::pod`]'s).
 const CHURNED: &str = "6b9c7d8f5";
 
-/// One variant of the churn: its index in [`VARIANTS`] (name, sync mode), and the
-/// worker mode that syncs and then follows the churn.
+/// One variant of the churn: its name, its index in [`VARIANTS`] (the sync mode of
+/// its fresh worker), the worker mode that syncs and then follows the churn, and
+/// whether its workers allocate with mimalloc.
 #[derive(Debug, Clone, Copy)]
 struct ChurnVariant {
+    name: &'static str,
     variant: usize,
     churn_mode: &'static str,
+    mimalloc: bool,
 }
 
-const CHURN_VARIANTS: [ChurnVariant; 3] = [
+const CHURN_VARIANTS: [ChurnVariant; 5] = [
     ChurnVariant {
+        name: VARIANTS[PROJECTION].name,
         variant: PROJECTION,
         churn_mode: "churn-pod-views",
+        mimalloc: false,
     },
     ChurnVariant {
+        name: VARIANTS[SHARED_PROJECTION].name,
         variant: SHARED_PROJECTION,
         churn_mode: "churn-pod-views-shared",
+        mimalloc: false,
     },
     ChurnVariant {
+        name: VARIANTS[METADATA_ONLY].name,
         variant: METADATA_ONLY,
         churn_mode: "churn-pods-metadata",
+        mimalloc: false,
+    },
+    ChurnVariant {
+        name: "ours, projection (PodView), mimalloc",
+        variant: PROJECTION,
+        churn_mode: "churn-pod-views",
+        mimalloc: true,
+    },
+    ChurnVariant {
+        name: "ours, projection, values shared (SharedPodView), mimalloc",
+        variant: SHARED_PROJECTION,
+        churn_mode: "churn-pod-views-shared",
+        mimalloc: true,
     },
 ];
+
+impl ChurnVariant {
+    /// The worker binary this variant runs: `bench-worker`, or its mimalloc build.
+    fn program(&self, bench: &Bench<'_>) -> std::path::PathBuf {
+        if self.mimalloc {
+            bench.worker.with_file_name(MIMALLOC_WORKER)
+        } else {
+            bench.worker.to_path_buf()
+        }
+    }
+
+    /// The worker's arguments for `mode` (ours, on the churn's namespace).
+    fn args(mode: &str) -> [String; 3] {
+        [
+            mode.to_owned(),
+            Implementation::Ours.as_str().to_owned(),
+            CHURN_NAMESPACE.to_owned(),
+        ]
+    }
+}
 
 /// One variant's run of one round, for the JSON file.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -97,8 +143,10 @@ pub(super) async fn run(
         // One after the other: a sync's peak does not meet the other's.
         let mut workers: Vec<(usize, TalkingWorker)> = Vec::new();
         for &i in &order {
-            let mode = CHURN_VARIANTS[i].churn_mode;
-            let mut worker = spawn_side(bench, Implementation::Ours, mode, CHURN_NAMESPACE)?;
+            let variant = CHURN_VARIANTS[i];
+            let mode = variant.churn_mode;
+            let program = variant.program(bench);
+            let mut worker = spawn_worker(bench, &program, &ChurnVariant::args(mode))?;
             wait_for_sync(&mut worker.lines, mode).await?;
             workers.push((i, worker));
         }
@@ -132,9 +180,11 @@ pub(super) async fn run(
         }
         let mut round_runs: Vec<Option<ChurnRun>> = vec![None; CHURN_VARIANTS.len()];
         for &i in &order {
-            let variant = VARIANTS[CHURN_VARIANTS[i].variant];
-            let mode = variant.side.mode;
-            let report = run_side(bench, Implementation::Ours, mode, CHURN_NAMESPACE).await?;
+            let variant = CHURN_VARIANTS[i];
+            let mode = VARIANTS[variant.variant].side.mode;
+            let args = ChurnVariant::args(mode);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let report = run_worker(&variant.program(bench), bench.kubeconfig, &args).await?;
             let WorkerReport::Sync(fresh) = report else {
                 bail!("the {mode} worker reported something else");
             };
@@ -410,7 +460,7 @@ fn churn_rows(label: &str, figures: &[ChurnFigures]) -> Vec<Row> {
 fn churn_table(label: &str, live: usize, figures: &[ChurnFigures]) -> String {
     let mut out = format!(
         "\n{label}: half deleted, {} relabelled (medians; RSS above start, MiB; glibc's \
-         malloc, which may keep freed chunks resident)\n\n| variant | after syncing all | \
+         malloc, which may keep freed chunks resident, unless the variant says mimalloc)\n\n| variant | after syncing all | \
          after the churn | fresh sync of the survivors | churned / fresh | estimate: all, \
          churned, fresh | churn seen in (s) |\n|---|---:|---:|---:|---:|---:|---:|\n",
         thousands(live)
