@@ -842,18 +842,27 @@ async fn an_owned_cache_holds_only_the_children_of_the_members_primaries() {
     let (b_shard, b_member, b_controller, b_factory) = start("b");
     let b_owned = owned_cache(&b_factory, "b").await;
     for (identity, shard, owned) in [("a", &a_shard, &a_owned), ("b", &b_shard, &b_owned)] {
-        common::eventually(
-            &format!("{identity}'s owned cache to follow its shard"),
-            SETTLE,
-            || {
-                let children = children_of(shard);
-                shard.members() == ["a", "b"]
-                    && !children.is_empty()
-                    && children.len() < PARENTS
-                    && cached(owned) == children
-            },
-        )
-        .await;
+        // Polled by hand, so that a timeout says what each side held.
+        let deadline = tokio::time::Instant::now() + SETTLE;
+        loop {
+            let children = children_of(shard);
+            let members = shard.members();
+            let held = cached(owned);
+            if members == ["a", "b"]
+                && !children.is_empty()
+                && children.len() < PARENTS
+                && held == children
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{identity}'s owned cache did not follow its shard in {SETTLE:?}: members \
+                 {members:?}, its children {children:?}, cached {held:?}, reflector {:?}",
+                owned.reflector_stats()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         assert!(owned.reflector_stats().unwrap().filtered_out > 0);
     }
     assert_eq!(
