@@ -82,7 +82,7 @@ const CHURN_VARIANTS: [ChurnVariant; 5] = [
         mimalloc: true,
     },
     ChurnVariant {
-        name: "ours, projection, values shared (SharedPodView), mimalloc",
+        name: "ours, projection, repeating values shared (SharedPodView), mimalloc",
         variant: SHARED_PROJECTION,
         churn_mode: "churn-pod-views-shared",
         mimalloc: true,
