@@ -118,13 +118,13 @@ impl<S> fmt::Debug for ClusterSet<S> {
 }
 
 impl ClusterSet<Unsharded> {
-    /// A set whose members `provider` names, each with a factory of default factory_config.
+    /// A set whose members `provider` names, each with a factory of default settings.
     pub fn new(provider: impl ClusterProvider) -> Self {
         Self::with_config(provider, |_| FactoryConfig::default())
     }
 
     /// A set whose members `provider` names, each with a factory made with the
-    /// factory_config `factory_config` gives for the cluster's name (a namespace, metrics, ...).
+    /// settings `factory_config` gives for the cluster's name (a namespace, metrics, ...).
     /// Metrics given there label each member's series `cluster="{name}"`
     /// ([`Metrics::for_cluster`](crate::metrics::Metrics::for_cluster)).
     pub fn with_config(
