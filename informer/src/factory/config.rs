@@ -267,7 +267,6 @@ impl FactoryConfig {
         self.overrides::<K>()
             .and_then(|o| o.resync)
             .or(self.default_resync)
-            .filter(|period| !period.is_zero())
     }
 
     /// Whether `K`'s objects keep `metadata.managedFields`.

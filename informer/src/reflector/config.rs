@@ -33,7 +33,7 @@ pub struct Config {
     /// A list at resourceVersion "0" is served whole from the watch cache whatever the
     /// page size, as for client-go.
     pub page_size: Option<u32>,
-    /// How often to ask the store to resync (`None`, the default: never).
+    /// How often to ask the store to resync (`None`, the default, or zero: never).
     pub resync_period: Option<Duration>,
     /// Consulted at each resync tick; resync happens when it returns true.
     pub should_resync: Option<ShouldResync>,
@@ -111,9 +111,9 @@ impl Config {
         self
     }
 
-    /// Resync every `period`.
+    /// Resync every `period` (zero: never).
     pub fn resync_period(mut self, period: Duration) -> Self {
-        self.resync_period = Some(period).filter(|p| !p.is_zero());
+        self.resync_period = Some(period);
         self
     }
 

@@ -304,7 +304,8 @@ where
     }
 
     async fn resync_loop(&self, listed: &AtomicBool) {
-        let Some(period) = self.config.resync_period else {
+        // A zero period is none, however the field was set (a zero tick would panic).
+        let Some(period) = self.config.resync_period.filter(|period| !period.is_zero()) else {
             return std::future::pending().await;
         };
         let mut ticks = tokio::time::interval_at(Instant::now() + period, period);

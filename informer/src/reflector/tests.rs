@@ -532,6 +532,29 @@ async fn resync_ticks_only_after_the_first_list() {
     );
 }
 
+/// A zero resync period set on the field (the setter was never called) is none: the
+/// reflector lists, never resyncs, and keeps running (a zero tick period would panic it).
+#[tokio::test(start_paused = true)]
+async fn a_zero_resync_period_set_on_the_field_is_none() {
+    let script = Arc::new(Script::default());
+    script
+        .lists
+        .lock()
+        .unwrap()
+        .push_back(page(&["a"], "10", None));
+    let store = Arc::new(Store::default());
+    let config = Config {
+        resync_period: Some(Duration::ZERO),
+        ..Config::default()
+    };
+    let reflector = Arc::new(Reflector::from_parts(script.clone(), store.clone(), config));
+    let running = tokio::spawn(async move { reflector.run(std::future::pending()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!running.is_finished(), "the reflector stopped");
+    assert_eq!(*store.log.lock().unwrap(), ["replace [a] at 10"]);
+    running.abort();
+}
+
 /// Cached objects by name and resourceVersion.
 pub(super) struct Cached(pub(super) Vec<Arc<ConfigMap>>);
 

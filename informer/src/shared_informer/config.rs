@@ -26,7 +26,7 @@ pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 #[non_exhaustive]
 #[must_use]
 pub struct InformerConfig<K> {
-    /// The default resync period of handlers added without one (`None`: never).
+    /// The default resync period of handlers added without one (`None` or zero: never).
     pub resync: Option<Duration>,
     /// Indexes besides the built-in namespace index.
     pub indexers: Indexers<K>,
@@ -83,9 +83,9 @@ impl<K: Informable> InformerConfig<K> {
 }
 
 impl<K> InformerConfig<K> {
-    /// The default resync period for handlers.
+    /// The default resync period for handlers (zero: none).
     pub fn resync(mut self, period: Duration) -> Self {
-        self.resync = Some(period).filter(|p| !p.is_zero());
+        self.resync = Some(period);
         self
     }
 

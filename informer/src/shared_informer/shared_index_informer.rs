@@ -136,6 +136,8 @@ where
             queue,
             consistency,
         } = config;
+        // A zero period is none, however the field was set.
+        let resync = resync.filter(|period| !period.is_zero());
         // Namespaced listing is answered from the namespace index, so it is always there.
         let indexers = if indexers.names().any(|name| name == NAMESPACE_INDEX) {
             indexers

@@ -296,6 +296,29 @@ async fn is_stopped_after_run_and_registrations_report_their_settled_resync_peri
     assert!(informer.is_stopped());
 }
 
+/// A zero resync period is none, whether the setter or the field set it: no handler
+/// is given it, and the informer runs, syncs and stops (a zero tick period would
+/// panic its reflector).
+#[tokio::test]
+async fn a_zero_resync_period_is_none_however_it_was_set() {
+    let by_field = InformerConfig {
+        resync: Some(Duration::ZERO),
+        ..InformerConfig::default()
+    };
+    for config in [InformerConfig::default().resync(Duration::ZERO), by_field] {
+        let informer =
+            SharedIndexInformer::with_config(FixedList::default(), config).expect("no indexes");
+        let registration = informer
+            .add_event_handler(ResourceEventHandlerFns::new())
+            .expect("added");
+        assert_eq!(registration.resync_period(), None);
+        let (stop, running) = spawn_run(&informer);
+        wait_for_cache_sync(&[&informer]).await;
+        stop.send(()).ok();
+        running.await.expect("joined").expect("ran");
+    }
+}
+
 /// `remove_and_wait` returns only once the handler's call under way has returned, and
 /// the handler is never called again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
