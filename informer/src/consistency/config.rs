@@ -33,12 +33,12 @@ pub struct ConsistencyConfig {
     /// only). The relist replaces the cache with the server's collection, as after 410
     /// Gone; handlers see the changes it makes.
     pub heal: bool,
-    /// The time between two staleness probes (default 30 seconds; `None`: no probes
-    /// besides the one each check makes). A probe is one consistent read of one object
+    /// The time between two staleness probes (default 30 seconds; `None` or zero: no
+    /// probes besides the one each check makes). A probe is one consistent read of one object
     /// and, when the cache is not already past it, a watch of a few seconds from the
     /// cache's version that reads only versions.
     pub staleness_interval: Option<Duration>,
-    /// Objects per page of the check's lists (default 500).
+    /// Objects per page of the check's lists (default 500; 0 is read as 1).
     pub page_size: u32,
     /// How long one request may take (default 60 seconds); also how long a check
     /// waits for the cache to pass a newer version when the server no longer keeps the
@@ -69,9 +69,9 @@ impl ConsistencyConfig {
         self
     }
 
-    /// The jitter of each wait, a fraction of the interval.
+    /// The jitter of each wait, a fraction of the interval (read within `0..=10`).
     pub fn jitter(mut self, jitter: f64) -> Self {
-        self.jitter = jitter.max(0.0);
+        self.jitter = jitter;
         self
     }
 
@@ -81,15 +81,16 @@ impl ConsistencyConfig {
         self
     }
 
-    /// The time between two staleness probes; `None` probes only with each check.
+    /// The time between two staleness probes; `None` (or zero) probes only with each
+    /// check.
     pub fn staleness_interval(mut self, interval: Option<Duration>) -> Self {
-        self.staleness_interval = interval.filter(|i| !i.is_zero());
+        self.staleness_interval = interval;
         self
     }
 
-    /// Objects per page of the check's lists.
+    /// Objects per page of the check's lists (read as at least 1).
     pub fn page_size(mut self, page_size: u32) -> Self {
-        self.page_size = page_size.max(1);
+        self.page_size = page_size;
         self
     }
 
@@ -110,9 +111,11 @@ impl ConsistencyConfig {
         jittered(self.interval, self.jitter)
     }
 
-    /// A wait before the next staleness probe, jittered as checks are.
+    /// A wait before the next staleness probe, jittered as checks are; none for a
+    /// zero interval, however the field was set (it would probe without a pause).
     pub(crate) fn next_probe_wait(&self) -> Option<Duration> {
         self.staleness_interval
+            .filter(|interval| !interval.is_zero())
             .map(|interval| jittered(interval, self.jitter))
     }
 }
@@ -138,5 +141,20 @@ mod tests {
         }
         let probes = config.clone().staleness_interval(None);
         assert_eq!(probes.next_probe_wait(), None);
+    }
+
+    #[test]
+    fn a_zero_probe_interval_or_a_negative_jitter_set_on_the_field_is_read_safely() {
+        let config = ConsistencyConfig {
+            staleness_interval: Some(Duration::ZERO),
+            jitter: -1.0,
+            ..ConsistencyConfig::default().interval(Duration::from_secs(100))
+        };
+        assert_eq!(
+            config.next_probe_wait(),
+            None,
+            "no probe loop without a pause"
+        );
+        assert_eq!(config.next_wait(), Duration::from_secs(100));
     }
 }

@@ -61,7 +61,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             source: capabilities.versions.clone(),
             indexer: inner.indexer.clone(),
             key_filter: inner.consistency.key_filter.clone(),
-            page_size: config.page_size,
+            // A page of 0 would be "no limit" to the server.
+            page_size: config.page_size.max(1),
             timeout: config.request_timeout,
         }
     }
