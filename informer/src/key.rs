@@ -10,7 +10,7 @@
 //! - [`ObjectKeyRef`] is the same key borrowed from an object or a string, so lookups
 //!   such as [`Indexer::get_by_key`](crate::store::Indexer::get_by_key) need no allocation.
 //! - [`KeyFn`] is the pluggable key function. [`KeyFn::meta_namespace`] (the default)
-//!   is client-go's `MetaNamespaceKeyFunc` for any [`kube::Resource`]; it borrows the key
+//!   is client-go's `MetaNamespaceKeyFunc` for any [`Object`]; it borrows the key
 //!   straight from the object's metadata.
 //!
 //! Inside the store and the DeltaFIFO a key is allocated once per object and shared as
@@ -37,7 +37,7 @@ use std::{
     sync::Arc,
 };
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 /// Why a string is not a valid object key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -88,7 +88,7 @@ impl ObjectKey {
     }
 
     /// The key of `obj` by client-go's `MetaNamespaceKeyFunc` (see [`meta_namespace_key`]).
-    pub fn of<K: Resource>(obj: &K) -> Self {
+    pub fn of<K: Object>(obj: &K) -> Self {
         meta_namespace_key(obj)
     }
 
@@ -209,21 +209,18 @@ impl PartialEq<ObjectKeyRef<'_>> for ObjectKey {
 /// The name is `metadata.name`, falling back to `metadata.generateName` (as
 /// [`kube::ResourceExt::name_any`] does) and then to the empty string; an empty namespace
 /// counts as cluster-scoped.
-pub fn meta_namespace_key_ref<K: Resource>(obj: &K) -> ObjectKeyRef<'_> {
-    let meta = obj.meta();
+pub fn meta_namespace_key_ref<K: Object>(obj: &K) -> ObjectKeyRef<'_> {
+    let meta = obj.metadata();
     ObjectKeyRef::new(
-        meta.namespace.as_deref(),
-        meta.name
-            .as_deref()
-            .or(meta.generate_name.as_deref())
-            .unwrap_or(""),
+        meta.namespace(),
+        meta.name().or(meta.generate_name()).unwrap_or(""),
     )
 }
 
 /// client-go's `MetaNamespaceKeyFunc`: the owned key of `obj` from its metadata.
 ///
 /// Agrees with [`kube::ResourceExt::namespace`] and [`kube::ResourceExt::name_any`].
-pub fn meta_namespace_key<K: Resource>(obj: &K) -> ObjectKey {
+pub fn meta_namespace_key<K: Object>(obj: &K) -> ObjectKey {
     meta_namespace_key_ref(obj).to_object_key()
 }
 
@@ -243,14 +240,14 @@ enum KeyFnRepr<K> {
     Owned(Arc<dyn Fn(&K) -> ObjectKey + Send + Sync>),
 }
 
-impl<K: Resource> KeyFn<K> {
+impl<K: Object> KeyFn<K> {
     /// client-go's `MetaNamespaceKeyFunc` ([`meta_namespace_key_ref`]).
     pub fn meta_namespace() -> Self {
         Self(KeyFnRepr::MetaNamespace(meta_namespace_key_ref::<K>))
     }
 }
 
-impl<K: Resource> Default for KeyFn<K> {
+impl<K: Object> Default for KeyFn<K> {
     fn default() -> Self {
         Self::meta_namespace()
     }

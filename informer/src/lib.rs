@@ -104,6 +104,7 @@ pub mod lister;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+pub mod object;
 pub mod projection;
 pub mod reflector;
 pub mod scope;

@@ -84,8 +84,11 @@ fn imports_point_down_the_layers_without_circles() {
 /// `Step` and `Opt`, each with its two traits). Still 233 with the factory's one door
 /// for a type's settings (`factory::ByObject`, in place of four `*_for::<K>()`
 /// setters), as `NamedKeyFilter` went private (a `Selection` is built by its methods
-/// and carries its filter from `filtered`).
-const PUBLIC_ITEMS_CEILING: usize = 233;
+/// and carries its filter from `filtered`). 235 with issue 48's `object::Object` and
+/// `object::Meta`: the library's bounds rest on what the cache reads of an object, so
+/// that an object need not carry a whole `ObjectMeta` (a `kube::Resource` is an
+/// `Object` with nothing to implement).
+const PUBLIC_ITEMS_CEILING: usize = 235;
 
 /// The most names the prelude may hold: an operator's path, not a second index.
 const PRELUDE_CEILING: usize = 15;

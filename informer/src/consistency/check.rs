@@ -19,7 +19,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::VerifyError;
 use super::compare::{KeyedComparison, snapshot};
@@ -68,7 +68,7 @@ enum ListFailure {
     TimedOut,
 }
 
-impl<K: Resource + 'static> Checker<K> {
+impl<K: Object + 'static> Checker<K> {
     /// Checks once; `synced` is whether the informer's first list is in its cache.
     pub(crate) async fn check(&self, synced: bool) -> Result<ConsistencyReport, VerifyError> {
         if !synced {

@@ -6,7 +6,7 @@
 
 use std::cmp::Ordering;
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 use super::report::{Difference, DifferenceKind};
 use crate::key::ObjectKey;
@@ -24,15 +24,15 @@ pub(crate) struct CachedVersion {
 pub(crate) type Snapshot = FastMap<ObjectKey, CachedVersion>;
 
 /// Reads the cache into a [`Snapshot`] (under the store's read lock).
-pub(crate) fn snapshot<K: Resource + 'static>(indexer: &Indexer<K>) -> Snapshot {
+pub(crate) fn snapshot<K: Object + 'static>(indexer: &Indexer<K>) -> Snapshot {
     let mut snapshot = Snapshot::with_capacity_and_hasher(indexer.len(), Default::default());
     indexer.for_each(|_, object| {
-        let meta = object.meta();
+        let meta = object.metadata();
         snapshot.insert(
             ObjectKey::of(object.as_ref()),
             CachedVersion {
-                uid: meta.uid.clone(),
-                resource_version: meta.resource_version.clone(),
+                uid: meta.uid().map(str::to_owned),
+                resource_version: meta.resource_version().map(str::to_owned),
             },
         );
     });

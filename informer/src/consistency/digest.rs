@@ -12,10 +12,9 @@
 
 use std::hash::{BuildHasher, Hash};
 
-use foldhash::quality::FixedState;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
+use crate::object::Meta;
 use crate::reflector::source::ObjectVersion;
+use foldhash::quality::FixedState;
 
 /// A fixed seed: the cache's and the server's digests are made in the same process, so
 /// any fixed one does.
@@ -41,12 +40,12 @@ impl Identity<'_> {
 }
 
 /// The hash of a cached object.
-pub(crate) fn hash_meta(meta: &ObjectMeta) -> u64 {
+pub(crate) fn hash_meta(meta: &impl Meta) -> u64 {
     Identity {
-        namespace: meta.namespace.as_deref(),
-        name: meta.name.as_deref(),
-        uid: meta.uid.as_deref(),
-        resource_version: meta.resource_version.as_deref(),
+        namespace: meta.namespace(),
+        name: meta.name(),
+        uid: meta.uid(),
+        resource_version: meta.resource_version(),
     }
     .hash()
 }
@@ -78,6 +77,7 @@ impl Digest {
 mod tests {
     use super::*;
     use crate::key::ObjectKey;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn meta(name: &str, uid: &str, version: &str) -> ObjectMeta {
         ObjectMeta {

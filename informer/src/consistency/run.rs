@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::check::Checker;
 use super::config::ConsistencyConfig;
@@ -29,7 +29,7 @@ pub(crate) struct Periodic<K> {
 /// The differences of the last check, to log and count each only once.
 type Seen = BTreeSet<(ObjectKey, DifferenceKind)>;
 
-impl<K: Resource + 'static> Periodic<K> {
+impl<K: Object + 'static> Periodic<K> {
     /// Probes and checks until dropped.
     pub(crate) async fn run(self) {
         tokio::join!(self.probes(), self.checks());

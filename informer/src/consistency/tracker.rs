@@ -24,7 +24,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -32,6 +31,7 @@ use super::digest::{Digest, hash_meta};
 use super::points::{Point, Points};
 use super::staleness::{ProbeId, Staleness};
 use crate::lock::MutexExt;
+use crate::object::Meta;
 
 /// Says whether the informer's queue is settled: nothing queued, and no batch taken out
 /// still being applied (taking the queue's lock).
@@ -94,15 +94,15 @@ pub(crate) struct Applying<'a> {
 
 impl Applying<'_> {
     /// An object entered the cache.
-    pub(crate) fn added(&mut self, new: &ObjectMeta) {
+    pub(crate) fn added(&mut self, new: &impl Meta) {
         self.state.digest.add(hash_meta(new));
         self.state.objects += 1;
         self.state.moved = true;
     }
 
     /// An object in the cache was replaced by another version of it.
-    pub(crate) fn replaced(&mut self, old: &ObjectMeta, new: &ObjectMeta) {
-        if old.resource_version == new.resource_version && old.uid == new.uid {
+    pub(crate) fn replaced<M: Meta>(&mut self, old: &M, new: &M) {
+        if old.resource_version() == new.resource_version() && old.uid() == new.uid() {
             // A resync, or a relist that found it unchanged.
             return;
         }
@@ -112,7 +112,7 @@ impl Applying<'_> {
     }
 
     /// An object left the cache.
-    pub(crate) fn removed(&mut self, old: &ObjectMeta) {
+    pub(crate) fn removed(&mut self, old: &impl Meta) {
         self.state.digest.remove(hash_meta(old));
         self.state.objects = self.state.objects.saturating_sub(1);
         self.state.moved = true;
@@ -369,6 +369,7 @@ impl Tracker {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 

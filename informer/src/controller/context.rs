@@ -6,6 +6,8 @@ use std::sync::{Arc, OnceLock};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Client, Resource};
 
+use crate::object::Object;
+
 use super::read_your_writes::ReadYourWrites;
 use super::reasons::Reasons;
 use super::registry::Registry;
@@ -135,7 +137,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     ///
     /// # Panics
     /// If `C` is none of those; the message says how to register it.
-    pub fn lister<C: Resource + Send + Sync + 'static>(&self) -> Lister<C> {
+    pub fn lister<C: Object + Send + Sync + 'static>(&self) -> Lister<C> {
         self.state
             .registry
             .expect_informer::<C>(self.state.primary)
@@ -148,7 +150,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Context<K> {
     ///
     /// # Panics
     /// If `C` was not registered with [`owns`](super::Controller::owns).
-    pub fn owned<C: Resource + Send + Sync + 'static>(&self, owner: &K) -> Vec<Arc<C>> {
+    pub fn owned<C: Object + Send + Sync + 'static>(&self, owner: &K) -> Vec<Arc<C>> {
         let Some(uid) = owner.meta().uid.as_deref() else {
             return Vec::new();
         };

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 use tokio::sync::Notify;
 
 use super::predicate::Predicate;
@@ -40,7 +40,7 @@ pub(crate) enum Relation {
 }
 
 impl Relation {
-    fn reason<C: Resource>(self, changed: &C, sighting: Sighting) -> Reason {
+    fn reason<C: Object>(self, changed: &C, sighting: Sighting) -> Reason {
         let relation = match self {
             Relation::Primary => return Reason::Primary(sighting),
             Relation::Owned => "owned",
@@ -102,7 +102,7 @@ pub(crate) fn mapping_handler<C, M, I>(
     on_gone: impl Fn(&Arc<C>) + Send + 'static,
 ) -> PendingHandler
 where
-    C: Resource + Send + Sync + 'static,
+    C: Object + Send + Sync + 'static,
     M: Fn(&C) -> I + Send + Sync + 'static,
     I: IntoIterator<Item = ObjectKey>,
 {
@@ -154,8 +154,9 @@ where
                                 changed.notify_waiters();
                             }
                             _ => {
-                                let unchanged = old.meta().resource_version.is_some()
-                                    && old.meta().resource_version == new.meta().resource_version;
+                                let version = old.metadata().resource_version();
+                                let unchanged = version.is_some()
+                                    && version == new.metadata().resource_version();
                                 let sighting = if unchanged {
                                     Sighting::Resynced
                                 } else {

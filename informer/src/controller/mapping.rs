@@ -13,8 +13,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
+
+use crate::object::{Meta, Object};
 
 use crate::key::ObjectKey;
 use crate::scope::FactoryScope;
@@ -32,13 +34,13 @@ impl<K> IntoPrimaryKey<K> for ObjectKey {
     }
 }
 
-impl<K: Resource> IntoPrimaryKey<K> for Arc<K> {
+impl<K: Object> IntoPrimaryKey<K> for Arc<K> {
     fn into_primary_key(self) -> ObjectKey {
         ObjectKey::of(self.as_ref())
     }
 }
 
-impl<K: Resource> IntoPrimaryKey<K> for &Arc<K> {
+impl<K: Object> IntoPrimaryKey<K> for &Arc<K> {
     fn into_primary_key(self) -> ObjectKey {
         ObjectKey::of(self.as_ref())
     }
@@ -55,18 +57,17 @@ where
 }
 
 /// The controller reference of kind `K` among `meta`'s owner references.
-fn controller_of<K>(meta: &ObjectMeta) -> Option<&OwnerReference>
+fn controller_of<K>(meta: &impl Meta) -> Option<&OwnerReference>
 where
     K: Resource<DynamicType = ()>,
 {
-    meta.owner_references
-        .as_deref()?
+    meta.owner_references()
         .iter()
         .find(|owner| is_controller_of_kind::<K>(owner))
 }
 
 /// The key of the `K` that controls the object with metadata `meta`, if any.
-pub(crate) fn controller_key<K>(meta: &ObjectMeta) -> Option<ObjectKey>
+pub(crate) fn controller_key<K>(meta: &impl Meta) -> Option<ObjectKey>
 where
     K: Resource<DynamicType = (), Scope: FactoryScope>,
 {
@@ -74,7 +75,7 @@ where
     let namespace = if K::Scope::is_namespaced() {
         // A namespaced owner lives in its child's namespace; a cluster-scoped child
         // cannot have one.
-        Some(meta.namespace.clone()?)
+        Some(meta.namespace()?.to_owned())
     } else {
         None
     };
@@ -94,15 +95,16 @@ where
 pub(crate) fn controller_uid<K, C>(child: &C) -> Option<String>
 where
     K: Resource<DynamicType = ()>,
-    C: Resource,
+    C: Object,
 {
-    controller_of::<K>(child.meta()).map(|owner| owner.uid.clone())
+    controller_of::<K>(child.metadata()).map(|owner| owner.uid.clone())
 }
 
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
 

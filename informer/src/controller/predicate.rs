@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 /// Which *updates* of an object are worth a reconcile, for the primary type
 /// ([`Controller::predicate`](super::Controller::predicate)) and for owned and watched
@@ -55,7 +55,7 @@ impl<K> fmt::Debug for Predicate<K> {
     }
 }
 
-impl<K: Resource + 'static> Predicate<K> {
+impl<K: Object + 'static> Predicate<K> {
     /// Updates for which `accepts(old, new)` holds.
     pub fn custom(accepts: impl Fn(&K, &K) -> bool + Send + Sync + 'static) -> Self {
         Self {
@@ -66,23 +66,25 @@ impl<K: Resource + 'static> Predicate<K> {
     /// Updates that change `metadata.generation` (the spec, for types with a status
     /// subresource): controller-runtime's `GenerationChangedPredicate`.
     pub fn generation_changed() -> Self {
-        Self::custom(|old, new| old.meta().generation != new.meta().generation)
+        Self::custom(|old, new| old.metadata().generation() != new.metadata().generation())
     }
 
     /// Updates that change the labels: `LabelChangedPredicate`.
     pub fn labels_changed() -> Self {
-        Self::custom(|old, new| old.meta().labels != new.meta().labels)
+        Self::custom(|old, new| old.metadata().labels() != new.metadata().labels())
     }
 
     /// Updates that change the annotations: `AnnotationChangedPredicate`.
     pub fn annotations_changed() -> Self {
-        Self::custom(|old, new| old.meta().annotations != new.meta().annotations)
+        Self::custom(|old, new| old.metadata().annotations() != new.metadata().annotations())
     }
 
     /// Updates that change `metadata.resourceVersion`, that is every update but a
     /// resync's: `ResourceVersionChangedPredicate`.
     pub fn resource_version_changed() -> Self {
-        Self::custom(|old, new| old.meta().resource_version != new.meta().resource_version)
+        Self::custom(|old, new| {
+            old.metadata().resource_version() != new.metadata().resource_version()
+        })
     }
 
     /// Updates that this or `other` accepts.
@@ -100,8 +102,8 @@ impl<K: Resource + 'static> Predicate<K> {
     /// Whether the update from `old` to `new` queues the key: the predicate's
     /// answer, or yes when the update starts the object's deletion.
     pub(crate) fn accepts(&self, old: &K, new: &K) -> bool {
-        let deleting =
-            old.meta().deletion_timestamp.is_none() && new.meta().deletion_timestamp.is_some();
+        let deleting = old.metadata().deletion_timestamp().is_none()
+            && new.metadata().deletion_timestamp().is_some();
         deleting || (self.accepts)(old, new)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 use super::tombstones::SharedTombstones;
 use crate::key::ObjectKey;
@@ -23,7 +23,7 @@ pub(crate) struct PrimaryCache<K> {
     uid_of: UidOf,
 }
 
-impl<K: Resource + Send + Sync + 'static> PrimaryCache<K> {
+impl<K: Object + Send + Sync + 'static> PrimaryCache<K> {
     /// The primaries of `cache`, and the deletions of `tombstones`.
     pub(crate) fn new(cache: Indexer<K>, tombstones: SharedTombstones<K>) -> Self {
         let uid_of: UidOf = {
@@ -33,7 +33,7 @@ impl<K: Resource + Send + Sync + 'static> PrimaryCache<K> {
                 cache
                     .get(key)
                     .or_else(|| tombstones.last_known(key))
-                    .and_then(|object| object.meta().uid.clone())
+                    .and_then(|object| object.metadata().uid().map(str::to_owned))
             })
         };
         Self {

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::object::{Meta, Object};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
 use tokio::sync::Notify;
 
 use crate::key::ObjectKey;
@@ -35,10 +35,15 @@ pub(crate) trait CacheProbe: Send + Sync {
     }
 }
 
-impl<C: Resource + Send + Sync + 'static> CacheProbe for Indexer<C> {
+impl<C: Object + Send + Sync + 'static> CacheProbe for Indexer<C> {
     fn cached_version(&self, key: &ObjectKey) -> Option<String> {
-        self.get(key)
-            .map(|object| object.meta().resource_version.clone().unwrap_or_default())
+        self.get(key).map(|object| {
+            object
+                .metadata()
+                .resource_version()
+                .unwrap_or_default()
+                .to_owned()
+        })
     }
 }
 
@@ -49,7 +54,7 @@ pub(crate) struct FilteredCache<C> {
     pub(crate) filter: Arc<dyn KeyFilter>,
 }
 
-impl<C: Resource + Send + Sync + 'static> CacheProbe for FilteredCache<C> {
+impl<C: Object + Send + Sync + 'static> CacheProbe for FilteredCache<C> {
     fn cached_version(&self, key: &ObjectKey) -> Option<String> {
         self.indexer.cached_version(key)
     }

@@ -9,7 +9,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::read_your_writes::{CacheProbe, FilteredCache};
 use crate::key::short_type_name;
@@ -51,7 +51,7 @@ impl Registry {
     /// Registers `informer` (once per type; registering again keeps the first).
     pub(crate) fn register<C>(&mut self, informer: &SharedIndexInformer<C>)
     where
-        C: Resource + Send + Sync + 'static,
+        C: Object + Send + Sync + 'static,
     {
         self.synced.push(Arc::new(informer.clone()));
         self.types
@@ -71,7 +71,7 @@ impl Registry {
         informer: &SharedIndexInformer<C>,
         filter: Arc<dyn KeyFilter>,
     ) where
-        C: Resource + Send + Sync + 'static,
+        C: Object + Send + Sync + 'static,
     {
         let cache = FilteredCache {
             indexer: informer.indexer(),
@@ -90,7 +90,7 @@ impl Registry {
 
     /// Records that `C` is owned: its children are in `owned`, indexed by controller
     /// in the index named `index`.
-    pub(crate) fn set_owned<C: Resource + Send + Sync + 'static>(
+    pub(crate) fn set_owned<C: Object + Send + Sync + 'static>(
         &mut self,
         owned: Indexer<C>,
         index: String,
@@ -120,7 +120,7 @@ impl Registry {
 
     /// The owned type `C`'s indexer and owner index name; panics, naming what to do,
     /// when `C` is not owned.
-    pub(crate) fn expect_owned<C: Resource + Send + Sync + 'static>(
+    pub(crate) fn expect_owned<C: Object + Send + Sync + 'static>(
         &self,
         primary: &str,
     ) -> (Indexer<C>, &str) {

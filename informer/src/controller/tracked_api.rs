@@ -6,10 +6,11 @@
 use std::sync::Arc;
 
 use either::Either;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::Status;
 use kube::{Api, Resource};
+
+use crate::object::{Meta, Object};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -95,17 +96,17 @@ where
     /// overwrites a newer state of the whole object.
     pub fn if_unchanged_from<P>(&self, seen: &Arc<P>) -> IfUnchanged<'_, C>
     where
-        P: Resource + ProjectionOf<C>,
+        P: Object + ProjectionOf<C>,
     {
-        self.if_unchanged_at(seen.meta())
+        self.if_unchanged_at(seen.metadata())
     }
 
-    fn if_unchanged_at(&self, meta: &ObjectMeta) -> IfUnchanged<'_, C> {
+    fn if_unchanged_at(&self, meta: &impl Meta) -> IfUnchanged<'_, C> {
         IfUnchanged {
             api: self,
-            name: meta.name.clone(),
-            uid: meta.uid.clone(),
-            resource_version: meta.resource_version.clone(),
+            name: meta.name().map(str::to_owned),
+            uid: meta.uid().map(str::to_owned),
+            resource_version: meta.resource_version().map(str::to_owned),
         }
     }
 

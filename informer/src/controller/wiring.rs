@@ -144,7 +144,7 @@ pub(crate) fn owns<K: Primary, C: Cacheable>(predicate: Option<Predicate<C>>) ->
                 &informer,
                 Relation::Owned,
                 predicate,
-                |child: &C| controller_key::<K>(child.meta()),
+                |child: &C| controller_key::<K>(child.metadata()),
                 |_| {},
             ));
         }),

@@ -3,6 +3,7 @@
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
+use crate::object::Object;
 use crate::scope::FactoryScope;
 
 /// A type [`SharedInformerFactory::informer`](super::SharedInformerFactory::informer)
@@ -16,11 +17,19 @@ use crate::scope::FactoryScope;
 /// every cluster; a controller's primary is a
 /// [`Primary`](crate::controller::Primary), which asks for `Clone` and `Debug` too.
 pub trait Cacheable:
-    Resource<DynamicType = (), Scope: FactoryScope> + DeserializeOwned + Send + Sync + 'static
+    Object<Resource: Resource<DynamicType = (), Scope: FactoryScope>>
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
 {
 }
 
 impl<K> Cacheable for K where
-    K: Resource<DynamicType = (), Scope: FactoryScope> + DeserializeOwned + Send + Sync + 'static
+    K: Object<Resource: Resource<DynamicType = (), Scope: FactoryScope>>
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
 {
 }

@@ -4,8 +4,8 @@
 
 use std::any::Any;
 
+use crate::object::Object;
 use futures::future::BoxFuture;
-use kube::Resource;
 use tokio::sync::watch;
 
 use crate::reflector::SyncError;
@@ -22,7 +22,7 @@ pub(super) trait ManagedInformer: HasSynced {
 
 impl<K> ManagedInformer for SharedIndexInformer<K>
 where
-    K: Resource + Send + Sync + 'static,
+    K: Object + Send + Sync + 'static,
 {
     fn run(&self, mut shutdown: watch::Receiver<bool>) -> BoxFuture<'static, ()> {
         let informer = self.clone();

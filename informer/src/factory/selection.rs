@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use kube::Resource;
 
+use crate::object::{DynamicTypeOf, Object, ResourceOf};
+
 use crate::reflector::{self, KeyFilter};
 use crate::scope::FactoryScope;
 
@@ -151,8 +153,8 @@ impl fmt::Debug for NamedKeyFilter {
 /// What an informer lists: the resource `K`'s dynamic type names, and whether it lives
 /// in namespaces (for a cluster-scoped one the namespace of a selection is dropped, so
 /// every ask shares one informer).
-pub(super) struct Target<'a, K: Resource> {
-    pub(super) dynamic_type: &'a K::DynamicType,
+pub(super) struct Target<'a, K: Object> {
+    pub(super) dynamic_type: &'a DynamicTypeOf<K>,
     pub(super) namespaced: bool,
     /// Known at run time (named so in errors, beside a typed informer of the same kind).
     pub(super) dynamic: bool,
@@ -160,13 +162,13 @@ pub(super) struct Target<'a, K: Resource> {
 
 impl<K> Target<'static, K>
 where
-    K: Resource<DynamicType = (), Scope: FactoryScope>,
+    K: Object<Resource: Resource<DynamicType = (), Scope: FactoryScope>>,
 {
     /// A static type, scoped as its `Resource::Scope` says.
     pub(super) fn of() -> Self {
         Target {
             dynamic_type: &(),
-            namespaced: K::Scope::is_namespaced(),
+            namespaced: <ResourceOf<K> as Resource>::Scope::is_namespaced(),
             dynamic: false,
         }
     }

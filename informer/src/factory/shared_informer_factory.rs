@@ -3,13 +3,15 @@
 //! [module docs](super). Metadata-only and dynamic informers are made in
 //! `metadata.rs` and `dynamic.rs`.
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 use kube::{Client, Resource};
+
+use crate::object::{DynamicTypeOf, Object, ResourceOf};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
@@ -171,7 +173,7 @@ impl SharedInformerFactory {
         base: impl FnOnce() -> InformerConfig<K>,
     ) -> (SharedIndexInformer<K>, bool)
     where
-        K: Resource + DeserializeOwned + Send + Sync + 'static,
+        K: Object + DeserializeOwned + Send + Sync + 'static,
     {
         let dynamic_type = target.dynamic_type;
         let mut selection = selection;
@@ -181,9 +183,9 @@ impl SharedInformerFactory {
         let key = InformerKey {
             type_id: TypeId::of::<K>(),
             resource: [
-                K::group(dynamic_type).into_owned(),
-                K::version(dynamic_type).into_owned(),
-                K::plural(dynamic_type).into_owned(),
+                ResourceOf::<K>::group(dynamic_type).into_owned(),
+                ResourceOf::<K>::version(dynamic_type).into_owned(),
+                ResourceOf::<K>::plural(dynamic_type).into_owned(),
             ],
             selection,
         };
@@ -198,11 +200,11 @@ impl SharedInformerFactory {
             return (informer, false);
         }
         let informer = self.make::<K>(dynamic_type, &key.selection, base());
-        let mut kind = K::kind(dynamic_type).into_owned();
+        let mut kind = ResourceOf::<K>::kind(dynamic_type).into_owned();
         if target.dynamic {
             kind.push_str(" (dynamic)");
         }
-        if K::metadata_api() {
+        if ResourceOf::<K>::metadata_api() {
             kind.push_str(" metadata");
         }
         let name = key.selection.name_for(&kind);
@@ -228,12 +230,12 @@ impl SharedInformerFactory {
 
     fn make<K>(
         &self,
-        dynamic_type: &K::DynamicType,
+        dynamic_type: &DynamicTypeOf<K>,
         selection: &Selection,
         base: InformerConfig<K>,
     ) -> SharedIndexInformer<K>
     where
-        K: Resource + DeserializeOwned + Send + Sync + 'static,
+        K: Object + DeserializeOwned + Send + Sync + 'static,
     {
         let config = &self.config;
         let mut lister_watcher = ApiListerWatcher::<K>::in_namespace_with(
@@ -266,8 +268,11 @@ impl SharedInformerFactory {
         let typed = config.transform_of::<K>();
         if metadata.is_some() || typed.is_some() {
             informer_config = informer_config.transform(move |mut object: K| {
-                if let Some(metadata) = &metadata {
-                    metadata(object.meta_mut());
+                // The transform is of an `ObjectMeta`: types of a metadata of their
+                // own hold none of what it could change.
+                let meta: &mut dyn Any = object.metadata_mut();
+                if let (Some(metadata), Some(meta)) = (&metadata, meta.downcast_mut()) {
+                    metadata(meta);
                 }
                 match &typed {
                     Some(typed) => typed(object),
@@ -405,12 +410,12 @@ impl SharedInformerFactory {
 /// The Rust type an informer of `K` caches a projection as, when its name is not the
 /// resource's kind (a `#[derive(Projection)]` struct, a hand-written partial type):
 /// two informers of one resource then stay apart in the metrics.
-fn projection_of<K: Resource>(target: &Target<'_, K>, kind: &str) -> Option<&'static str> {
+fn projection_of<K: Object>(target: &Target<'_, K>, kind: &str) -> Option<&'static str> {
     let rust = short_type_name::<K>();
-    (!target.dynamic && !K::metadata_api() && rust != kind).then_some(rust)
+    (!target.dynamic && !ResourceOf::<K>::metadata_api() && rust != kind).then_some(rust)
 }
 
-pub(super) fn add_missing<K: Resource + Send + Sync + 'static>(
+pub(super) fn add_missing<K: Object + Send + Sync + 'static>(
     informer: &SharedIndexInformer<K>,
     mut indexers: Indexers<K>,
 ) {

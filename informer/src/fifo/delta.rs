@@ -4,6 +4,7 @@ use educe::Educe;
 use std::{fmt, iter, sync::Arc, vec};
 
 use crate::key::ObjectKey;
+use crate::object::Object;
 
 /// The kind of a change (client-go's `DeltaType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,7 +71,7 @@ impl<K> DeletedObject<K> {
     }
 }
 
-impl<K: kube::Resource> DeletedObject<K> {
+impl<K: Object> DeletedObject<K> {
     /// The deleted object's key, as client-go's `DeletionHandlingMetaNamespaceKeyFunc`
     /// gives it: a tombstone's own key (made by the informer's key function), or the
     /// `namespace/name` of the final state.

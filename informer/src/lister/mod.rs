@@ -43,7 +43,7 @@
 use educe::Educe;
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 use crate::consistency::Tracker;
 use crate::key::ObjectKey;
@@ -115,7 +115,7 @@ impl std::fmt::Debug for SyncedFlag {
 
 /// Looks `key` up in `indexer`, telling a miss in a synced cache from one in a cache
 /// still filling.
-fn lookup<K: Resource + 'static>(
+fn lookup<K: Object + 'static>(
     indexer: &Indexer<K>,
     synced: &SyncedFlag,
     key: ObjectKey,
@@ -152,7 +152,7 @@ impl<K> std::fmt::Debug for Lister<K> {
     }
 }
 
-impl<K: Resource + 'static> Lister<K> {
+impl<K: Object + 'static> Lister<K> {
     /// A lister over `indexer`, taken as synced: a miss is
     /// [`LookupError::NotFound`].
     pub fn new(indexer: Indexer<K>) -> Self {
@@ -220,8 +220,8 @@ impl<K: Resource + 'static> Lister<K> {
 
 impl<K> Lister<K>
 where
-    K: Resource + 'static,
-    K::Scope: ClusterScoped,
+    K: Object + 'static,
+    <K::Resource as kube::Resource>::Scope: ClusterScoped,
 {
     /// The cluster-scoped object named `name`; a miss is [`LookupError::NotSynced`]
     /// until the cache has synced.
@@ -232,8 +232,8 @@ where
 
 impl<K> Lister<K>
 where
-    K: Resource + 'static,
-    K::Scope: NamespaceScoped,
+    K: Object + 'static,
+    <K::Resource as kube::Resource>::Scope: NamespaceScoped,
 {
     /// Reads of one namespace.
     pub fn namespaced(&self, namespace: &str) -> NamespaceLister<K> {
@@ -278,7 +278,7 @@ impl<K> NamespaceLister<K> {
     }
 }
 
-impl<K: Resource + 'static> NamespaceLister<K> {
+impl<K: Object + 'static> NamespaceLister<K> {
     /// The objects of this namespace whose labels match `selector`.
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
         self.indexer.select_in_namespace(&self.namespace, selector)
@@ -297,21 +297,21 @@ impl<K: Resource + 'static> NamespaceLister<K> {
     }
 }
 
-impl<K: Resource + 'static> IndexQuery<K> for Lister<K> {
+impl<K: Object + 'static> IndexQuery<K> for Lister<K> {
     fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
         IndexQuery::by_index::<I>(self.indexer(), value)
     }
 }
 
-impl<K: Resource + 'static> IndexQuery<K> for NamespaceLister<K> {
+impl<K: Object + 'static> IndexQuery<K> for NamespaceLister<K> {
     fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {
         let mut found = IndexQuery::by_index::<I>(self.indexer(), value);
-        found.retain(|object| object.meta().namespace.as_deref() == Some(self.namespace()));
+        found.retain(|object| object.metadata().namespace() == Some(self.namespace()));
         found
     }
 }
 
-impl<K: Resource + 'static> Lister<K> {
+impl<K: Object + 'static> Lister<K> {
     /// The objects with the key `value` in index `I` (client-go's `ByIndex`, typed):
     /// [`IndexQuery::by_index`] without the import.
     ///
@@ -335,7 +335,7 @@ impl<K: Resource + 'static> Lister<K> {
     }
 }
 
-impl<K: Resource + 'static> NamespaceLister<K> {
+impl<K: Object + 'static> NamespaceLister<K> {
     /// The objects of this namespace with the key `value` in index `I`:
     /// [`IndexQuery::by_index`] without the import.
     pub fn by_index<I: Index<K>>(&self, value: impl AsIndexKey<I::Value>) -> Vec<Arc<K>> {

@@ -46,7 +46,7 @@ pub(crate) struct InformerSample {
 impl InformerSample {
     pub(crate) fn of<K>(name: String, informer: &SharedIndexInformer<K>) -> Self
     where
-        K: kube::Resource + Send + Sync + 'static,
+        K: crate::object::Object + Send + Sync + 'static,
     {
         let size = informer.cache_size();
         Self {
@@ -80,7 +80,7 @@ pub(super) struct SingleInformer<K> {
     pub(super) informer: WeakInformer<K>,
 }
 
-impl<K: kube::Resource + Send + Sync + 'static> InformerSource for SingleInformer<K> {
+impl<K: crate::object::Object + Send + Sync + 'static> InformerSource for SingleInformer<K> {
     fn sample(&self, samples: &mut Vec<InformerSample>) -> bool {
         match self.informer.upgrade() {
             Some(informer) => {

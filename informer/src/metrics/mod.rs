@@ -219,7 +219,7 @@ impl Metrics {
 
     /// Reports `informer` (one not made by an observed factory) under the label
     /// `informer="{name}"`, for as long as it exists.
-    pub fn observe_informer<K: kube::Resource + Send + Sync + 'static>(
+    pub fn observe_informer<K: crate::object::Object + Send + Sync + 'static>(
         &self,
         name: impl Into<String>,
         informer: &SharedIndexInformer<K>,

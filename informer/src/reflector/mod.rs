@@ -79,7 +79,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use kube::Resource;
+use crate::object::Object;
 use rand::Rng;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -169,7 +169,7 @@ impl<K> std::fmt::Debug for Reflector<K> {
 
 impl<K> Reflector<K>
 where
-    K: Resource + Send + 'static,
+    K: Object + Send + 'static,
 {
     /// A reflector that lists and watches with `lister_watcher` into `store`.
     pub fn new(

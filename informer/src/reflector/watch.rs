@@ -4,8 +4,8 @@
 use std::future::Future;
 use std::task::{Poll, ready};
 
+use crate::object::{Meta, Object};
 use futures::StreamExt;
-use kube::Resource;
 use tokio::time::Instant;
 
 use super::backoff::Backoff;
@@ -31,7 +31,7 @@ enum Stopped {
 
 impl<K> Reflector<K>
 where
-    K: Resource + Send + 'static,
+    K: Object + Send + 'static,
 {
     /// Watches from the last resourceVersion, first reading on `streamed` (the watch
     /// of the streaming list that synced the store) when there is one.
@@ -318,8 +318,8 @@ enum WatchEnd {
     RelistAsked,
 }
 
-fn push_resource_version<K: Resource>(buffer: &mut String, object: &K) {
-    if let Some(version) = &object.meta().resource_version {
+fn push_resource_version<K: Object>(buffer: &mut String, object: &K) {
+    if let Some(version) = object.metadata().resource_version() {
         buffer.push_str(version);
     }
 }

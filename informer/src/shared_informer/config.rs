@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::queue::QueueKind;
 use crate::consistency::ConsistencyConfig;
@@ -46,7 +46,7 @@ pub struct InformerConfig<K> {
     pub consistency: Option<ConsistencyConfig>,
 }
 
-impl<K: Resource + 'static> Default for InformerConfig<K> {
+impl<K: Object + 'static> Default for InformerConfig<K> {
     fn default() -> Self {
         Self {
             resync: None,

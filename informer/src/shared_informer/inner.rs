@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::config::Transform;
 use super::handler::Notification;
@@ -90,7 +90,7 @@ impl<K: 'static> Inner<K> {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> Inner<K> {
+impl<K: Object + Send + Sync + 'static> Inner<K> {
     /// client-go's rule: before start a smaller period lowers the resync check
     /// period; after start it cannot, so the handler's period is raised to it.
     pub(super) fn adjust_resync(&self, requested: Duration) -> Option<Duration> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 #[cfg(feature = "metrics")]
 use std::time::Instant;
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 use super::handler::Notification;
 use super::inner::Inner;
@@ -25,7 +25,7 @@ const WAKE_EVERY: usize = 256;
 /// list's locks. Readers of the cache wait for at most this many updates.
 const POP_BATCH: usize = 32;
 
-impl<K: Resource + Send + Sync + 'static> Inner<K> {
+impl<K: Object + Send + Sync + 'static> Inner<K> {
     /// Pops and applies deltas until the queue is closed.
     pub(super) async fn process(&self) {
         let mut since_wake = 0usize;
@@ -103,7 +103,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 | Delta::Sync(object)
                 | Delta::Replaced(object) => match writer.upsert_keyed(key, Arc::clone(object)) {
                     Some(old) => {
-                        tracked.replaced(old.meta(), object.meta());
+                        tracked.replaced(old.metadata(), object.metadata());
                         let is_resync = matches!(delta, Delta::Sync(_))
                             || (matches!(delta, Delta::Replaced(_))
                                 && same_version(old.as_ref(), object.as_ref()));
@@ -116,7 +116,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                         );
                     }
                     None => {
-                        tracked.added(object.meta());
+                        tracked.added(object.metadata());
                         distribute(
                             Notification::Add {
                                 object: Arc::clone(object),
@@ -132,7 +132,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                     // one for an object already gone from the cache, e.g. a watch
                     // DELETED after a relist or an undecodable update removed it.
                     if let Some(old) = writer.delete_key(key) {
-                        tracked.removed(old.meta());
+                        tracked.removed(old.metadata());
                         distribute(Notification::Delete(deleted.clone()), false);
                     }
                 }
@@ -141,7 +141,10 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     }
 }
 
-fn same_version<K: Resource>(old: &K, new: &K) -> bool {
-    let (old, new) = (&old.meta().resource_version, &new.meta().resource_version);
+fn same_version<K: Object>(old: &K, new: &K) -> bool {
+    let (old, new) = (
+        old.metadata().resource_version(),
+        new.metadata().resource_version(),
+    );
     old.is_some() && old == new
 }

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use educe::Educe;
 use kube::Resource;
+
+use crate::object::Object;
 use serde::de::DeserializeOwned;
 
 use super::config::InformerConfig;
@@ -119,7 +121,7 @@ where
 
 impl<K> SharedIndexInformer<K>
 where
-    K: Resource + Send + Sync + 'static,
+    K: Object + Send + Sync + 'static,
 {
     /// An informer fed by any [`ListerWatcher`]. Fails only when `config.indexers`
     /// names an index twice.
@@ -506,7 +508,7 @@ where
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> HasSynced for SharedIndexInformer<K> {
+impl<K: Object + Send + Sync + 'static> HasSynced for SharedIndexInformer<K> {
     fn has_synced(&self) -> bool {
         self.inner.has_synced()
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 use super::config::Transform;
 use super::queue::Queue;
@@ -25,7 +25,7 @@ pub(super) struct QueueSink<K> {
     pub(super) tracker: Arc<Tracker>,
 }
 
-impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
+impl<K: Object + Send + Sync + 'static> QueueSink<K> {
     /// The object as it will be stored: transformed, in an `Arc`. A transform that
     /// panics is contained: the object is reported and skipped, the informer goes on.
     fn prepare(&self, object: K) -> Option<Arc<K>> {
@@ -48,7 +48,7 @@ impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
+impl<K: Object + Send + Sync + 'static> QueueSink<K> {
     /// Queues a tombstone for the object named `key` if the cache holds it, or a watch
     /// brought it and it waits in the queue (with its newest state either way), as a
     /// relist would for an object it no longer lists; whether there was one.
@@ -56,9 +56,8 @@ impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
         // The cache is keyed by the informer's key function, which need not be
         // `namespace/name`: look the name up, and check that what was found is it.
         let named = |object: &Arc<K>| {
-            let meta = object.meta();
-            meta.name.as_deref() == Some(key.name.as_str())
-                && meta.namespace.as_deref() == key.namespace.as_deref()
+            let meta = object.metadata();
+            meta.name() == Some(key.name.as_str()) && meta.namespace() == key.namespace.as_deref()
         };
         // The queue first, then the cache: a change this sink queued for the key is
         // either still queued, or applied (the queue waits for a batch being applied),
@@ -93,13 +92,13 @@ impl<K: Resource + Send + Sync + 'static> QueueSink<K> {
     fn queue_event(&self, object: K, queue: impl FnOnce(&Queue<K>, Arc<K>)) {
         if let Some(object) = self.prepare(object) {
             let mut marking = self.tracker.marking();
-            marking.note(object.meta().resource_version.as_deref());
+            marking.note(object.metadata().resource_version());
             queue(&self.queue, object);
         }
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for QueueSink<K> {
+impl<K: Object + Send + Sync + 'static> ReflectorStore<K> for QueueSink<K> {
     fn add(&self, object: K) {
         self.queue_event(object, Queue::add);
     }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::SharedIndexInformer;
 use crate::consistency::{
@@ -13,7 +13,7 @@ use crate::consistency::{
 };
 use crate::reflector::RelistTrigger;
 
-impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
+impl<K: Object + Send + Sync + 'static> SharedIndexInformer<K> {
     /// Checks now that the cache holds exactly the server's collection: lists the
     /// collection's metadata at a resourceVersion the cache was at and compares (see
     /// [`consistency`](crate::consistency)), naming every difference. Works while the

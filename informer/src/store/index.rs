@@ -19,7 +19,7 @@ use std::{
     sync::Arc,
 };
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 use super::FastMap;
 
@@ -78,9 +78,9 @@ where
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct NamespaceIndex;
 
-impl<K: Resource + 'static> IndexFunc<K> for NamespaceIndex {
+impl<K: Object + 'static> IndexFunc<K> for NamespaceIndex {
     fn index_values(&self, obj: &K, emit: &mut dyn FnMut(&str)) {
-        if let Some(ns) = obj.meta().namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        if let Some(ns) = obj.metadata().namespace().filter(|ns| !ns.is_empty()) {
             emit(ns);
         }
     }
@@ -105,9 +105,9 @@ impl LabelIndex {
     }
 }
 
-impl<K: Resource + 'static> IndexFunc<K> for LabelIndex {
+impl<K: Object + 'static> IndexFunc<K> for LabelIndex {
     fn index_values(&self, obj: &K, emit: &mut dyn FnMut(&str)) {
-        if let Some(value) = obj.meta().labels.as_ref().and_then(|l| l.get(&self.label)) {
+        if let Some(value) = obj.metadata().labels().and_then(|l| l.get(&self.label)) {
             emit(value);
         }
     }
@@ -168,7 +168,7 @@ impl<K> Indexers<K> {
     }
 }
 
-impl<K: Resource + 'static> Indexers<K> {
+impl<K: Object + 'static> Indexers<K> {
     /// Adds the namespace index under [`NAMESPACE_INDEX`].
     #[must_use]
     pub fn with_namespace_index(self) -> Self {

@@ -10,7 +10,7 @@
 use educe::Educe;
 use std::{fmt, sync::Arc};
 
-use kube::Resource;
+use crate::object::{Meta, Object};
 
 use super::{
     StoreError,
@@ -175,7 +175,7 @@ impl<K: 'static> Indexer<K> {
     }
 }
 
-impl<K: Resource + 'static> Indexer<K> {
+impl<K: Object + 'static> Indexer<K> {
     /// The objects whose labels match `selector`.
     ///
     /// When the selector has an equality (`=`, `==`) or `in` requirement on a label with a
@@ -198,7 +198,7 @@ impl<K: Resource + 'static> Indexer<K> {
         let plan = plan(&state, namespace, selector);
         let keep = |obj: &K| {
             let in_namespace = plan.answers_namespace
-                || namespace.is_none_or(|ns| obj.meta().namespace.as_deref() == Some(ns));
+                || namespace.is_none_or(|ns| obj.metadata().namespace() == Some(ns));
             in_namespace && plan.remaining(selector).all(|r| r.matches_object(obj))
         };
         match &plan.sets {
@@ -304,7 +304,7 @@ impl<K: 'static> Indexer<K> {
 
 /// A relist takes from the cache the objects it lists unchanged (same resourceVersion
 /// and uid), rather than holding a second, freshly decoded copy of each.
-impl<K: Resource + Send + Sync + 'static> CachedObjects<K> for Indexer<K> {
+impl<K: Object + Send + Sync + 'static> CachedObjects<K> for Indexer<K> {
     fn cached(
         &self,
         key: ObjectKeyRef<'_>,
@@ -312,9 +312,9 @@ impl<K: Resource + Send + Sync + 'static> CachedObjects<K> for Indexer<K> {
         uid: Option<&str>,
     ) -> Option<Arc<K>> {
         let object = self.get_ref(key)?;
-        let meta = object.meta();
-        let same = meta.resource_version.as_deref() == Some(resource_version)
-            && (uid.is_none() || meta.uid.as_deref() == uid);
+        let meta = object.metadata();
+        let same = meta.resource_version() == Some(resource_version)
+            && (uid.is_none() || meta.uid() == uid);
         same.then_some(object)
     }
 }

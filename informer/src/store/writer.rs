@@ -11,7 +11,7 @@ use std::{
     sync::{Arc, RwLock, RwLockWriteGuard},
 };
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::{
     StoreError,
@@ -30,7 +30,7 @@ pub struct Writer<K> {
     scratch: Scratch,
 }
 
-impl<K: Resource + 'static> Writer<K> {
+impl<K: Object + 'static> Writer<K> {
     /// An empty store keyed by [`KeyFn::meta_namespace`] with the namespace index.
     pub fn new() -> Self {
         let namespace = Index::new(NAMESPACE_INDEX.to_owned(), Arc::new(NamespaceIndex));
@@ -38,7 +38,7 @@ impl<K: Resource + 'static> Writer<K> {
     }
 }
 
-impl<K: Resource + 'static> Default for Writer<K> {
+impl<K: Object + 'static> Default for Writer<K> {
     fn default() -> Self {
         Self::new()
     }

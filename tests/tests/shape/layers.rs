@@ -17,6 +17,7 @@ use super::tree::{Crate, circles};
 const LAYERS: &[&[&str]] = &[
     &[
         "key",
+        "object",
         "lock",
         "panic",
         "cause",

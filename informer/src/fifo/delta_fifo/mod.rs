@@ -11,9 +11,9 @@ use std::{
     sync::{Arc, Mutex, MutexGuard},
 };
 
+use crate::object::Object;
 use educe::Educe;
 use hashbrown::{Equivalent, HashTable};
-use kube::Resource;
 use tokio::sync::Notify;
 
 use super::queue_state::{self, QueueState, release_and_wake};
@@ -39,7 +39,7 @@ pub struct DeltaFifoConfig<K> {
     pub emit_replaced: bool,
 }
 
-impl<K: Resource> Default for DeltaFifoConfig<K> {
+impl<K: Object> Default for DeltaFifoConfig<K> {
     /// [`KeyFn::meta_namespace`], no known objects, `Replaced` deltas on replace.
     fn default() -> Self {
         Self::new(KeyFn::meta_namespace())
@@ -191,7 +191,7 @@ impl<K> fmt::Debug for DeltaFifo<K> {
     }
 }
 
-impl<K: Resource + 'static> Default for DeltaFifo<K> {
+impl<K: Object + 'static> Default for DeltaFifo<K> {
     fn default() -> Self {
         Self::new(DeltaFifoConfig::default())
     }

@@ -9,8 +9,8 @@ use std::{
     sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError},
 };
 
+use crate::object::Object;
 use educe::Educe;
-use kube::Resource;
 use tokio::sync::Notify;
 
 use super::queue_state::{self, QueueState, release_and_wake};
@@ -32,7 +32,7 @@ pub struct RealFifoConfig<K> {
     pub known_objects: Option<Arc<dyn KnownObjects<K>>>,
 }
 
-impl<K: Resource> Default for RealFifoConfig<K> {
+impl<K: Object> Default for RealFifoConfig<K> {
     /// [`KeyFn::meta_namespace`], no known objects.
     fn default() -> Self {
         Self::new(KeyFn::meta_namespace())
@@ -417,7 +417,7 @@ impl<K> fmt::Debug for RealFifo<K> {
     }
 }
 
-impl<K: Resource + 'static> Default for RealFifo<K> {
+impl<K: Object + 'static> Default for RealFifo<K> {
     fn default() -> Self {
         Self::new(RealFifoConfig::default())
     }

@@ -2,7 +2,7 @@
 //! request carries, the filtering it does itself for lister-watchers that do not, and
 //! the generation it relists on. The rules are on [`KeyFilter`](super::KeyFilter).
 
-use kube::Resource;
+use crate::object::Object;
 
 use super::Reflector;
 use super::error::DecodeError;
@@ -42,7 +42,7 @@ impl Progress {
 
 impl<K> Reflector<K>
 where
-    K: Resource + Send + 'static,
+    K: Object + Send + 'static,
 {
     /// A sync's objects are about to replace the store's: from now on the store holds
     /// the objects of the key filter's generation that sync started with.
@@ -67,7 +67,7 @@ where
         let Some(filter) = &self.own_key_filter else {
             return true;
         };
-        let kept = ObjectHead::of(object.meta()).is_none_or(|head| filter.keeps_object(&head));
+        let kept = ObjectHead::of(object.metadata()).is_none_or(|head| filter.keeps_object(&head));
         if !kept {
             self.record(|metrics| metrics.filtered_out(1));
         }

@@ -5,6 +5,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use kube::Resource;
+
+use crate::object::{Object, ResourceOf};
 use tokio::sync::watch;
 
 use super::{KeyFilter, ObjectHead, ShardField, ShardSelector};
@@ -80,7 +82,7 @@ impl<K> fmt::Debug for ControlledBy<K> {
 
 impl<K> KeyFilter for ControlledBy<K>
 where
-    K: Resource<DynamicType = (), Scope: FactoryScope> + 'static,
+    K: Object<Resource: Resource<DynamicType = (), Scope: FactoryScope>> + 'static,
 {
     /// An object known only by its key is kept: its controller is unknown.
     fn keeps(&self, _namespace: Option<&str>, _name: &str) -> bool {
@@ -94,19 +96,20 @@ where
     fn server_selector(&self) -> Option<ShardSelector> {
         let selector = self.owners.server_selector()?;
         let by_namespace = selector.field() == ShardField::Namespace;
-        (K::Scope::is_namespaced() && by_namespace).then_some(selector)
+        (<ResourceOf<K> as Resource>::Scope::is_namespaced() && by_namespace).then_some(selector)
     }
 
     fn keeps_object(&self, head: &ObjectHead<'_>) -> bool {
         let Some(owner) = head.controller else {
             return false;
         };
-        if owner.kind != K::kind(&()) || owner.group() != K::group(&()) {
+        if owner.kind != ResourceOf::<K>::kind(&()) || owner.group() != ResourceOf::<K>::group(&())
+        {
             return false;
         }
         // A namespaced owner lives in its child's namespace; a cluster-scoped child
         // cannot have one.
-        let namespace = if K::Scope::is_namespaced() {
+        let namespace = if <ResourceOf<K> as Resource>::Scope::is_namespaced() {
             match head.namespace {
                 Some(namespace) => Some(namespace),
                 None => return false,

@@ -14,8 +14,9 @@
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::watch;
+
+use crate::object::Meta;
 
 /// Which objects a reflector keeps, by namespace and name.
 ///
@@ -132,11 +133,10 @@ pub struct ObjectHead<'a> {
 
 impl<'a> ObjectHead<'a> {
     /// The head of a decoded object, from its metadata; `None` without a name.
-    pub fn of(meta: &'a ObjectMeta) -> Option<Self> {
+    pub fn of<M: Meta + ?Sized>(meta: &'a M) -> Option<Self> {
         let controller = meta
-            .owner_references
+            .owner_references()
             .iter()
-            .flatten()
             .find(|owner| owner.controller == Some(true))
             .map(|owner| OwnerHead {
                 api_version: &owner.api_version,
@@ -145,9 +145,9 @@ impl<'a> ObjectHead<'a> {
                 uid: Some(&owner.uid),
             });
         Some(Self {
-            namespace: meta.namespace.as_deref(),
-            name: meta.name.as_deref()?,
-            uid: meta.uid.as_deref(),
+            namespace: meta.namespace(),
+            name: meta.name()?,
+            uid: meta.uid(),
             controller,
         })
     }

@@ -32,6 +32,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use kube::Resource;
+
+use crate::object::{DynamicTypeOf, Object, ResourceOf};
 use kube::core::{DynamicObject, TypeMeta};
 use serde::de::DeserializeOwned;
 
@@ -113,11 +115,17 @@ where
     pub fn new(api: kube::Api<K>) -> Self {
         Self::new_with(api, &K::DynamicType::default())
     }
+}
 
+impl<K> ApiListerWatcher<K>
+where
+    K: Object,
+    DynamicTypeOf<K>: Default,
+{
     /// Lists and watches `K` in `namespace`, or in all namespaces (and for
     /// cluster-scoped types) with `None`.
     pub fn in_namespace(client: kube::Client, namespace: Option<&str>) -> Self {
-        Self::in_namespace_with(client, &K::DynamicType::default(), namespace)
+        Self::in_namespace_with(client, &DynamicTypeOf::<K>::default(), namespace)
     }
 }
 
@@ -127,7 +135,9 @@ impl<K: Resource> ApiListerWatcher<K> {
         let url = api.resource_url().to_owned();
         Self::at_url(api.into_client(), url, dynamic_type)
     }
+}
 
+impl<K: Object> ApiListerWatcher<K> {
     /// Like [`ApiListerWatcher::in_namespace`], for types whose kind is known at run
     /// time: lists and watches the resource `dynamic_type` describes (a
     /// [`DynamicObject`](kube::core::DynamicObject)'s
@@ -135,23 +145,23 @@ impl<K: Resource> ApiListerWatcher<K> {
     /// (and for cluster-scoped resources) with `None`.
     pub fn in_namespace_with(
         client: kube::Client,
-        dynamic_type: &K::DynamicType,
+        dynamic_type: &DynamicTypeOf<K>,
         namespace: Option<&str>,
     ) -> Self {
-        let url = K::url_path(dynamic_type, namespace);
+        let url = ResourceOf::<K>::url_path(dynamic_type, namespace);
         Self::at_url(client, url, dynamic_type)
     }
 
-    fn at_url(client: kube::Client, url: String, dynamic_type: &K::DynamicType) -> Self {
-        let metadata_only = K::metadata_api();
+    fn at_url(client: kube::Client, url: String, dynamic_type: &DynamicTypeOf<K>) -> Self {
+        let metadata_only = ResourceOf::<K>::metadata_api();
         let kind = if metadata_only {
             METADATA_KIND.to_owned()
         } else {
-            K::kind(dynamic_type).into_owned()
+            ResourceOf::<K>::kind(dynamic_type).into_owned()
         };
         let types = TypeMeta {
-            api_version: K::api_version(dynamic_type).into_owned(),
-            kind: K::kind(dynamic_type).into_owned(),
+            api_version: ResourceOf::<K>::api_version(dynamic_type).into_owned(),
+            kind: ResourceOf::<K>::kind(dynamic_type).into_owned(),
         };
         Self {
             client,
@@ -159,7 +169,7 @@ impl<K: Resource> ApiListerWatcher<K> {
             kind,
             metadata_only,
             types,
-            resource: resource_name::<K>(dynamic_type),
+            resource: resource_name::<ResourceOf<K>>(dynamic_type),
             server_url: None,
             options: ListOptions::default(),
             managed_fields: ManagedFields::default(),
@@ -232,7 +242,7 @@ impl<K: Resource> ApiListerWatcher<K> {
 
 impl<K> ApiListerWatcher<K>
 where
-    K: Resource + DeserializeOwned + Send + Sync + 'static,
+    K: Object + DeserializeOwned + Send + Sync + 'static,
 {
     /// The body of one list request with `params` (and `shard_selector`).
     async fn list_body(
@@ -301,7 +311,7 @@ where
     }
 }
 
-impl<K: Resource> ApiListerWatcher<K> {
+impl<K: Object> ApiListerWatcher<K> {
     /// `send`'s answer with the shard `selector`; where the answer says the request
     /// cannot carry it (a 414, a refusal), its answer without it (see
     /// [`ServerShards::send`]).
@@ -356,7 +366,7 @@ impl<K: Resource> ApiListerWatcher<K> {
 
 impl<K> ListerWatcher<K> for ApiListerWatcher<K>
 where
-    K: Resource + DeserializeOwned + Send + Sync + 'static,
+    K: Object + DeserializeOwned + Send + Sync + 'static,
 {
     fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
         Box::pin(self.list_page(request, None))

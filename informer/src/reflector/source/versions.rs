@@ -21,8 +21,8 @@
 
 use std::time::Duration;
 
+use crate::object::{Meta, Object};
 use futures::future::BoxFuture;
-use kube::Resource;
 
 use super::requests::{ListPage, ListRequest, WatchStream};
 use crate::key::ObjectKey;
@@ -41,12 +41,12 @@ pub struct ObjectVersion {
 
 impl ObjectVersion {
     /// The version of `object`, as a version list would name it.
-    pub(crate) fn of<K: Resource>(object: &K) -> Self {
-        let meta = object.meta();
+    pub(crate) fn of<K: Object>(object: &K) -> Self {
+        let meta = object.metadata();
         Self {
             key: ObjectKey::of(object),
-            uid: meta.uid.clone(),
-            resource_version: meta.resource_version.clone(),
+            uid: meta.uid().map(str::to_owned),
+            resource_version: meta.resource_version().map(str::to_owned),
         }
     }
 }

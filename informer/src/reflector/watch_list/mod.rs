@@ -39,8 +39,8 @@
 use std::sync::Arc;
 use std::task::{Poll, ready};
 
+use crate::object::{Meta, Object};
 use futures::StreamExt;
-use kube::Resource;
 use tokio::time::Instant;
 
 use super::backoff::Backoff;
@@ -88,7 +88,7 @@ fn is_streaming_list_refused(e: &kube::Error) -> bool {
 
 impl<K> Reflector<K>
 where
-    K: Resource + Send + 'static,
+    K: Object + Send + 'static,
 {
     /// Whether the next sync tries a streaming list: the config asks for it, the
     /// lister-watcher serves it, and no server has refused it yet.
@@ -320,7 +320,7 @@ struct InitialEvents<K> {
     events: usize,
 }
 
-impl<K: Resource> InitialEvents<K> {
+impl<K: Object> InitialEvents<K> {
     fn new(cache: Option<Arc<dyn CachedObjects<K>>>) -> Self {
         Self {
             items: Vec::new(),
@@ -332,12 +332,12 @@ impl<K: Resource> InitialEvents<K> {
 
     fn add(&mut self, object: K) {
         if let Some(cache) = &self.cache {
-            let meta = object.meta();
-            if let Some(resource_version) = meta.resource_version.as_deref()
+            let meta = object.metadata();
+            if let Some(resource_version) = meta.resource_version()
                 && let Some(cached) = cache.cached(
                     meta_namespace_key_ref(&object),
                     resource_version,
-                    meta.uid.as_deref(),
+                    meta.uid(),
                 )
             {
                 self.unchanged.push(cached);

@@ -3,8 +3,8 @@
 
 use std::{collections::BTreeMap, fmt, str::FromStr};
 
+use crate::object::{Meta, Object};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::Resource;
 
 use super::error::SelectorError;
 use super::operator::Operator;
@@ -80,8 +80,8 @@ impl Selector {
     }
 
     /// Whether the labels of `obj` satisfy every requirement.
-    pub fn matches_object<K: Resource>(&self, obj: &K) -> bool {
-        self.is_everything() || self.matches(obj.meta().labels.as_ref().unwrap_or(&NO_LABELS))
+    pub fn matches_object<K: Object>(&self, obj: &K) -> bool {
+        self.is_everything() || self.matches(obj.metadata().labels().unwrap_or(&NO_LABELS))
     }
 }
 

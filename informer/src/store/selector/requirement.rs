@@ -3,8 +3,8 @@
 
 use std::{collections::BTreeMap, fmt};
 
+use crate::object::{Meta, Object};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
-use kube::Resource;
 
 use super::error::SelectorError;
 use super::operator::Operator;
@@ -149,8 +149,8 @@ impl Requirement {
     }
 
     /// Whether the labels of `obj` satisfy this requirement.
-    pub fn matches_object<K: Resource>(&self, obj: &K) -> bool {
-        self.matches(obj.meta().labels.as_ref().unwrap_or(&NO_LABELS))
+    pub fn matches_object<K: Object>(&self, obj: &K) -> bool {
+        self.matches(obj.metadata().labels().unwrap_or(&NO_LABELS))
     }
 
     fn has_value(&self, value: &str) -> bool {
