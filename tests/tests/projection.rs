@@ -21,11 +21,12 @@ use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryConfig, SharedInformerFactory};
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
+use informer::object::{Meta, Object};
 use informer::projection::{Projection, Shared, shared_size};
 use informer::shared_informer::{SharedIndexInformer, wait_for_cache_sync};
 use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, PodStatus, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use tokio::sync::OnceCell;
@@ -627,5 +628,176 @@ async fn a_controller_of_projections_converges() {
     })
     .await;
     running.stop().await;
+    factory.shutdown().await;
+}
+
+/// A ConfigMap held with a metadata of its own, not an `ObjectMeta`: not a
+/// `kube::Resource`, only an `informer::object::Object` listed and watched as a
+/// ConfigMap, its metadata read through `informer::object::Meta`.
+#[derive(serde::Deserialize, Clone, Debug)]
+struct ConfigMapValue {
+    metadata: OwnMeta,
+    #[serde(default)]
+    data: BTreeMap<String, String>,
+}
+
+/// What [`ConfigMapValue`] keeps of the metadata (every other key skipped by serde).
+#[derive(serde::Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct OwnMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    owner_references: Vec<OwnerReference>,
+    #[serde(default)]
+    finalizers: Vec<String>,
+    deletion_timestamp: Option<Time>,
+}
+
+impl Meta for OwnMeta {
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    fn generate_name(&self) -> Option<&str> {
+        None
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+    fn uid(&self) -> Option<&str> {
+        self.uid.as_deref()
+    }
+    fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+    fn generation(&self) -> Option<i64> {
+        None
+    }
+    fn labels(&self) -> Option<&BTreeMap<String, String>> {
+        self.labels.as_ref()
+    }
+    fn annotations(&self) -> Option<&BTreeMap<String, String>> {
+        None
+    }
+    fn owner_references(&self) -> &[OwnerReference] {
+        &self.owner_references
+    }
+    fn deletion_timestamp(&self) -> Option<&Time> {
+        self.deletion_timestamp.as_ref()
+    }
+    fn finalizers(&self) -> &[String] {
+        &self.finalizers
+    }
+}
+
+impl Object for ConfigMapValue {
+    type Resource = ConfigMap;
+    type Meta = OwnMeta;
+
+    fn metadata(&self) -> &OwnMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut OwnMeta {
+        &mut self.metadata
+    }
+}
+
+/// ConfigMaps as `name -> (resourceVersion, labels, data)`.
+type Versions = BTreeMap<String, (String, BTreeMap<String, String>, BTreeMap<String, String>)>;
+
+/// The server's ConfigMaps, as [`Versions`].
+async fn server_config_maps(api: &Api<ConfigMap>) -> Versions {
+    api.list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|cm| {
+            let version = cm.resource_version().unwrap_or_default();
+            let labels = cm.metadata.labels.clone().unwrap_or_default();
+            (
+                cm.name_any(),
+                (version, labels, cm.data.unwrap_or_default()),
+            )
+        })
+        .collect()
+}
+
+/// The cache's, the same way.
+fn cached_config_maps(lister: &informer::lister::Lister<ConfigMapValue>) -> Versions {
+    lister
+        .list_all()
+        .iter()
+        .map(|cm| {
+            let meta = cm.metadata();
+            (
+                meta.name().unwrap().to_owned(),
+                (
+                    meta.resource_version().unwrap_or_default().to_owned(),
+                    meta.labels().cloned().unwrap_or_default(),
+                    cm.data.clone(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_type_with_a_metadata_of_its_own_is_cached_listed_and_selected_like_a_resource() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("own-meta").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    for (name, tier) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        let cm = common::config_map(name, &format!("v-{name}"), &[("tier", tier)]);
+        api.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    // Another namespace's ConfigMap, which the factory's namespace leaves out.
+    let other = env.create_namespace("own-meta-other").await.unwrap();
+    Api::<ConfigMap>::namespaced(env.client().unwrap(), &other)
+        .create(&PostParams::default(), &common::config_map("x", "v", &[]))
+        .await
+        .unwrap();
+
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryConfig::default().namespace(ns.clone()),
+    );
+    let informer = factory.informer::<ConfigMapValue>();
+    let lister = informer.lister();
+    factory.start();
+    factory.wait_for_cache_sync().await.unwrap();
+    assert_eq!(cached_config_maps(&lister), server_config_maps(&api).await);
+    let a = lister.namespaced(&ns).get("a").unwrap();
+    assert_eq!(a.data.get("key").map(String::as_str), Some("v-a"));
+    assert!(a.metadata().uid().is_some());
+    let web = "tier=web".parse().unwrap();
+    let names = |selected: Vec<Arc<ConfigMapValue>>| {
+        let mut names: Vec<String> = selected
+            .iter()
+            .map(|cm| cm.metadata().name().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(lister.list(&web)), ["a", "b"]);
+
+    // A label moved, a value changed, one deleted: the cache follows the server.
+    let relabel =
+        serde_json::json!({"metadata": {"labels": {"tier": "web"}}, "data": {"key": "v-c2"}});
+    api.patch("c", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    let server = server_config_maps(&api).await;
+    eventually("the cache holds what the server holds", WAIT, || {
+        cached_config_maps(&lister) == server
+    })
+    .await;
+    assert_eq!(names(lister.list(&web)), ["b", "c"]);
+    assert!(lister.namespaced(&ns).get("a").unwrap_err().is_not_found());
     factory.shutdown().await;
 }
