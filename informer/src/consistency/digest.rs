@@ -12,9 +12,10 @@
 
 use std::hash::{BuildHasher, Hash};
 
+use foldhash::quality::FixedState;
+
 use crate::object::Meta;
 use crate::reflector::source::ObjectVersion;
-use foldhash::quality::FixedState;
 
 /// A fixed seed: the cache's and the server's digests are made in the same process, so
 /// any fixed one does.

@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
-use crate::object::{Meta, Object};
 use tokio::sync::Notify;
 
 use super::predicate::Predicate;
 use super::reasons::{Reason, Reasons, Sighting};
 use crate::fifo::DeletedObject;
 use crate::key::{ObjectKey, short_type_name};
+use crate::object::{Meta, Object};
 use crate::shared_informer::{InformerError, ResourceEventHandlerFns, SharedIndexInformer};
 use crate::workqueue::WorkQueue;
 

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::object::{Meta, Object};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::Notify;
 
 use crate::key::ObjectKey;
 use crate::lock::MutexExt;
+use crate::object::{Meta, Object};
 use crate::reflector::{KeyFilter, ObjectHead};
 use crate::store::Indexer;
 

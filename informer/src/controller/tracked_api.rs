@@ -10,12 +10,12 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::Status;
 use kube::{Api, Resource};
 
-use crate::object::{Meta, Object};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::read_your_writes::{CacheProbe, Expectation, ReadYourWrites, Written};
 use crate::key::ObjectKey;
+use crate::object::{Meta, Object};
 use crate::projection::ProjectionOf;
 
 /// Where a tracked write is remembered.

@@ -4,10 +4,10 @@
 
 use std::any::Any;
 
-use crate::object::Object;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
+use crate::object::Object;
 use crate::reflector::SyncError;
 use crate::shared_informer::{HasSynced, SharedIndexInformer};
 

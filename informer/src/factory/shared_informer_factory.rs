@@ -11,7 +11,6 @@ use std::time::Duration;
 use futures::future::{BoxFuture, join_all};
 use kube::{Client, Resource};
 
-use crate::object::{DynamicTypeOf, Object, ResourceOf};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
@@ -26,6 +25,7 @@ use super::sync_error::{CacheSyncError, Unsynced};
 use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lock::MutexExt;
+use crate::object::{DynamicTypeOf, Object, ResourceOf};
 use crate::reflector::source::ApiListerWatcher;
 use crate::scope::FactoryScope;
 use crate::shared_informer::{HasSynced, InformerConfig, SharedIndexInformer};

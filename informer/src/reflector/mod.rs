@@ -79,7 +79,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::object::Object;
 use rand::Rng;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -99,6 +98,7 @@ pub use store::ReflectorStore;
 use source::{ListPage, ListRequest, ListerWatcher};
 
 use crate::cause::Chain;
+use crate::object::Object;
 use backoff::Backoff;
 use config::DEFAULT_PAGE_SIZE;
 pub(crate) use error::{is_expired, is_too_large_resource_version};

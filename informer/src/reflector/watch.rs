@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::task::{Poll, ready};
 
-use crate::object::{Meta, Object};
 use futures::StreamExt;
 use tokio::time::Instant;
 
@@ -16,6 +15,7 @@ use super::progress::{FilterGeneration, OpenWatch, Progress, Relist};
 use super::source::{WatchEvent, WatchRequest};
 use super::{Phase, Reflector, ReflectorError, SHORT_WATCH, dead_watch_grace, random_in};
 use crate::key::ObjectKey;
+use crate::object::{Meta, Object};
 
 /// Why reading a watch stopped.
 enum Stopped {

@@ -9,7 +9,6 @@ use std::time::Duration;
 use educe::Educe;
 use kube::Resource;
 
-use crate::object::Object;
 use serde::de::DeserializeOwned;
 
 use super::config::InformerConfig;
@@ -29,6 +28,7 @@ use crate::informable::Informable;
 use crate::key::short_type_name;
 use crate::lister::Lister;
 use crate::lock::MutexExt;
+use crate::object::Object;
 use crate::reflector::source::{ApiListerWatcher, ListerWatcher};
 use crate::reflector::{self, Reflector, ReflectorError, SharedKeyFilter};
 use crate::store::{Indexer, NAMESPACE_INDEX, Writer};

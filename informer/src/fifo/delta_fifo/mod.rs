@@ -11,7 +11,6 @@ use std::{
     sync::{Arc, Mutex, MutexGuard},
 };
 
-use crate::object::Object;
 use educe::Educe;
 use hashbrown::{Equivalent, HashTable};
 use tokio::sync::Notify;
@@ -22,6 +21,7 @@ use super::{
 };
 use crate::key::{KeyFn, ObjectKey};
 use crate::lock::MutexExt;
+use crate::object::Object;
 use crate::store::FastState;
 pub(crate) use batch::PopBatch;
 use state::{Shared, State};

@@ -9,7 +9,6 @@ use std::{
     sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError},
 };
 
-use crate::object::Object;
 use educe::Educe;
 use tokio::sync::Notify;
 
@@ -19,6 +18,7 @@ use super::{
 };
 use crate::key::{KeyFn, ObjectKey, ObjectKeyRef};
 use crate::lock::MutexExt;
+use crate::object::Object;
 use crate::store::{FastMap, FastSet};
 
 /// Settings of a [`RealFifo`] (client-go's `RealFIFOOptions`): each a public field to

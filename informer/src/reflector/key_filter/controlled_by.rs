@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use crate::object::{Object, ResourceOf};
 use tokio::sync::watch;
 
 use super::{KeyFilter, ObjectHead, ShardField, ShardSelector};
+use crate::object::{Object, ResourceOf};
 use crate::scope::FactoryScope;
 
 /// A [`KeyFilter`] keeping the objects whose controller (the owner reference with

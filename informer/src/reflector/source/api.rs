@@ -33,7 +33,6 @@ use futures::future::BoxFuture;
 use futures::{AsyncBufReadExt, StreamExt};
 use kube::Resource;
 
-use crate::object::{DynamicTypeOf, Object, ResourceOf};
 use kube::core::{DynamicObject, TypeMeta};
 use serde::de::DeserializeOwned;
 
@@ -50,6 +49,7 @@ use super::requests::{ListOptions, ListPage, ListRequest, WatchEvent, WatchReque
 use super::server_shards::{InitialEvents, ServerShards, Step};
 use super::versions::VersionSource;
 use crate::cached::CachedObjects;
+use crate::object::{DynamicTypeOf, Object, ResourceOf};
 use crate::reflector::key_filter::ShardSelector;
 
 /// The kind of the objects the server sends for a metadata-only request.

@@ -21,11 +21,11 @@
 
 use std::time::Duration;
 
-use crate::object::{Meta, Object};
 use futures::future::BoxFuture;
 
 use super::requests::{ListPage, ListRequest, WatchStream};
 use crate::key::ObjectKey;
+use crate::object::{Meta, Object};
 
 /// One object as a version list names it: enough to tell whether a cached object is
 /// the server's, and the same version of it.

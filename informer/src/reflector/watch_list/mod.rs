@@ -39,7 +39,6 @@
 use std::sync::Arc;
 use std::task::{Poll, ready};
 
-use crate::object::{Meta, Object};
 use futures::StreamExt;
 use tokio::time::Instant;
 
@@ -54,6 +53,7 @@ use super::{
     CachedObjects, Phase, Progress, Reflector, ReflectorError, dead_watch_grace, random_in,
 };
 use crate::key::{ObjectKeyRef, meta_namespace_key_ref};
+use crate::object::{Meta, Object};
 
 /// What to do after a streaming list failed.
 enum Retry {

@@ -3,13 +3,13 @@
 
 use std::{collections::BTreeMap, fmt, str::FromStr};
 
-use crate::object::{Meta, Object};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::error::SelectorError;
 use super::operator::Operator;
 use super::parse::Parser;
 use super::requirement::{NO_LABELS, Requirement};
+use crate::object::{Meta, Object};
 
 /// A label selector: the conjunction of its requirements. The empty selector matches
 /// everything.

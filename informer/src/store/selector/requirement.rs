@@ -3,12 +3,12 @@
 
 use std::{collections::BTreeMap, fmt};
 
-use crate::object::{Meta, Object};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
 use super::error::SelectorError;
 use super::operator::Operator;
 use super::validate::{validate_key, validate_value};
+use crate::object::{Meta, Object};
 
 /// The labels of an object without labels.
 pub(super) static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
