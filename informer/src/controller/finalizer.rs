@@ -1,18 +1,16 @@
 //! The finalizer's two patches (add before the first reconcile, remove after the
 //! cleanup); the protocol is described in the [controller docs](super#finalizers).
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::tracked_api::TrackedApi;
+use crate::object::Meta;
 
 /// Whether `meta` lists the finalizer `name`.
-pub(crate) fn has_finalizer(meta: &ObjectMeta, name: &str) -> bool {
-    meta.finalizers
-        .as_deref()
-        .is_some_and(|finalizers| finalizers.iter().any(|f| f == name))
+pub(crate) fn has_finalizer(meta: &impl Meta, name: &str) -> bool {
+    meta.finalizers().iter().any(|f| f == name)
 }
 
 /// The merge patch that sets `finalizers` on an object still at `resource_version`.
@@ -58,6 +56,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
     use super::*;
 
     #[test]
