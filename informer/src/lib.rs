@@ -118,6 +118,7 @@ mod cached;
 mod cause;
 mod claim;
 mod clock;
+mod compact_meta;
 mod hold;
 mod lock;
 mod panic;

@@ -801,3 +801,141 @@ async fn a_type_with_a_metadata_of_its_own_is_cached_listed_and_selected_like_a_
     assert!(lister.namespaced(&ns).get("a").unwrap_err().is_not_found());
     factory.shutdown().await;
 }
+
+/// A ConfigMap's data with [`CompactMeta`](informer::projection::CompactMeta).
+#[derive(Projection, Clone, Debug)]
+#[projection(of = ConfigMap)]
+struct CompactConfigMap {
+    metadata: informer::projection::CompactMeta,
+    data: Option<BTreeMap<String, String>>,
+}
+
+/// ConfigMaps as `name -> (uid, resourceVersion, labels, owners, data)`.
+type Identities = BTreeMap<
+    String,
+    (
+        String,
+        String,
+        BTreeMap<String, String>,
+        Vec<OwnerReference>,
+        BTreeMap<String, String>,
+    ),
+>;
+
+/// One ConfigMap, as [`Identities`].
+fn identity(meta: &impl Meta, data: Option<&BTreeMap<String, String>>) -> Identities {
+    let name = meta.name().unwrap().to_owned();
+    let mut one = Identities::new();
+    one.insert(
+        name,
+        (
+            meta.uid().unwrap().to_owned(),
+            meta.resource_version().unwrap().to_owned(),
+            meta.labels().cloned().unwrap_or_default(),
+            meta.owner_references().to_vec(),
+            data.cloned().unwrap_or_default(),
+        ),
+    );
+    one
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projection_with_compact_metadata_follows_the_server_its_labels_and_owners_shared() {
+    let env = TestEnv::shared().await.unwrap();
+    let ns = env.create_namespace("compact-meta").await.unwrap();
+    let api = Api::<ConfigMap>::namespaced(env.client().unwrap(), &ns);
+    let owner = api
+        .create(
+            &PostParams::default(),
+            &common::config_map("owner", "v", &[]),
+        )
+        .await
+        .unwrap();
+    let owned_by = serde_json::json!([{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+        "uid": owner.uid().unwrap(), "controller": true,
+    }]);
+    for (name, tier) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        let mut cm = common::config_map(name, &format!("v-{name}"), &[("tier", tier)]);
+        cm.metadata.owner_references = serde_json::from_value(owned_by.clone()).unwrap();
+        api.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let server = || async {
+        let list = api.list(&Default::default()).await.unwrap();
+        list.items
+            .iter()
+            .flat_map(|cm| identity(&cm.metadata, cm.data.as_ref()))
+            .collect::<Identities>()
+    };
+
+    let factory = SharedInformerFactory::new(
+        env.client().unwrap(),
+        FactoryConfig::default().namespace(ns.clone()),
+    );
+    let informer = factory.informer::<CompactConfigMap>();
+    let lister = informer.lister();
+    let cached = || {
+        lister
+            .list_all()
+            .iter()
+            .flat_map(|cm| identity(cm.metadata(), cm.data.as_ref()))
+            .collect::<Identities>()
+    };
+    factory.start();
+    factory.wait_for_cache_sync().await.unwrap();
+    assert_eq!(cached(), server().await);
+    let get = |name: &str| lister.namespaced(&ns).get(name).unwrap();
+    // One label map and one owner list for the objects that have equal ones.
+    let (a, b, c) = (get("a"), get("b"), get("c"));
+    assert!(std::ptr::eq(
+        a.metadata().labels().unwrap(),
+        b.metadata().labels().unwrap()
+    ));
+    assert!(!std::ptr::eq(
+        a.metadata().labels().unwrap(),
+        c.metadata().labels().unwrap()
+    ));
+    assert!(std::ptr::eq(
+        a.metadata().owner_references(),
+        c.metadata().owner_references()
+    ));
+    let web = "tier=web".parse().unwrap();
+    let names = |selected: Vec<Arc<CompactConfigMap>>| {
+        let mut names: Vec<String> = selected
+            .iter()
+            .map(|cm| cm.metadata().name().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(lister.list(&web)), ["a", "b"]);
+    drop((a, b, c));
+
+    // A label moved, a value changed, one deleted, an owner dropped: the cache
+    // follows the server.
+    let relabel =
+        serde_json::json!({"metadata": {"labels": {"tier": "web"}}, "data": {"key": "v-c2"}});
+    api.patch("c", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
+    let orphan = serde_json::json!({"metadata": {"ownerReferences": null}});
+    api.patch("b", &PatchParams::default(), &Patch::Merge(&orphan))
+        .await
+        .unwrap();
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    let server = server().await;
+    eventually("the cache holds what the server holds", WAIT, || {
+        cached() == server
+    })
+    .await;
+    assert_eq!(names(lister.list(&web)), ["b", "c"]);
+    assert!(lister.namespaced(&ns).get("a").unwrap_err().is_not_found());
+    let (b, c) = (get("b"), get("c"));
+    assert!(std::ptr::eq(
+        b.metadata().labels().unwrap(),
+        c.metadata().labels().unwrap()
+    ));
+    assert!(b.metadata().owner_references().is_empty());
+    assert_eq!(c.metadata().owner_references()[0].name, "owner");
+    factory.shutdown().await;
+}

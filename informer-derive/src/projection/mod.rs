@@ -8,7 +8,9 @@
 //!   so that rustc reports a misspelt field or a wrong type at the projection's field.
 //!
 //! The resource (the struct with `metadata`) gets `kube::Resource` with the original's
-//! group, version, kind, plural and scope; every projection gets
+//! group, version, kind, plural and scope when its metadata is an `ObjectMeta`, else
+//! (a metadata type of its own, `CompactMeta`) `Object` with the original as its
+//! resource; every projection gets
 //! `ProjectionOf<Original>`. Everything is named by absolute path, inside an anonymous
 //! `const _: () = { ... };` block: kube's and k8s-openapi's items by their own crates'
 //! paths (`::kube::Resource`), which a user of projections depends on anyway (the
@@ -25,7 +27,7 @@ mod check;
 mod decode;
 mod parse;
 
-use parse::{Projection, Role};
+use parse::{Metadata, Projection, Role};
 
 /// `#[derive(Projection)]` on `input`: the generated items, or `compile_error!`s for
 /// every mistake found.
@@ -54,6 +56,7 @@ fn expand(projection: &Projection<'_>) -> TokenStream {
         ..
     } = projection;
     let resource = match projection.role {
+        Role::Resource(Metadata::Own) => object_impl(projection),
         Role::Resource(_) => resource_impl(projection),
         Role::Part => TokenStream::new(),
     };
@@ -108,6 +111,39 @@ fn resource_impl(projection: &Projection<'_>) -> TokenStream {
             }
 
             fn meta_mut(&mut self) -> &mut #meta {
+                &mut self.metadata
+            }
+        }
+    }
+}
+
+/// `Object` listed and watched as the original, for a resource whose metadata is a
+/// type of its own (not an `ObjectMeta`, so not a `kube::Resource`).
+fn object_impl(projection: &Projection<'_>) -> TokenStream {
+    let Projection {
+        ident,
+        krate,
+        original,
+        fields,
+        ..
+    } = projection;
+    let meta = fields
+        .iter()
+        .find(|field| field.ident == "metadata")
+        .map(|field| field.ty)
+        .expect("a resource has a `metadata` field");
+    let object = quote!(#krate::object::Object);
+    quote! {
+        #[automatically_derived]
+        impl #object for #ident {
+            type Resource = #original;
+            type Meta = #meta;
+
+            fn metadata(&self) -> &#meta {
+                &self.metadata
+            }
+
+            fn metadata_mut(&mut self) -> &mut #meta {
                 &mut self.metadata
             }
         }

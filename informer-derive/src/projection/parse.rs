@@ -58,6 +58,15 @@ pub(crate) enum Metadata {
     Slim { annotations: bool },
     /// All of `ObjectMeta` but `managedFields`.
     Full,
+    /// A metadata type of its own (not `ObjectMeta`: `CompactMeta`), which decodes
+    /// what it holds; the resource is an `Object` listed as the original.
+    Own,
+}
+
+/// Whether `ty` names k8s-openapi's `ObjectMeta` (by its last path segment, however
+/// it is imported); any other type is a metadata of its own.
+fn is_object_meta(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "ObjectMeta"))
 }
 
 /// One named field.
@@ -176,9 +185,25 @@ pub(crate) fn projection<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Projec
             })
         })
         .collect();
-    let has_metadata = fields.iter().any(|f| f.ident == "metadata");
-    let role = if has_metadata && settings.nested.is_none() {
+    let metadata = fields.iter().find(|f| f.ident == "metadata");
+    let role = if let Some(metadata) = metadata
+        && settings.nested.is_none()
+    {
         Role::Resource(match settings.metadata {
+            _ if !is_object_meta(metadata.ty) => {
+                for span in [settings.metadata_span, settings.annotations]
+                    .into_iter()
+                    .flatten()
+                {
+                    cx.error(
+                        span,
+                        "`metadata` and `annotations` choose what an `ObjectMeta` keeps; a \
+                         `metadata` field of another type (`CompactMeta`) decodes what it \
+                         holds itself: remove it",
+                    );
+                }
+                Metadata::Own
+            }
             Some(Metadata::Full) => Metadata::Full,
             _ => Metadata::Slim {
                 annotations: settings.annotations.is_some(),
@@ -194,7 +219,9 @@ pub(crate) fn projection<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Projec
         }
         Role::Part
     };
-    if let (Some(span), Some(Metadata::Full)) = (settings.annotations, settings.metadata) {
+    if let (Some(span), Some(Metadata::Full)) = (settings.annotations, settings.metadata)
+        && role != Role::Resource(Metadata::Own)
+    {
         cx.error(
             span,
             "`annotations` adds annotations to slim metadata; full metadata has them already: remove it",

@@ -48,6 +48,40 @@ fn the_struct_with_metadata_is_the_resource_and_slim_by_default() {
 }
 
 #[test]
+fn a_metadata_of_another_type_is_its_own_and_takes_no_metadata_choice() {
+    let input: syn::DeriveInput = syn::parse2(quote! {
+        #[projection(of = Pod)]
+        struct PodView { metadata: informer::projection::CompactMeta }
+    })
+    .unwrap();
+    let cx = Ctxt::new();
+    let projection = parse::projection(&cx, &input).unwrap();
+    assert!(cx.messages().is_empty());
+    assert_eq!(projection.role, Role::Resource(Metadata::Own));
+    // However `ObjectMeta` is reached, it is the one that is slim or full.
+    let path: syn::DeriveInput = syn::parse2(quote! {
+        #[projection(of = Pod)]
+        struct PodView { metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta }
+    })
+    .unwrap();
+    let cx = Ctxt::new();
+    assert_eq!(
+        parse::projection(&cx, &path).unwrap().role,
+        Role::Resource(Metadata::Slim { annotations: false })
+    );
+    let chosen = messages(quote! {
+        #[projection(of = Pod, metadata = "full", annotations)]
+        struct PodView { metadata: CompactMeta }
+    });
+    assert_eq!(chosen.len(), 2, "{chosen:?}");
+    assert!(
+        chosen
+            .iter()
+            .all(|m| m.contains("decodes what it holds itself"))
+    );
+}
+
+#[test]
 fn json_keys_come_from_the_rust_names_or_a_rename() {
     let input: syn::DeriveInput = syn::parse2(quote! {
         #[projection(of = PodStatus)]

@@ -163,6 +163,8 @@
 //!
 //! [`derive@Projection`]: macro@Projection
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 pub use informer_derive::Projection;
 
 /// `Self` holds a projection of a value of type `O`: `O` itself, or a
@@ -185,12 +187,16 @@ pub trait ProjectionOf<O: ?Sized> {}
 
 impl<T: ?Sized> ProjectionOf<T> for T {}
 
+/// A projection of `ObjectMeta`: what a projection's `metadata` field may hold.
+impl ProjectionOf<ObjectMeta> for CompactMeta {}
+
 #[doc(hidden)]
 #[path = "derive_support.rs"]
 pub mod __private;
 mod probe;
 mod rules;
 
+pub use crate::compact_meta::CompactMeta;
 pub use crate::shared::{Shared, SharedSize, shared_size};
 
 #[cfg(test)]

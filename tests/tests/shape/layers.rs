@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
         "clock",
         "allocator",
         "shared",
+        "compact_meta",
         "walk",
         "hold",
     ],
