@@ -19,6 +19,7 @@ use common::{eventually, spawn_run, spawn_until_stopped as spawn};
 use informer::controller::Action;
 use informer::controller::{Context, Controller, backoff};
 use informer::factory::{FactoryConfig, SharedInformerFactory};
+use informer::informable::Informable;
 use informer::metrics::Metrics;
 use informer::metrics::prometheus_client::registry::Registry;
 use informer::object::{Meta, Object};
@@ -28,6 +29,7 @@ use informer::testenv::TestEnv;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, PodStatus, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
 use kube::{Resource, ResourceExt};
 use tokio::sync::OnceCell;
 
@@ -802,9 +804,15 @@ async fn a_type_with_a_metadata_of_its_own_is_cached_listed_and_selected_like_a_
     factory.shutdown().await;
 }
 
-/// A ConfigMap's data with [`CompactMeta`](informer::projection::CompactMeta).
-#[derive(Projection, Clone, Debug)]
+/// A ConfigMap's data with [`CompactMeta`](informer::projection::CompactMeta), indexed
+/// by a data value and by its owner's name.
+#[derive(Projection, Informable, Clone, Debug)]
 #[projection(of = ConfigMap)]
+#[informable(
+    index(name = "by_key", path = "data['key']"),
+    index(name = "by_owner", owner(type = ConfigMap, controller, name)),
+    index(name = "by_tier", path = "metadata.labels['tier']")
+)]
 struct CompactConfigMap {
     metadata: informer::projection::CompactMeta,
     data: Option<BTreeMap<String, String>>,
@@ -872,8 +880,11 @@ async fn a_projection_with_compact_metadata_follows_the_server_its_labels_and_ow
         env.client().unwrap(),
         FactoryConfig::default().namespace(ns.clone()),
     );
-    let informer = factory.informer::<CompactConfigMap>();
+    let informer = factory.informable::<CompactConfigMap>();
     let lister = informer.lister();
+    // The metadata-only informer of the ConfigMaps the projection is listed as, with
+    // the projection's owner index.
+    let metadata = factory.metadata_informable::<CompactConfigMap>();
     let cached = || {
         lister
             .list_all()
@@ -885,6 +896,11 @@ async fn a_projection_with_compact_metadata_follows_the_server_its_labels_and_ow
     factory.wait_for_cache_sync().await.unwrap();
     assert_eq!(cached(), server().await);
     let get = |name: &str| lister.namespaced(&ns).get(name).unwrap();
+    let owned = |list: Vec<Arc<PartialObjectMeta<ConfigMap>>>| {
+        let mut names: Vec<String> = list.iter().map(|cm| cm.name_any()).collect();
+        names.sort();
+        names
+    };
     // One label map and one owner list for the objects that have equal ones.
     let (a, b, c) = (get("a"), get("b"), get("c"));
     assert!(std::ptr::eq(
@@ -909,6 +925,11 @@ async fn a_projection_with_compact_metadata_follows_the_server_its_labels_and_ow
         names
     };
     assert_eq!(names(lister.list(&web)), ["a", "b"]);
+    assert_eq!(names(lister.by_key("v-b")), ["b"]);
+    assert_eq!(names(lister.by_owner("owner")), ["a", "b", "c"]);
+    assert_eq!(names(lister.by_tier("web")), ["a", "b"]);
+    assert_eq!(owned(metadata.lister().by_tier("db")), ["c"]);
+    assert_eq!(owned(metadata.lister().by_owner("owner")), ["a", "b", "c"]);
     drop((a, b, c));
 
     // A label moved, a value changed, one deleted, an owner dropped: the cache
@@ -930,6 +951,14 @@ async fn a_projection_with_compact_metadata_follows_the_server_its_labels_and_ow
     .await;
     assert_eq!(names(lister.list(&web)), ["b", "c"]);
     assert!(lister.namespaced(&ns).get("a").unwrap_err().is_not_found());
+    assert_eq!(names(lister.by_key("v-c2")), ["c"]);
+    assert_eq!(names(lister.by_owner("owner")), ["c"]);
+    assert_eq!(names(lister.by_tier("web")), ["b", "c"]);
+    assert!(lister.by_tier("db").is_empty());
+    eventually("the metadata-only cache follows", WAIT, || {
+        owned(metadata.lister().by_owner("owner")) == ["c"]
+    })
+    .await;
     let (b, c) = (get("b"), get("c"));
     assert!(std::ptr::eq(
         b.metadata().labels().unwrap(),

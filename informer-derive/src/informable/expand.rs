@@ -71,7 +71,7 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
         .filter(|index| reads_only_metadata(index))
         .collect();
     let metadata_lister = (!metadata_indexes.is_empty()).then(|| {
-        let partial = quote!(#krate::informable::__private::PartialObjectMeta<#kind>);
+        let partial = metadata_only(krate, kind);
         let link = format!(
             "the metadata-only `PartialObjectMeta` of {}",
             model.kind_link
@@ -117,6 +117,7 @@ fn informable_impl(model: &Model) -> TokenStream {
         .iter()
         .filter(|index| reads_only_metadata(index))
         .map(|index| &index.marker);
+    let metadata_only = metadata_only(krate, kind);
     let key_fn = key.as_ref().map(|path| {
         let owned = quote_spanned!(path_span(path)=> #krate::key::KeyFn::owned(#path));
         quote! {
@@ -136,9 +137,7 @@ fn informable_impl(model: &Model) -> TokenStream {
                 #krate::store::Indexers::new() #(.with_index::<#marker_types>())*
             }
 
-            fn metadata_indexers() -> #krate::store::Indexers<
-                #krate::informable::__private::PartialObjectMeta<Self>
-            > {
+            fn metadata_indexers() -> #krate::store::Indexers<#metadata_only> {
                 #krate::store::Indexers::new() #(.with_index::<#metadata_markers>())*
             }
         }
@@ -197,6 +196,13 @@ fn index_set_impls(model: &Model, set: &Ident) -> TokenStream {
             }
         }
     }
+}
+
+/// The metadata-only type of `kind`: `PartialObjectMeta` of the resource it is listed
+/// as (`Kind` itself for a `kube::Resource`; the original for a projection with a
+/// metadata of its own).
+fn metadata_only(krate: &syn::Path, kind: &impl quote::ToTokens) -> TokenStream {
+    quote!(#krate::informable::__private::PartialObjectMeta<<#kind as #krate::object::Object>::Resource>)
 }
 
 /// Whether an index reads nothing but the object's metadata, so that it indexes the
@@ -343,8 +349,10 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
                     quote!(if #(#conditions)&&* { #emit_key })
                 };
                 quote! {
-                    let #references = &#runtime::meta(#object).owner_references;
-                    for #reference in ::core::iter::Iterator::flatten(::core::option::Option::iter(#references)) {
+                    let #references = #krate::object::Meta::owner_references(
+                        #krate::object::Object::metadata(#object),
+                    );
+                    for #reference in #references {
                         #emit_key
                     }
                 }
@@ -381,8 +389,7 @@ fn index_impl(model: &Model, index: &Index) -> TokenStream {
         }
     };
     let full = impl_for(&quote!(#kind));
-    let metadata =
-        reads_only_metadata(index).then(|| impl_for(&quote!(#runtime::PartialObjectMeta<#kind>)));
+    let metadata = reads_only_metadata(index).then(|| impl_for(&metadata_only(krate, kind)));
     quote! {
         #full
         #metadata

@@ -68,6 +68,15 @@ use text::Text;
 /// assert!(std::ptr::eq(a.metadata.labels().unwrap(), b.metadata.labels().unwrap()));
 /// ```
 ///
+/// # What takes it
+/// A projection whose `metadata` is a `CompactMeta` is an
+/// [`Object`](crate::object::Object) listed and watched as its original, not a
+/// `kube::Resource` (kube's trait asks for an `ObjectMeta`): informers, the factory,
+/// listers, label selectors, `#[derive(Informable)]` indexes (paths into `metadata` by
+/// `ObjectMeta`'s field names, owner indexes), owner mappings and preconditions take
+/// it; a controller's primary type and `Api<T>` do not (write through the original's
+/// `Api`, as for every projection).
+///
 /// # Memory accounting
 /// As for every [`Shared`] value: the shared namespace, labels, owners and finalizers
 /// are counted once for the process ([`shared_size`](crate::projection::shared_size)),

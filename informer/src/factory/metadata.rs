@@ -78,27 +78,32 @@ impl SharedInformerFactory {
     /// [`metadata_informer`](Self::metadata_informer), like
     /// [`informable`](Self::informable) with [`informer`](Self::informer). Objects are
     /// keyed `namespace/name`: a custom key function of `K` reads the whole object.
-    pub fn metadata_informable<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K>>
+    ///
+    /// For a projection with a metadata of its own (`CompactMeta`), the metadata-only
+    /// informer of the resource it is listed as (`PartialObjectMeta<Pod>`), maintaining
+    /// the projection's owner indexes.
+    pub fn metadata_informable<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K::Resource>>
     where
-        K: Informable<DynamicType = (), Scope: FactoryScope>,
-        PartialObjectMeta<K>: DeserializeOwned,
+        K: Informable<Resource: Resource<DynamicType = (), Scope: FactoryScope> + Send + Sync>,
+        PartialObjectMeta<K::Resource>: DeserializeOwned,
     {
-        self.metadata_informable_for(self.default_selection())
+        self.metadata_informable_for::<K>(self.default_selection())
     }
 
     /// [`metadata_informable`](Self::metadata_informable) in `selection`.
     pub fn metadata_informable_for<K>(
         &self,
         selection: Selection,
-    ) -> SharedIndexInformer<PartialObjectMeta<K>>
+    ) -> SharedIndexInformer<PartialObjectMeta<K::Resource>>
     where
-        K: Informable<DynamicType = (), Scope: FactoryScope>,
-        PartialObjectMeta<K>: DeserializeOwned,
+        K: Informable<Resource: Resource<DynamicType = (), Scope: FactoryScope> + Send + Sync>,
+        PartialObjectMeta<K::Resource>: DeserializeOwned,
     {
-        let (informer, made) =
-            self.informer_with(Target::<PartialObjectMeta<K>>::of(), selection, || {
-                InformerConfig::default().indexers(K::metadata_indexers())
-            });
+        let (informer, made) = self.informer_with(
+            Target::<PartialObjectMeta<K::Resource>>::of(),
+            selection,
+            || InformerConfig::default().indexers(K::metadata_indexers()),
+        );
         if !made {
             super::shared_informer_factory::add_missing(&informer, K::metadata_indexers());
         }

@@ -27,7 +27,6 @@ use crate::key::short_type_name;
 use crate::lock::MutexExt;
 use crate::object::{DynamicTypeOf, Object, ResourceOf};
 use crate::reflector::source::ApiListerWatcher;
-use crate::scope::FactoryScope;
 use crate::shared_informer::{HasSynced, InformerConfig, SharedIndexInformer};
 use crate::store::Indexers;
 
@@ -144,7 +143,7 @@ impl SharedInformerFactory {
     /// its key function stays the default one.
     pub fn informable<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Informable<DynamicType = (), Scope: FactoryScope> + DeserializeOwned,
+        K: Informable + Cacheable,
     {
         self.informable_for(self.default_selection())
     }
@@ -153,7 +152,7 @@ impl SharedInformerFactory {
     /// [`informer_for`](Self::informer_for).
     pub fn informable_for<K>(&self, selection: Selection) -> SharedIndexInformer<K>
     where
-        K: Informable<DynamicType = (), Scope: FactoryScope> + DeserializeOwned,
+        K: Informable + Cacheable,
     {
         let (informer, made) =
             self.informer_with(Target::<K>::of(), selection, InformerConfig::informable);

@@ -12,17 +12,91 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
 
+use crate::compact_meta::CompactMeta;
+use crate::object::{Meta, Object};
 use crate::store::AsIndexKey;
 
 /// The metadata-only object, whose indexes on `metadata` the derive also implements.
 pub use kube::core::PartialObjectMeta;
 
-/// The object's metadata.
-pub fn meta<K: Resource>(object: &K) -> &ObjectMeta {
-    object.meta()
+/// Where an index path into `metadata` starts: the object's `ObjectMeta`, whose fields
+/// the path names, or a view of a metadata type of its own with the same field names
+/// ([`MetaRoot`]).
+pub fn meta<K: Object>(object: &K) -> <K::Meta as MetaRoot>::Root<'_>
+where
+    K::Meta: MetaRoot,
+{
+    object.metadata().root()
+}
+
+/// A metadata type that index paths into `metadata` can walk: by `ObjectMeta`'s field
+/// names (`metadata.labels['app']`, `metadata.name`).
+#[diagnostic::on_unimplemented(
+    message = "an index path into `metadata` cannot walk `{Self}`",
+    label = "its fields are not `ObjectMeta`'s",
+    note = "index paths into `metadata` read an `ObjectMeta` or a `CompactMeta`; an owner index \
+            (`owner(...)`) reads any metadata"
+)]
+pub trait MetaRoot {
+    /// What the path walks.
+    type Root<'a>
+    where
+        Self: 'a;
+
+    /// The start of the walk.
+    fn root(&self) -> Self::Root<'_>;
+}
+
+impl MetaRoot for ObjectMeta {
+    type Root<'a> = &'a ObjectMeta;
+
+    fn root(&self) -> &ObjectMeta {
+        self
+    }
+}
+
+impl MetaRoot for CompactMeta {
+    type Root<'a> = CompactFields<'a>;
+
+    fn root(&self) -> CompactFields<'_> {
+        CompactFields {
+            name: self.name(),
+            generate_name: self.generate_name(),
+            namespace: self.namespace(),
+            uid: self.uid(),
+            resource_version: self.resource_version(),
+            generation: self.generation(),
+            labels: self.labels(),
+            finalizers: self.finalizers(),
+            deletion_timestamp: self.deletion_timestamp(),
+        }
+    }
+}
+
+/// The fields of a [`CompactMeta`] under `ObjectMeta`'s names, borrowed, for index
+/// paths into `metadata` (owner references are read by `owner(...)` indexes).
+pub struct CompactFields<'a> {
+    /// `metadata.name`.
+    pub name: Option<&'a str>,
+    /// `metadata.generateName`.
+    pub generate_name: Option<&'a str>,
+    /// `metadata.namespace`.
+    pub namespace: Option<&'a str>,
+    /// `metadata.uid`.
+    pub uid: Option<&'a str>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: Option<&'a str>,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `metadata.labels`.
+    pub labels: Option<&'a BTreeMap<String, String>>,
+    /// `metadata.finalizers`.
+    pub finalizers: &'a [String],
+    /// `metadata.deletionTimestamp`.
+    pub deletion_timestamp: Option<&'a Time>,
 }
 
 /// A resource type whose API group and kind are known without a value: what
@@ -79,6 +153,14 @@ impl<V> MapGet for BTreeMap<String, V> {
     type Value = V;
     fn map_get(&self, key: &str) -> Option<&V> {
         self.get(key)
+    }
+}
+
+/// A borrowed map (a [`CompactMeta`]'s labels) is looked up as the map.
+impl<M: MapGet + ?Sized> MapGet for &M {
+    type Value = M::Value;
+    fn map_get(&self, key: &str) -> Option<&M::Value> {
+        (**self).map_get(key)
     }
 }
 

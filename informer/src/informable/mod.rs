@@ -346,10 +346,10 @@
 
 use std::collections::HashSet;
 
-use kube::Resource;
 use kube::core::PartialObjectMeta;
 
 use crate::key::KeyFn;
+use crate::object::Object;
 use crate::store::{Indexer, Indexers};
 
 pub use informer_derive::Informable;
@@ -383,10 +383,11 @@ pub trait Informable: IsResource + Sized + Send + Sync + 'static {
 
     /// The indexes of [`indexers`](Self::indexers) that read only `metadata` (its
     /// fields, labels, owner references), for the metadata-only
-    /// [`PartialObjectMeta<Self>`](kube::core::PartialObjectMeta) that
+    /// [`PartialObjectMeta`] of the resource `Self` is
+    /// listed as (`PartialObjectMeta<Self>` for a `kube::Resource`) that
     /// [`SharedInformerFactory::metadata_informable`](crate::factory::SharedInformerFactory::metadata_informable) caches. None unless the derive
     /// (or your impl) says.
-    fn metadata_indexers() -> Indexers<PartialObjectMeta<Self>> {
+    fn metadata_indexers() -> Indexers<PartialObjectMeta<<Self as Object>::Resource>> {
         Indexers::new()
     }
 }
@@ -434,9 +435,10 @@ pub trait IndexSet<K: 'static> {
     }
 }
 
-/// A Kubernetes resource type: any [`kube::Resource`].
+/// A Kubernetes resource type, or an object listed as one: any [`Object`] (every
+/// [`kube::Resource`], and a projection with a metadata of its own).
 ///
-/// [`Informable`] asks for it instead of asking for `kube::Resource` directly so that
+/// [`Informable`] asks for it instead of asking for `Object` directly so that
 /// deriving `Informable` on a type that is not a resource explains what to do.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a Kubernetes resource",
@@ -445,9 +447,9 @@ pub trait IndexSet<K: 'static> {
             name the resource type with `#[informable(kind = ...)]`, or implement \
             `kube::Resource` (or k8s-openapi's `Resource` and `Metadata`) for `{Self}`"
 )]
-pub trait IsResource: Resource {}
+pub trait IsResource: Object {}
 
-impl<K: Resource> IsResource for K {}
+impl<K: Object> IsResource for K {}
 
 #[doc(hidden)]
 #[path = "derive_support.rs"]

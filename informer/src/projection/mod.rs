@@ -69,6 +69,11 @@
 //! # The derive
 //! The struct with a `metadata` field is the resource: it names the original with
 //! `of = Pod` (a `kube::Resource` whose group, version, kind, plural and scope it takes).
+//! Its `metadata` is an `ObjectMeta` (slim or full: see the attributes), and the struct
+//! a `kube::Resource`; or a [`CompactMeta`] (any type but `ObjectMeta`: the type
+//! decodes what it holds), and the struct an [`Object`](crate::object::Object) listed
+//! and watched as the original, which every informer, lister and index takes, though
+//! not a controller's primary nor `Api<T>` (see [`CompactMeta`]).
 //! Every other struct of the projection is a part of one: `of = PodSpec` names the
 //! type it projects. Each field reads exactly one JSON key: the one the original's own
 //! `Deserialize` reads it from (`node_name` reads `nodeName`, `pod_ip` reads `podIP`,
@@ -100,7 +105,7 @@
 //! | Attribute | Meaning |
 //! |-----------|---------|
 //! | `of = Type` (on the struct) | the type this struct projects (required) |
-//! | `metadata = "slim"` (default) \| `"full"` | the resource's metadata: slim keeps `name`, `namespace`, `uid`, `resourceVersion`, `generation`, `labels`, `ownerReferences`, `deletionTimestamp`, `finalizers`; full keeps all but `managedFields` |
+//! | `metadata = "slim"` (default) \| `"full"` | for `metadata: ObjectMeta`, the resource's metadata: slim keeps `name`, `namespace`, `uid`, `resourceVersion`, `generation`, `labels`, `ownerReferences`, `deletionTimestamp`, `finalizers`; full keeps all but `managedFields` |
 //! | `annotations` | slim metadata keeps `annotations` too |
 //! | `nested` | the struct is a part, though it has a `metadata` field (a Pod template's) |
 //! | `crate = path` | where this crate is, when not `::informer` |

@@ -108,7 +108,7 @@ where
 
 impl<K> SharedIndexInformer<K>
 where
-    K: Informable + DeserializeOwned,
+    K: Informable + kube::Resource + DeserializeOwned,
     K::DynamicType: Default,
 {
     /// An informer over what `api` addresses, maintaining `K`'s key function and
