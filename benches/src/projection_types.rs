@@ -5,6 +5,9 @@
 //! - [`PodView`]: ours, `#[derive(Projection)]`, slim metadata;
 //! - [`SharedPodView`]: the same, its repeating values shared
 //!   ([`Shared`]: the node name, the container list, the phase);
+//! - [`CompactPodView`]: the same as `SharedPodView` with [`CompactMeta`] for its
+//!   metadata (name, uid and resourceVersion inline; namespace, labels and owner
+//!   references shared);
 //! - [`PodPartial`]: what a kube-rs user writes for kube-runtime,
 //!   `#[derive(Resource)] #[resource(inherit = Pod)]` with serde's derive, whole
 //!   `ObjectMeta` (managedFields decoded);
@@ -14,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use informer::projection::{Projection, Shared};
+use informer::projection::{CompactMeta, Projection, Shared};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::{Deserialize, Deserializer};
@@ -98,6 +101,18 @@ pub struct SharedContainerImage {
 pub struct SharedPodViewStatus {
     /// `status.phase`: one of five words.
     pub phase: Option<Shared<String>>,
+}
+
+/// Ours with [`CompactMeta`]: the smallest we hold a Pod in.
+#[derive(Projection, Clone, Debug)]
+#[projection(of = Pod)]
+pub struct CompactPodView {
+    /// Name, uid and resourceVersion inline; namespace, labels, owners shared.
+    pub metadata: CompactMeta,
+    /// Node and images, shared, as [`SharedPodView`]'s.
+    pub spec: Option<SharedPodViewSpec>,
+    /// Phase, shared.
+    pub status: Option<SharedPodViewStatus>,
 }
 
 /// kube-runtime's partial type, as its docs show it: whole `ObjectMeta`.

@@ -69,8 +69,8 @@ use kube_runtime::{WatchStreamExt as _, watcher};
 
 use crate::handshake::{read_driver_line, say_synced};
 use crate::in_process;
-use crate::measure::{Mark, memory, reset_peak};
-use crate::projection_types::{PodPartial, PodPartialSlim, PodView, SharedPodView};
+use crate::measure::{Mark, Memory, memory, reset_peak};
+use crate::projection_types::{CompactPodView, PodPartial, PodPartialSlim, PodView, SharedPodView};
 use crate::report::{Implementation, RelistSample, SyncSample, WatchSample, WorkerReport};
 
 /// Runs the worker with the process's arguments.
@@ -118,6 +118,9 @@ async fn run(args: &[String]) -> anyhow::Result<WorkerReport> {
         )),
         "sync-pod-views-shared" => Ok(WorkerReport::Sync(
             sync::<SharedPodView>(implementation(1)?, arg(2)?).await?,
+        )),
+        "sync-pod-views-compact" => Ok(WorkerReport::Sync(
+            sync_ours::<CompactPodView>(implementation(1)?, arg(2)?).await?,
         )),
         "sync-pods-metadata" => Ok(WorkerReport::Sync(
             sync::<PartialObjectMeta<Pod>>(implementation(1)?, arg(2)?).await?,
@@ -393,14 +396,80 @@ pub(crate) async fn sync_and_keep<K: Synced>(
     let baseline = memory();
     let mark = Mark::now();
     let cache = start_and_sync(implementation, api).await?;
+    let sample = sample(
+        implementation,
+        &mark,
+        baseline,
+        cache.len(),
+        cache.estimated_bytes(),
+    );
+    Ok((sample, cache))
+}
+
+/// [`sync`] for a type of ours only: an `Object` listed as its resource with a
+/// metadata of its own (`CompactMeta`), not a `kube::Resource`, which kube-runtime's
+/// store and `Api` ask for (scenario 15's `CompactPodView`).
+async fn sync_ours<K>(implementation: Implementation, namespace: &str) -> anyhow::Result<SyncSample>
+where
+    K: informer::object::Object<
+            Resource: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+        > + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    if implementation != Implementation::Ours {
+        bail!(
+            "{} cannot cache an object that is not a kube::Resource",
+            implementation.as_str()
+        );
+    }
+    let client = kube::Client::try_default().await?;
+    let baseline = memory();
+    let mark = Mark::now();
+    // As `start_and_sync` starts ours: managedFields dropped, the list streamed.
+    let informer = SharedIndexInformer::<K>::with_config(
+        ApiListerWatcher::in_namespace(client, Some(namespace)).managed_fields(ManagedFields::Drop),
+        InformerConfig::default().reflector(ReflectorConfig::default().streaming_list(true)),
+    )?;
+    tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.run(std::future::pending()).await }
+    });
+    wait_for_cache_sync(&[&informer]).await;
+    let estimate = informer
+        .cache_size()
+        .bytes
+        .map(|bytes| bytes + informer::projection::shared_size().bytes);
+    let sample = sample(
+        implementation,
+        &mark,
+        baseline,
+        informer.indexer().len(),
+        estimate,
+    );
+    // Held to the end of the sample, as the other caches are.
+    drop(informer);
+    Ok(sample)
+}
+
+/// The sample of a sync that began at `mark` with `baseline` memory and holds
+/// `objects`, measured now.
+fn sample(
+    implementation: Implementation,
+    mark: &Mark,
+    baseline: Memory,
+    objects: usize,
+    estimated_cache_bytes: Option<u64>,
+) -> SyncSample {
     let synced_seconds = mark.wall_seconds();
     let cpu_seconds = mark.cpu_seconds();
     let (user_seconds, sys_seconds) = mark.user_sys_seconds();
     let after = memory();
-    let sample = SyncSample {
+    SyncSample {
         implementation,
-        objects: cache.len(),
-        estimated_cache_bytes: cache.estimated_bytes(),
+        objects,
+        estimated_cache_bytes,
         synced_seconds,
         cpu_seconds,
         user_seconds,
@@ -408,8 +477,7 @@ pub(crate) async fn sync_and_keep<K: Synced>(
         baseline_rss_kib: baseline.rss_kib,
         peak_rss_kib: after.peak_kib,
         rss_after_sync_kib: after.rss_kib,
-    };
-    Ok((sample, cache))
+    }
 }
 
 /// How often the watch scenario looks for the last update in the cache: the lookup is

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use informer::projection::shared_size;
 use informer::reflector::source::decode_measured;
 use informer_benches::objects;
-use informer_benches::projection_types::{PodView, SharedPodView};
+use informer_benches::projection_types::{CompactPodView, PodView, SharedPodView};
 use serde::de::DeserializeOwned;
 
 const PODS: usize = 30_000;
@@ -53,6 +53,17 @@ fn main() {
             values.values,
             values.bytes,
             shared.as_secs_f64() / plain.as_secs_f64()
+        );
+        drop(kept);
+        let (compact, compact_bytes, kept) = decode_all::<CompactPodView>(&jsons);
+        let values = shared_size();
+        println!(
+            "round {round}: CompactPodView {:.3} s, {compact_bytes} B an object + {} shared \
+             values of {} B in all; time {:.2}x PodView's",
+            compact.as_secs_f64(),
+            values.values,
+            values.bytes,
+            compact.as_secs_f64() / plain.as_secs_f64()
         );
         drop(kept);
     }

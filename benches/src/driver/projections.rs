@@ -76,8 +76,10 @@ const METADATA_ONLY: usize = 2;
 const BEST_PARTIAL: usize = 6;
 /// Our projection with its repeating values shared (issue 48).
 const SHARED_PROJECTION: usize = 7;
+/// The same with our compact metadata (issue 48).
+const COMPACT_PROJECTION: usize = 8;
 
-const VARIANTS: [Variant; 8] = [
+const VARIANTS: [Variant; 9] = [
     variant(
         Implementation::Ours,
         "sync-pod-views",
@@ -113,6 +115,11 @@ const VARIANTS: [Variant; 8] = [
         Implementation::Ours,
         "sync-pod-views-shared",
         "ours, projection, repeating values shared (SharedPodView)",
+    ),
+    variant(
+        Implementation::Ours,
+        "sync-pod-views-compact",
+        "ours, projection, compact metadata and values shared (CompactPodView)",
     ),
 ];
 
@@ -168,7 +175,14 @@ fn figures(samples: &[&SyncSample]) -> Figures {
 /// Whether the variant at `index` runs at `pods` Pods: every one up to
 /// [`ALL_VARIANTS_UP_TO`], only our slim ones (projection, metadata-only) above.
 fn runs_at(index: usize, pods: usize) -> bool {
-    pods <= ALL_VARIANTS_UP_TO || [PROJECTION, METADATA_ONLY, SHARED_PROJECTION].contains(&index)
+    pods <= ALL_VARIANTS_UP_TO
+        || [
+            PROJECTION,
+            METADATA_ONLY,
+            SHARED_PROJECTION,
+            COMPACT_PROJECTION,
+        ]
+        .contains(&index)
 }
 
 /// Scenario 15 on scenario 9's Pods, on each larger collection, then the churn.
@@ -300,7 +314,35 @@ fn projection_rows(label: &str, variants: &[Variant], figures: &[Option<Figures>
             Some(Target::RatioAtMost(0.7)),
         ));
     }
-    for (i, f) in figures.iter().enumerate().take(3) {
+    // Issue 48's targets, for the compact projection.
+    if let Some(compact) = figures[COMPACT_PROJECTION] {
+        let name = variants[COMPACT_PROJECTION].name;
+        rows.push(row(
+            format!("{label}: {name}"),
+            "RSS after sync above start, per Pod (bytes)",
+            compact.steady_per_pod,
+            None,
+            Some(Target::AtMost(1_000.0)),
+        ));
+        if let Some(best) = figures[BEST_PARTIAL] {
+            rows.push(row(
+                format!("{label}: {name} / {}", variants[BEST_PARTIAL].name),
+                "RSS after sync above start, per Pod (bytes)",
+                compact.steady_per_pod,
+                Some(best.steady_per_pod),
+                Some(Target::RatioAtMost(0.3)),
+            ));
+        }
+        rows.push(row(
+            format!("{label}: {name} / {}", variants[PROJECTION].name),
+            "CPU to sync, user+sys (s)",
+            compact.cpu,
+            Some(projection.cpu),
+            Some(Target::RatioAtMost(1.0)),
+        ));
+    }
+    let estimated = |i: &usize| *i < 3 || *i == COMPACT_PROJECTION;
+    for (i, f) in figures.iter().enumerate().filter(|(i, _)| estimated(i)) {
         if let Some(f) = f
             && let Some(estimate) = f.estimate_per_pod
         {
@@ -393,7 +435,15 @@ mod tests {
         let above: Vec<usize> = (0..VARIANTS.len())
             .filter(|&i| runs_at(i, ALL_VARIANTS_UP_TO + 1))
             .collect();
-        assert_eq!(above, [PROJECTION, METADATA_ONLY, SHARED_PROJECTION]);
+        assert_eq!(
+            above,
+            [
+                PROJECTION,
+                METADATA_ONLY,
+                SHARED_PROJECTION,
+                COMPACT_PROJECTION
+            ]
+        );
         assert_eq!(large_pod_namespace(0, 30_000), LARGE_POD_NAMESPACE);
         assert_eq!(large_pod_namespace(1, 150_000), "bench-pods-large-150000");
     }
