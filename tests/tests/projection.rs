@@ -708,6 +708,16 @@ impl Object for ConfigMapValue {
     }
 }
 
+/// The names of `selected`, sorted.
+fn sorted_names<K: Object>(selected: Vec<Arc<K>>) -> Vec<String> {
+    let mut names: Vec<String> = selected
+        .iter()
+        .map(|object| object.metadata().name().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// ConfigMaps as `name -> (resourceVersion, labels, data)`.
 type Versions = BTreeMap<String, (String, BTreeMap<String, String>, BTreeMap<String, String>)>;
 
@@ -777,14 +787,7 @@ async fn a_type_with_a_metadata_of_its_own_is_cached_listed_and_selected_like_a_
     assert_eq!(a.data.get("key").map(String::as_str), Some("v-a"));
     assert!(a.metadata().uid().is_some());
     let web = "tier=web".parse().unwrap();
-    let names = |selected: Vec<Arc<ConfigMapValue>>| {
-        let mut names: Vec<String> = selected
-            .iter()
-            .map(|cm| cm.metadata().name().unwrap().to_owned())
-            .collect();
-        names.sort();
-        names
-    };
+    let names = sorted_names::<ConfigMapValue>;
     assert_eq!(names(lister.list(&web)), ["a", "b"]);
 
     // A label moved, a value changed, one deleted: the cache follows the server.
@@ -896,11 +899,7 @@ async fn a_projection_with_compact_metadata_follows_the_server_its_labels_and_ow
     factory.wait_for_cache_sync().await.unwrap();
     assert_eq!(cached(), server().await);
     let get = |name: &str| lister.namespaced(&ns).get(name).unwrap();
-    let owned = |list: Vec<Arc<PartialObjectMeta<ConfigMap>>>| {
-        let mut names: Vec<String> = list.iter().map(|cm| cm.name_any()).collect();
-        names.sort();
-        names
-    };
+    let owned = sorted_names::<PartialObjectMeta<ConfigMap>>;
     // One label map and one owner list for the objects that have equal ones.
     let (a, b, c) = (get("a"), get("b"), get("c"));
     assert!(std::ptr::eq(
@@ -916,14 +915,7 @@ async fn a_projection_with_compact_metadata_follows_the_server_its_labels_and_ow
         c.metadata().owner_references()
     ));
     let web = "tier=web".parse().unwrap();
-    let names = |selected: Vec<Arc<CompactConfigMap>>| {
-        let mut names: Vec<String> = selected
-            .iter()
-            .map(|cm| cm.metadata().name().unwrap().to_owned())
-            .collect();
-        names.sort();
-        names
-    };
+    let names = sorted_names::<CompactConfigMap>;
     assert_eq!(names(lister.list(&web)), ["a", "b"]);
     assert_eq!(names(lister.by_key("v-b")), ["b"]);
     assert_eq!(names(lister.by_owner("owner")), ["a", "b", "c"]);

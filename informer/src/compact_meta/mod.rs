@@ -217,6 +217,8 @@ impl Hash for Owners {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_usize(self.0.len());
         for owner in &self.0 {
+            // Destructured, so that a field added to `OwnerReference` (which `==`
+            // compares) is a compile error here rather than a hash that ignores it.
             let OwnerReference {
                 api_version,
                 block_owner_deletion,
@@ -255,20 +257,25 @@ enum Key {
 }
 
 impl Key {
+    /// The keys read, in the order of [`FIELDS`].
+    const ALL: [Key; 10] = [
+        Key::Name,
+        Key::GenerateName,
+        Key::Namespace,
+        Key::Uid,
+        Key::ResourceVersion,
+        Key::Generation,
+        Key::Labels,
+        Key::OwnerReferences,
+        Key::Finalizers,
+        Key::DeletionTimestamp,
+    ];
+
     fn of(key: &str) -> Key {
-        match key {
-            "name" => Key::Name,
-            "generateName" => Key::GenerateName,
-            "namespace" => Key::Namespace,
-            "uid" => Key::Uid,
-            "resourceVersion" => Key::ResourceVersion,
-            "generation" => Key::Generation,
-            "labels" => Key::Labels,
-            "ownerReferences" => Key::OwnerReferences,
-            "finalizers" => Key::Finalizers,
-            "deletionTimestamp" => Key::DeletionTimestamp,
-            _ => Key::Other,
-        }
+        FIELDS
+            .iter()
+            .position(|field| *field == key)
+            .map_or(Key::Other, |i| Key::ALL[i])
     }
 }
 
@@ -332,12 +339,12 @@ impl<'de> Deserialize<'de> for CompactMeta {
             }
         }
 
-        deserializer.deserialize_struct("ObjectMeta", FIELDS, MetaVisitor)
+        deserializer.deserialize_struct("ObjectMeta", &FIELDS, MetaVisitor)
     }
 }
 
-/// The keys read, for a deserializer that asks.
-const FIELDS: &[&str] = &[
+/// The JSON keys read, for [`Key::of`] and a deserializer that asks.
+const FIELDS: [&str; 10] = [
     "name",
     "generateName",
     "namespace",
