@@ -381,6 +381,7 @@ const _: fn(
 assert_type!(informable::__private::Step<'static, ConfigMap, informable::__private::Keys>: Send + Sync);
 assert_type!(informable::__private::Keys: Send + Sync);
 assert_type!(informable::__private::Check: Send + Sync);
+assert_type!(informable::__private::CompactFields<'static>: Send + Sync);
 
 // ---------------------------------------------------------------------------------------
 // key
@@ -427,6 +428,7 @@ assert_type!(metrics::WorkqueueMetrics: Send + Sync);
 
 assert_type!(projection::Shared<String>: Send + Sync);
 assert_type!(projection::SharedSize: Send + Sync);
+assert_type!(projection::CompactMeta: Send + Sync);
 
 assert_type!(projection::__private::FieldKey<'static, 1>: Send + Sync);
 assert_type!(projection::__private::FieldSpec: Send + Sync);
