@@ -282,11 +282,7 @@ impl<K: Synced> Cache<K> {
     /// kube-runtime's store, which has none.
     pub(crate) fn estimated_bytes(&self) -> Option<u64> {
         match self {
-            // The process's shared values, counted once (one cache a worker).
-            Cache::Ours(informer) => informer
-                .cache_size()
-                .bytes
-                .map(|bytes| bytes + informer::projection::shared_size().bytes),
+            Cache::Ours(informer) => ours_estimate(informer),
             Cache::KubeRuntime(_) => None,
         }
     }
@@ -306,22 +302,7 @@ async fn start_and_sync<K: Synced>(
 ) -> anyhow::Result<Cache<K>> {
     match implementation {
         Implementation::Ours | Implementation::OursKeepManagedFields | Implementation::OursList => {
-            let managed_fields = if implementation == Implementation::OursKeepManagedFields {
-                ManagedFields::Keep
-            } else {
-                ManagedFields::Drop
-            };
-            let streaming = implementation != Implementation::OursList;
-            let informer = SharedIndexInformer::with_config(
-                ApiListerWatcher::new(api).managed_fields(managed_fields),
-                InformerConfig::default()
-                    .reflector(ReflectorConfig::default().streaming_list(streaming)),
-            )?;
-            tokio::spawn({
-                let informer = informer.clone();
-                async move { informer.run(std::future::pending()).await }
-            });
-            wait_for_cache_sync(&[&informer]).await;
+            let informer = start_ours(ApiListerWatcher::new(api), implementation).await?;
             Ok(Cache::Ours(informer))
         }
         Implementation::KubeRuntime => {
@@ -367,6 +348,44 @@ async fn start_and_sync<K: Synced>(
             bail!("ours-fifo is a controller without priorities (scenario 12), not an informer")
         }
     }
+}
+
+/// Starts our informer on `source` as `implementation` (one of ours) asks (managedFields
+/// kept or dropped, the list streamed or not) and returns once it has synced.
+async fn start_ours<K>(
+    source: ApiListerWatcher<K>,
+    implementation: Implementation,
+) -> anyhow::Result<SharedIndexInformer<K>>
+where
+    K: informer::object::Object + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let managed_fields = if implementation == Implementation::OursKeepManagedFields {
+        ManagedFields::Keep
+    } else {
+        ManagedFields::Drop
+    };
+    let streaming = implementation != Implementation::OursList;
+    let informer = SharedIndexInformer::with_config(
+        source.managed_fields(managed_fields),
+        InformerConfig::default().reflector(ReflectorConfig::default().streaming_list(streaming)),
+    )?;
+    tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.run(std::future::pending()).await }
+    });
+    wait_for_cache_sync(&[&informer]).await;
+    Ok(informer)
+}
+
+/// Our informer's estimate of its cache's bytes (`cache_size`), with the process's
+/// shared values counted once (one cache a worker).
+fn ours_estimate<K: informer::object::Object + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+) -> Option<u64> {
+    informer
+        .cache_size()
+        .bytes
+        .map(|bytes| bytes + informer::projection::shared_size().bytes)
 }
 
 /// kube-runtime's watcher configuration tuned as its docs say
@@ -418,7 +437,10 @@ where
         + Sync
         + 'static,
 {
-    if implementation != Implementation::Ours {
+    if !matches!(
+        implementation,
+        Implementation::Ours | Implementation::OursKeepManagedFields | Implementation::OursList
+    ) {
         bail!(
             "{} cannot cache an object that is not a kube::Resource",
             implementation.as_str()
@@ -427,20 +449,9 @@ where
     let client = kube::Client::try_default().await?;
     let baseline = memory();
     let mark = Mark::now();
-    // As `start_and_sync` starts ours: managedFields dropped, the list streamed.
-    let informer = SharedIndexInformer::<K>::with_config(
-        ApiListerWatcher::in_namespace(client, Some(namespace)).managed_fields(ManagedFields::Drop),
-        InformerConfig::default().reflector(ReflectorConfig::default().streaming_list(true)),
-    )?;
-    tokio::spawn({
-        let informer = informer.clone();
-        async move { informer.run(std::future::pending()).await }
-    });
-    wait_for_cache_sync(&[&informer]).await;
-    let estimate = informer
-        .cache_size()
-        .bytes
-        .map(|bytes| bytes + informer::projection::shared_size().bytes);
+    let source = ApiListerWatcher::<K>::in_namespace(client, Some(namespace));
+    let informer = start_ours(source, implementation).await?;
+    let estimate = ours_estimate(&informer);
     let sample = sample(
         implementation,
         &mark,
